@@ -1,0 +1,199 @@
+"""The ``tmax`` command: thin verbs over the library. Nothing imports this module."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+console = Console(stderr=True)
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="tmax")
+def main() -> None:
+    """tmax: verifiable terminal tasks, safe sandboxes, one agent harness, RL training.
+
+    \b
+    Start here:
+      tmax demo                         build the default image and gate the examples
+      tmax check examples/tasks         the correctness gate on task directories
+      tmax image build default          build (or reuse) an environment image
+    """
+
+
+def expand_task_dirs(args: tuple[str, ...]) -> list[Path]:
+    """Task dirs as given; a directory that is not a task itself stands for its sub-directories."""
+    out: list[Path] = []
+    for a in args:
+        p = Path(a)
+        markers = ("task.toml", "instruction.md", "task.yaml")
+        if p.is_dir() and not any((p / m).exists() for m in markers) and any(c.is_dir() for c in p.iterdir()):
+            out.extend(sorted(c for c in p.iterdir() if c.is_dir()))
+        else:
+            out.append(p)
+    return out
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
+                    disable=not console.is_terminal and os.environ.get("TMAX_PROGRESS") != "1")
+
+
+def run_gate(dirs: list[Path], jobs: int, repeat: int, backend: str, out: Path | None, image: str | None) -> bool:
+    from tmax.gate import check_many
+
+    results = []
+    with _progress() as prog:
+        bar = prog.add_task("gate", total=len(dirs), status="")
+        fh = open(out, "w") if out else None
+        try:
+            for r in check_many(dirs, repeat=repeat, backend=backend, jobs=jobs, image=image):
+                results.append(r)
+                if fh:
+                    fh.write(json.dumps(r.to_json(), sort_keys=True) + "\n")
+                    fh.flush()
+                passed = sum(x.ok for x in results)
+                prog.update(bar, advance=1, status=f"{passed}/{len(results)} ok")
+                if not prog.console.is_terminal:
+                    mark = "ok  " if r.ok else "FAIL"
+                    console.print(f"{mark} {r.task}" + ("" if r.ok else f": {r.reason}"), markup=False,
+                                  highlight=False)
+        finally:
+            if fh:
+                fh.close()
+    results.sort(key=lambda r: r.task)
+    table = Table(title="correctness gate", show_lines=False)
+    for col in ("task", "ok", "oracle", "nop", "seconds", "reason"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        table.add_row(r.name or r.task, "[green]yes" if r.ok else "[red]no",
+                      ",".join("-" if x is None else f"{x:g}" for x in r.oracle_rewards),
+                      "-" if r.nop_reward is None else f"{r.nop_reward:g}", f"{r.seconds:.1f}", r.reason[:300])
+    console.print(table)
+    n_ok = sum(r.ok for r in results)
+    console.print(f"[bold]{n_ok}/{len(results)} tasks pass the gate[/bold] (backend {backend})")
+    return n_ok == len(results)
+
+
+@main.command()
+@click.argument("task_dirs", nargs=-1, required=True, type=click.Path())
+@click.option("-j", "--jobs", default=2, show_default=True, help="Tasks gated in parallel.")
+@click.option("--repeat", default=2, show_default=True, help="Oracle runs per task; each must score 1.0.")
+@click.option("--backend", default="bwrap", show_default=True,
+              type=click.Choice(["bwrap", "unshare", "podman", "docker", "apptainer"]), help="Sandbox backend.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write one JSON line per task here.")
+@click.option("--image", default=None, help="Override every task's image (e.g. host, default, minimal).")
+def check(task_dirs, jobs, repeat, backend, out, image) -> None:
+    """The correctness gate: oracle scores 1.0 on every run, doing nothing scores 0.0.
+
+    Exit status 0 iff every task passes. A directory that is not a task stands for its
+    sub-directories. Bad tasks get one line each with the file, field and what was expected;
+    the rest of the batch still runs.
+
+    \b
+    Examples:
+      tmax check examples/tasks
+      tmax check examples/tasks/* -j 4 --repeat 3 --out gate.jsonl
+      tmax check my-task --backend unshare --image host
+    """
+    ok = run_gate(expand_task_dirs(task_dirs), jobs, repeat, backend, out, image)
+    sys.exit(0 if ok else 1)
+
+
+@main.group()
+def image() -> None:
+    """Environment images (root filesystems that sandboxes run on)."""
+
+
+@image.command("build")
+@click.argument("profile", default="default")
+@click.option("--force", is_flag=True, help="Rebuild even if cached.")
+def image_build(profile: str, force: bool) -> None:
+    """Build (or reuse) the image of PROFILE: a name in tmax/profiles or a TOML path.
+
+    Debootstrap, then apt and pip inside; cached under $TMAX_HOME/images by the profile's content hash.
+
+    \b
+    Examples:
+      tmax image build              # the default profile
+      tmax image build minimal
+      tmax image build ./my-profile.toml --force
+    """
+    from tmax.images import ImageError, build_image, host_environment, load_profile
+
+    if profile == "host":
+        console.print(f"host image: nothing to build (hash {host_environment().hash})")
+        return
+    try:
+        p = load_profile(profile)
+        path = build_image(p, log=lambda s: console.print(s, markup=False, highlight=False), force=force)
+    except ImageError as e:
+        console.print(f"[red]error:[/red] {e}")
+        sys.exit(1)
+    console.print(f"[green]image {p.name}-{p.hash}[/green] at {path}")
+
+
+@image.command("list")
+def image_list() -> None:
+    """List built images and available profiles.
+
+    \b
+    Example:
+      tmax image list
+    """
+    from tmax.images import PROFILES_DIR, host_environment, tmax_home
+
+    table = Table()
+    table.add_column("image")
+    table.add_column("status")
+    table.add_row("host", host_environment().hash)
+    built = {p.name for p in (tmax_home() / "images").glob("*") if (p / "done").exists()}
+    for prof in sorted(PROFILES_DIR.glob("*.toml")):
+        from tmax.images import load_profile
+
+        pr = load_profile(str(prof))
+        name = f"{pr.name}-{pr.hash}"
+        table.add_row(pr.name, f"built ({name})" if name in built else "not built")
+    console.print(table)
+
+
+@main.command()
+@click.option("--image", default="default", show_default=True, help="Image for the examples (host: no build).")
+@click.option("--backend", default="bwrap", show_default=True, help="Sandbox backend.")
+@click.option("-j", "--jobs", default=2, show_default=True)
+@click.option("--out", type=click.Path(path_type=Path), default=Path("demo-out"), show_default=True)
+def demo(image: str, backend: str, jobs: int, out: Path) -> None:
+    """Run the main job small: build or pick the image, gate the example tasks.
+
+    \b
+    Examples:
+      tmax demo
+      tmax demo --image host --backend unshare
+    """
+    from tmax.images import ImageError, get_environment
+
+    out.mkdir(parents=True, exist_ok=True)
+    console.rule("1. environment image")
+    try:
+        env = get_environment(image, log=lambda s: console.print(s, markup=False, highlight=False))
+    except ImageError as e:
+        console.print(f"[red]error:[/red] {e}")
+        sys.exit(1)
+    console.print(f"image {env.name}: {env.hash}")
+    console.rule("2. correctness gate on examples/tasks")
+    ok = run_gate(expand_task_dirs((str(EXAMPLES),)), jobs, 2, backend, out / "gate.jsonl", image)
+    console.print(f"gate report: {out / 'gate.jsonl'}")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""The correctness gate: a task passes iff its oracle scores 1.0 on every one of R runs and doing
+nothing scores 0.0, all in the environment that will be solved."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tmax.images import ImageError, task_environment
+from tmax.task import TaskError, load_task
+from tmax.trial import NopAgent, OracleAgent, Outcome, TrialResult, run_trial
+
+
+@dataclass
+class GateResult:
+    task: str  # the task directory
+    ok: bool
+    oracle_rewards: list[float | None] = field(default_factory=list)
+    nop_reward: float | None = None
+    reason: str = ""
+    seconds: float = 0.0
+    env_hash: str = ""
+    name: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _why(trial: TrialResult) -> str:
+    return f"{trial.outcome.value}" + (f": {trial.reason}" if trial.reason else "")
+
+
+def check_task(path: str | Path, repeat: int = 2, backend: str = "bwrap", image: str | None = None) -> GateResult:
+    t0 = time.monotonic()
+    res = GateResult(task=str(path), ok=False)
+    try:
+        task = load_task(path)
+        res.name = task.name
+        env = task_environment(task, backend, image=image)
+        res.env_hash = env.hash
+    except (TaskError, ImageError) as e:
+        res.reason = str(e)
+        res.seconds = time.monotonic() - t0
+        return res
+    except Exception as e:  # a bad task must never stop the batch
+        res.reason = f"{type(e).__name__}: {e}"
+        res.seconds = time.monotonic() - t0
+        return res
+    problems: list[str] = []
+    for i in range(repeat):
+        tr = run_trial(task, OracleAgent(), backend=backend, env=env)
+        res.oracle_rewards.append(tr.reward)
+        if tr.reward is None or tr.reward < 1.0:
+            problems.append(f"oracle run {i + 1} scored {tr.reward} ({_why(tr)})")
+            break
+    if not problems:
+        tr = run_trial(task, NopAgent(), backend=backend, env=env)
+        res.nop_reward = tr.reward
+        if tr.outcome == Outcome.INFRA_ERROR or tr.reward is None:
+            problems.append(f"nop run could not be scored ({_why(tr)})")
+        elif tr.reward != 0.0:
+            problems.append(f"nop scored {tr.reward}; expected 0.0 (the task is solved by doing nothing)")
+    res.ok = not problems
+    res.reason = "; ".join(problems)
+    res.seconds = time.monotonic() - t0
+    return res
+
+
+def check_many(paths: Iterable[str | Path], repeat: int = 2, backend: str = "bwrap", jobs: int = 2,
+               image: str | None = None, on_result: Callable[[GateResult], None] | None = None) -> Iterator[GateResult]:
+    """Gate tasks in parallel; yields results as they finish."""
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(check_task, p, repeat, backend, image) for p in paths]
+        for fut in as_completed(futures):
+            r = fut.result()
+            if on_result:
+                on_result(r)
+            yield r
+
+
+def write_jsonl(results: Iterable[GateResult], out: Path) -> None:
+    with open(out, "w") as f:
+        for r in results:
+            f.write(json.dumps(r.to_json(), sort_keys=True) + "\n")

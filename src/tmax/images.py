@@ -1,0 +1,232 @@
+"""Environment images: plain root filesystems that sandboxes run on, content-addressed and cached.
+
+* A *profile* (``profiles/NAME.toml`` or any TOML path) names a Debian suite and packages; ``build``
+  runs debootstrap, then pip inside the rootfs. The image lives under
+  ``$TMAX_HOME/images/NAME-HASH/rootfs`` where HASH is the profile's content hash.
+* ``host`` is a read-only view of the host's system directories: zero setup.
+* A task's environment is an image plus the task's own ``environment/setup.sh``, run once in a
+  sandbox (no network unless the task allows it) and cached as an overlay layer keyed by the
+  image hash and the content of ``environment/``. The environment hash recorded in every result is
+  that key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import tomllib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tmax.sandbox import Bind, SandboxError, SandboxSpec, get_backend
+
+PROFILES_DIR = Path(__file__).parent / "profiles"
+HOST_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+SETUP_TIMEOUT = 900.0
+
+
+def tmax_home() -> Path:
+    home = Path(os.environ.get("TMAX_HOME") or Path.home() / ".cache" / "tmax")
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+class ImageError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What a sandbox runs on: layers (top first) and a content hash."""
+
+    name: str
+    layers: tuple = field(default_factory=tuple)
+    hash: str = ""
+
+    def spec(self, **kw) -> SandboxSpec:
+        return SandboxSpec(layers=list(self.layers), env_hash=self.hash, **kw)
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    suite: str
+    variant: str
+    apt: tuple[str, ...]
+    pip: tuple[str, ...]
+    source: Path
+    hash: str
+
+
+def load_profile(name_or_path: str) -> Profile:
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = PROFILES_DIR / f"{name_or_path}.toml"
+    if not path.is_file():
+        known = ", ".join(["host"] + sorted(p.stem for p in PROFILES_DIR.glob("*.toml")))
+        raise ImageError(f"{path}: no such image profile; expected one of: {known}, or a path to a TOML file")
+    raw = path.read_bytes()
+    try:
+        doc = tomllib.loads(raw.decode())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ImageError(f"{path}: invalid TOML: {e}") from None
+    for key, typ in (("suite", str), ("apt", list)):
+        if not isinstance(doc.get(key), typ):
+            raise ImageError(f"{path}: {key}: expected {typ.__name__}")
+    return Profile(name=str(doc.get("name", path.stem)), suite=doc["suite"], variant=doc.get("variant", "minbase"),
+                   apt=tuple(doc["apt"]), pip=tuple(doc.get("pip", [])), source=path,
+                   hash=hashlib.sha256(raw).hexdigest()[:16])
+
+
+def host_environment() -> Environment:
+    layer = {d: f"/{d}" for d in HOST_DIRS if os.path.lexists(f"/{d}")}
+    h = hashlib.sha256(b"host\0")
+    for f in ("/etc/os-release", "/var/lib/dpkg/status"):
+        with contextlib.suppress(OSError):
+            h.update(Path(f).read_bytes())
+    return Environment(name="host", layers=(layer,), hash="host-" + h.hexdigest()[:16])
+
+
+def image_dir(profile: Profile) -> Path:
+    return tmax_home() / "images" / f"{profile.name}-{profile.hash}"
+
+
+@contextlib.contextmanager
+def _lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _mirror() -> str:
+    """The Debian mirror apt is configured with here (debootstrap must use a reachable one)."""
+    for src in [Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list")]:
+        if src.exists():
+            for line in src.read_text().splitlines():
+                parts = line.split()
+                if line.startswith("URIs:") and len(parts) > 1 and "security" not in parts[1]:
+                    return parts[1]
+                if line.startswith("deb ") and len(parts) > 1 and "security" not in parts[1]:
+                    return parts[2] if parts[1].startswith("[") else parts[1]
+    return "http://deb.debian.org/debian"
+
+
+def build_image(profile: Profile, log: Callable[[str], None] = print, force: bool = False) -> Path:
+    """Build (or reuse) the rootfs of ``profile``. Needs root and debootstrap."""
+    final = image_dir(profile)
+    rootfs = final / "rootfs"
+    with _lock(tmax_home() / "locks" / f"image-{profile.name}-{profile.hash}"):
+        if (final / "done").exists() and not force:
+            return rootfs
+        if os.geteuid() != 0:
+            raise ImageError("building an image needs root (debootstrap); use --image host instead")
+        if shutil.which("debootstrap") is None:
+            raise ImageError("debootstrap not found; run: apt-get install -y debootstrap")
+        tmp = Path(tempfile.mkdtemp(prefix=f".{profile.name}-", dir=final.parent if final.parent.exists()
+                                    else _mkdir(final.parent)))
+        cache = _mkdir(tmax_home() / "debootstrap-cache")
+        try:
+            argv = ["debootstrap", f"--variant={profile.variant}", f"--cache-dir={cache}",
+                    f"--include={','.join(profile.apt)}", profile.suite, str(tmp / "rootfs"), _mirror()]
+            log("$ " + " ".join(argv))
+            _run_logged(argv, log)
+            if profile.pip:
+                _chroot_pip(tmp / "rootfs", profile.pip, log)
+            # Trim what sandboxes never need.
+            for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+                shutil.rmtree(tmp / "rootfs" / junk, ignore_errors=True)
+            (tmp / "rootfs" / "app").mkdir(exist_ok=True)
+            (tmp / "profile.toml").write_bytes(profile.source.read_bytes())
+            if final.exists():
+                shutil.rmtree(final)
+            os.rename(tmp, final)
+            (final / "done").write_text(profile.hash + "\n")
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return rootfs
+
+
+def _mkdir(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _run_logged(argv: list[str], log: Callable[[str], None]) -> None:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail: list[str] = []
+    for line in proc.stdout:
+        tail = (tail + [line.rstrip()])[-40:]
+        if line.startswith(("I: Retrieving", "I: Validating", "I: Extracting", "I: Unpacking", "I: Configuring")):
+            continue  # too chatty
+        log(line.rstrip())
+    if proc.wait() != 0:
+        raise ImageError(f"{argv[0]} failed (exit {proc.returncode}):\n" + "\n".join(tail))
+
+
+def _chroot_pip(rootfs: Path, packages: tuple[str, ...], log: Callable[[str], None]) -> None:
+    shutil.copy("/etc/resolv.conf", rootfs / "etc" / "resolv.conf")
+    script = (f"mount -t proc proc {rootfs}/proc && mount --rbind /dev {rootfs}/dev && "
+              f"chroot {rootfs} python3 -m pip install --break-system-packages --no-cache-dir "
+              + " ".join(packages))
+    _run_logged(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], log)
+
+
+def get_environment(name: str, build: bool = True, log: Callable[[str], None] = print) -> Environment:
+    """The base environment for an image name: ``host`` or a profile (built on first use)."""
+    if name == "host":
+        return host_environment()
+    profile = load_profile(name)
+    d = image_dir(profile)
+    if not (d / "done").exists():
+        if not build:
+            raise ImageError(f"image {profile.name!r} is not built; run: tmax image build {name}")
+        build_image(profile, log)
+    return Environment(name=profile.name, layers=(d / "rootfs",), hash=f"{profile.name}-{profile.hash}")
+
+
+def task_environment(task, backend: str = "bwrap", image: str | None = None,
+                     log: Callable[[str], None] = lambda s: None) -> Environment:
+    """The environment a task runs on: its image plus its setup layer (built once, cached)."""
+    base = get_environment(image or task.image, log=log)
+    if task.setup_script is None:
+        return base
+    key = hashlib.sha256(f"{base.hash}\0{task.environment_digest()}".encode()).hexdigest()[:20]
+    layer = tmax_home() / "layers" / key
+    env = Environment(name=f"{base.name}+{task.name}", layers=(layer, *base.layers), hash=f"{base.hash}+{key}")
+    if (layer / ".tmax-done").exists():
+        return env
+    with _lock(tmax_home() / "locks" / f"layer-{key}"):
+        if (layer / ".tmax-done").exists():
+            return env
+        spec = base.spec(workdir="/app", work_areas=task.work_areas, network=task.resources.allow_internet,
+                         binds=[Bind(str(task.environment_dir.resolve()), "/environment", readonly=True)],
+                         keep_changes=True)
+        sb = get_backend(backend if backend in ("bwrap", "unshare") else "bwrap").start(spec)
+        try:
+            r = sb.exec(f"bash /environment/{Path(task.setup_script).name}", timeout=SETUP_TIMEOUT)
+        except SandboxError:
+            sb.close()
+            raise
+        sb.close()
+        if r.exit_code != 0 or r.timed_out:
+            shutil.rmtree(sb.dir, ignore_errors=True)
+            why = "timed out" if r.timed_out else f"exit {r.exit_code}"
+            raise ImageError(f"{task.path / task.setup_script}: setup failed ({why}): {r.output[-1500:]}")
+        tmp = layer.with_name(layer.name + f".tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        layer.parent.mkdir(parents=True, exist_ok=True)
+        sb.export_changes(tmp)
+        (tmp / ".tmax-done").write_text(key + "\n")
+        shutil.rmtree(layer, ignore_errors=True)
+        os.rename(tmp, layer)
+    return env

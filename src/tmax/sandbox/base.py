@@ -1,0 +1,87 @@
+"""The sandbox protocol shared by every backend, and its value types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from tmax.sandbox.rootfs import Bind
+
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+BASE_ENV = {"PATH": DEFAULT_PATH, "HOME": "/root", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+            "TERM": "dumb", "USER": "root", "SHELL": "/bin/bash", "DEBIAN_FRONTEND": "noninteractive"}
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (an infrastructure error, never the agent's fault)."""
+
+
+@dataclass
+class Limits:
+    memory_mb: int = 2048
+    max_pids: int = 512
+    cpu_seconds: int | None = None  # RLIMIT_CPU, per process
+    file_size_mb: int = 2048  # RLIMIT_FSIZE, per file
+    open_files: int = 4096
+    output_bytes: int = 1 << 20  # bytes of output kept per exec (head + tail halves)
+
+
+@dataclass
+class SandboxSpec:
+    """What to start: the environment's layers (top first), plus mounts, network and limits."""
+
+    layers: list[Path]
+    env_hash: str = ""
+    workdir: str = "/app"
+    work_areas: tuple[str, ...] = ("/app",)
+    binds: list[Bind] = field(default_factory=list)
+    network: bool = False
+    limits: Limits = field(default_factory=Limits)
+    env: dict[str, str] = field(default_factory=dict)
+    hostname: str = "sandbox"
+    keep_changes: bool = False  # keep the upper dir after close, for export_work_areas
+
+
+@dataclass
+class ExecResult:
+    exit_code: int
+    output: str  # stdout and stderr interleaved, decoded with replacement, bounded
+    timed_out: bool
+    duration: float
+    output_bytes: int  # total bytes produced, including any elided middle
+    truncated: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+class Sandbox(Protocol):
+    """A started sandbox. ``exec`` runs in the persistent shell (cwd and variables carry over) or,
+    with ``persistent=False``, in a subshell that forgets them."""
+
+    spec: SandboxSpec
+
+    def exec(self, command: str, timeout: float | None = None, persistent: bool = True) -> ExecResult: ...
+
+    def export_work_areas(self, dest: Path) -> None:
+        """After close: write the agent's changes under the work areas to ``dest`` as an overlay
+        layer (deletions as whiteouts), for the verifier to run on."""
+        ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> "Sandbox": ...
+
+    def __exit__(self, *exc) -> None: ...
+
+
+class Backend(Protocol):
+    name: str
+
+    def available(self) -> tuple[bool, str]:
+        """(usable here, reason if not)."""
+        ...
+
+    def start(self, spec: SandboxSpec) -> Sandbox: ...

@@ -1,0 +1,192 @@
+"""The persistent shell: one bash per sandbox, driven over a pipe, shared by every backend.
+
+An outer loop restarts the inner shell if a command ends it (``exit``), so the sandbox and its
+background services survive. Each command is sent as one line, ``__tmax_run $'...'``: the command is
+ANSI-C quoted byte by byte, so unbalanced quotes or heredocs in it cannot desynchronise the protocol,
+and ``eval`` turns syntax errors into an ordinary exit status. After the command, the shell prints a
+line with a per-sandbox nonce and the exit status. Output is read with bounded memory: the first and
+last halves of ``limit`` bytes are kept and the middle is counted and elided.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import select
+import time
+from collections.abc import Callable
+
+from tmax.sandbox.base import ExecResult, SandboxError
+
+_SAFE = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.,/:=+@%^*()[]{}<>|&;!?~#$\"`")
+
+
+def ansi_c_quote(text: str) -> str:
+    """Quote ``text`` as a bash $'...' string that survives any content (NUL bytes are dropped)."""
+    out = []
+    for b in text.encode("utf-8", "surrogateescape"):
+        if b == 0:
+            continue
+        out.append(chr(b) if b in _SAFE else f"\\x{b:02x}")
+    return "$'" + "".join(out) + "'"
+
+
+def outer_loop(nonce: str) -> str:
+    """The sandbox's main program: restart the inner shell whenever it exits."""
+    return f"while :; do bash --noprofile --norc; printf '\\n{nonce} %d X\\n' \"$?\"; done"
+
+
+def inner_init(nonce: str) -> str:
+    return (
+        "exec 2>&1; set +o history; "
+        f"__tmax_run() {{ eval \"$1\" </dev/null; printf '\\n{nonce} %d\\n' \"$?\"; }}; "
+        f"__tmax_sub() {{ ( eval \"$1\" ) </dev/null; printf '\\n{nonce} %d\\n' \"$?\"; }}; "
+        f"printf '{nonce} READY %d\\n' \"$$\"\n"
+    )
+
+
+class ShellSession:
+    """Drives the outer/inner shell over ``stdin_fd``/``stdout_fd``.
+
+    ``kill_children(nspid)`` must kill every descendant of the inner shell (the running command);
+    ``kill_shell(nspid)`` must kill the inner shell itself (the outer loop then restarts it).
+    """
+
+    def __init__(self, stdin_fd: int, stdout_fd: int, nonce: str,
+                 kill_children: Callable[[int], None], kill_shell: Callable[[int], None],
+                 limit: int = 1 << 20, alive: Callable[[], bool] = lambda: True):
+        self.stdin_fd, self.stdout_fd, self.nonce = stdin_fd, stdout_fd, nonce.encode()
+        self.kill_children, self.kill_shell, self.alive = kill_children, kill_shell, alive
+        self.limit = limit
+        self.shell_pid: int | None = None
+        self._marker = re.compile(rb"\n" + re.escape(self.nonce) + rb" (-?\d+)( X)?\n")
+        self._ready = re.compile(re.escape(self.nonce) + rb" READY (\d+)\n")
+        self._pending = b""  # bytes read past the last marker
+        os.set_blocking(stdout_fd, False)
+
+    @staticmethod
+    def new_nonce() -> str:
+        return "__TMAX_" + secrets.token_hex(12)
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                n = os.write(self.stdin_fd, view)
+            except BrokenPipeError:
+                raise SandboxError("sandbox shell is gone (broken pipe)") from None
+            view = view[n:]
+
+    def _read(self, deadline: float) -> bytes | None:
+        """One chunk, b"" at EOF, None if the deadline passed first."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([self.stdout_fd], [], [], min(left, 0.5))
+            if r:
+                try:
+                    return os.read(self.stdout_fd, 1 << 16)
+                except BlockingIOError:
+                    continue
+            elif not self.alive():
+                return b""
+
+    def start(self, timeout: float = 20.0) -> None:
+        self._write(inner_init(self.nonce.decode()).encode())
+        buf = self._pending
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self._ready.search(buf)
+            if m:
+                self.shell_pid = int(m.group(1))
+                self._pending = buf[m.end():]
+                return
+            chunk = self._read(deadline)
+            if not chunk:
+                tail = buf[-2000:].decode("utf-8", "replace")
+                raise SandboxError(f"sandbox shell did not start ({'timeout' if chunk is None else 'exited'}): {tail}")
+            buf += chunk
+
+    def run(self, command: str, timeout: float | None, persistent: bool = True) -> ExecResult:
+        t0 = time.monotonic()
+        fn = "__tmax_run" if persistent else "__tmax_sub"
+        self._write(f"{fn} {ansi_c_quote(command)}\n".encode())
+        half = self.limit // 2
+        head = bytearray()
+        tail = bytearray()
+        total = 0
+        dropped = 0
+        window = b""
+        timed_out = False
+        code: int | None = None
+        restarted = False
+        deadline = t0 + timeout if timeout else float("inf")
+        hard_deadline = float("inf")
+        data = self._pending
+        self._pending = b""
+        while True:
+            if data:
+                window = window + data
+                m = self._marker.search(window)
+                if m:
+                    # The stream up to the marker's leading newline is the command's output.
+                    used = len(data) - (len(window) - m.start())
+                    self._pending = window[m.end():]
+                    data = data[:used] if used > 0 else b""
+                    strip = -used if used < 0 else 0
+                    code = int(m.group(1))
+                    restarted = m.group(2) is not None
+                else:
+                    strip = 0
+                    window = window[-(len(self.nonce) + 32):]
+                total += len(data)
+                room = half - len(head)
+                if room > 0:
+                    head += data[:room]
+                    data = data[room:]
+                tail += data
+                if len(tail) > half + 4096:
+                    cut = len(tail) - half
+                    dropped += cut
+                    del tail[:cut]
+                if strip:  # part of the marker's newline was already stored
+                    total -= strip
+                    if len(tail) >= strip:
+                        del tail[-strip:]
+                    else:
+                        del head[len(head) - (strip - len(tail)):]
+                        tail.clear()
+                if code is not None:
+                    break
+            if time.monotonic() > hard_deadline:
+                raise SandboxError("sandbox shell stopped answering after a timeout")
+            chunk = self._read(min(deadline, hard_deadline))
+            if chunk is None:
+                if not timed_out:
+                    timed_out = True
+                    self.kill_children(self.shell_pid or -1)
+                    deadline = time.monotonic() + 2.0
+                    hard_deadline = time.monotonic() + 6.0
+                else:
+                    # The shell itself is busy (a builtin loop): kill it; the outer loop restarts it.
+                    self.kill_shell(self.shell_pid or -1)
+                    deadline = hard_deadline
+                data = b""
+                continue
+            if chunk == b"":
+                raise SandboxError("sandbox shell exited unexpectedly")
+            data = chunk
+        if restarted:  # the command ended the inner shell; the outer loop started a new one
+            self.start()
+        if len(tail) > half:
+            dropped += len(tail) - half
+            del tail[: len(tail) - half]
+        out = bytes(head)
+        if dropped:
+            out += f"\n[... {dropped} bytes elided ...]\n".encode()
+        out += bytes(tail)
+        return ExecResult(exit_code=124 if timed_out else code, output=out.decode("utf-8", "replace"),
+                          timed_out=timed_out, duration=time.monotonic() - t0, output_bytes=total,
+                          truncated=dropped > 0)

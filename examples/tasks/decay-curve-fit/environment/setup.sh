@@ -1,0 +1,76 @@
+#!/bin/bash
+# Writes the detector run /app/data/run42.csv (fixed content; generated once from a seeded
+# simulation of A*exp(-ln2*t/T)+B with Poisson-like noise).
+set -euo pipefail
+mkdir -p /app/data
+cat > /app/data/run42.csv <<'CSVEOF'
+# detector: GM-2 (Geiger-Mueller), source: sample 42-B
+# counts per 10 s gate, dead-time corrected; flag SAT = detector saturated (count clipped)
+time_s,counts,flag
+0,1300,SAT
+10,1300,SAT
+20,1300,SAT
+30,1300,SAT
+40,1204,
+50,1088,
+60,1003,
+70,895,
+80,945,
+90,851,
+100,821,
+110,741,
+120,699,
+130,633,
+140,570,
+150,527,
+160,503,
+170,482,
+180,432,
+190,465,
+200,399,
+210,392,
+220,359,
+230,350,
+240,291,
+250,302,
+260,269,
+270,261,
+280,243,
+290,249,
+300,200,
+310,184,
+320,187,
+330,205,
+340,164,
+350,186,
+360,150,
+370,146,
+380,132,
+390,133,
+400,126,
+410,122,
+420,122,
+430,94,
+440,98,
+450,104,
+460,93,
+470,91,
+480,99,
+490,89,
+500,80,
+510,98,
+520,69,
+530,82,
+540,67,
+550,57,
+560,85,
+570,74,
+580,68,
+590,73,
+600,65,
+610,53,
+620,54,
+630,58,
+640,69,
+650,47,
+CSVEOF

@@ -194,6 +194,15 @@ def get_environment(name: str, build: bool = True, log: Callable[[str], None] = 
     return Environment(name=profile.name, layers=(d / "rootfs",), hash=f"{profile.name}-{profile.hash}")
 
 
+def environment_key(task, image: str | None = None) -> str:
+    """The environment hash of a task without building it: image hash + setup content hash."""
+    name = image or task.image
+    base = host_environment().hash if name == "host" else f"{load_profile(name).name}-{load_profile(name).hash}"
+    if task.setup_script is None:
+        return base
+    return f"{base}+" + hashlib.sha256(f"{base}\0{task.environment_digest()}".encode()).hexdigest()[:20]
+
+
 def task_environment(task, backend: str = "bwrap", image: str | None = None,
                      log: Callable[[str], None] = lambda s: None) -> Environment:
     """The environment a task runs on: its image plus its setup layer (built once, cached)."""

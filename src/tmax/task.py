@@ -12,6 +12,7 @@ and what was expected, so a batch can report one clear line per bad task and go 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field
@@ -115,6 +116,8 @@ def check_tree(root: Path) -> None:
                 if size > MAX_FILE_BYTES:
                     raise TaskError(p, f"file is {size} bytes; expected at most {MAX_FILE_BYTES}")
                 total += size
+            elif not p.is_dir():  # a FIFO would block the loader; a device node has no place here
+                raise TaskError(p, "not a regular file or directory; expected plain files")
     if total > MAX_TASK_BYTES:
         raise TaskError(root, f"task holds {total} bytes; expected at most {MAX_TASK_BYTES}")
 
@@ -134,7 +137,7 @@ def _expect(table: dict, key: str, types: type | tuple, path: Path, prefix: str,
 
 
 def _positive(value: float, path: Path, field: str) -> float:
-    if value <= 0:
+    if not math.isfinite(value) or value <= 0:
         raise TaskError(path, f"expected a positive number, got {value}", field)
     return float(value)
 
@@ -145,13 +148,13 @@ def load_task(path: str | Path) -> Task:
     if not path.is_dir():
         raise TaskError(path, "not a directory; expected a task directory")
     if (path / "task.toml").exists() or (path / "instruction.md").exists():
-        task = _load_harbor(path)
+        loader = _load_harbor
     elif (path / "task.yaml").exists():
-        task = _load_tb1(path)
+        loader = _load_tb1
     else:
         raise TaskError(path, "no task.toml/instruction.md (Harbor) or task.yaml (Terminal-Bench 1) found")
-    check_tree(path)
-    return task
+    check_tree(path)  # first: no file is read before links, sizes and file types are checked
+    return loader(path)
 
 
 def _load_harbor(path: Path) -> Task:
@@ -229,10 +232,10 @@ def _load_tb1(path: Path) -> Task:
             raise TaskError(path / script, f"missing; expected {script} in a Terminal-Bench 1 task")
     meta = {k: doc[k] for k in ("difficulty", "category", "tags") if k in doc}
     meta["image"] = "default"
-    agent_timeout = _positive(float(doc.get("max_agent_timeout_sec", DEFAULT_AGENT_TIMEOUT)), yaml_path,
-                              "max_agent_timeout_sec")
-    ver_timeout = _positive(float(doc.get("max_test_timeout_sec", DEFAULT_VERIFIER_TIMEOUT)), yaml_path,
-                            "max_test_timeout_sec")
+    agent_timeout = _positive(_expect(doc, "max_agent_timeout_sec", (int, float), yaml_path, "",
+                                      DEFAULT_AGENT_TIMEOUT), yaml_path, "max_agent_timeout_sec")
+    ver_timeout = _positive(_expect(doc, "max_test_timeout_sec", (int, float), yaml_path, "",
+                                    DEFAULT_VERIFIER_TIMEOUT), yaml_path, "max_test_timeout_sec")
     return Task(path=path, name=path.name, instruction=instruction, metadata=meta,
                 agent_timeout=agent_timeout, verifier_timeout=ver_timeout, layout="tb1",
                 setup_script=None, solution_script="solution.sh", tests_dir="tests",

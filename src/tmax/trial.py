@@ -107,8 +107,10 @@ def read_reward(logs: Path) -> tuple[float | None, dict[str, float], str]:
             data = json.loads(js.read_text())
             if not isinstance(data, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                      for v in data.values()):
-                return None, {}, "reward.json: expected a flat object of numbers"
-            rewards = {k: float(v) for k, v in data.items()}
+                if not txt.exists():  # reward.txt wins, so a malformed reward.json does not matter then
+                    return None, {}, "reward.json: expected a flat object of numbers"
+            else:
+                rewards = {k: float(v) for k, v in data.items()}
         except (ValueError, UnicodeDecodeError) as e:
             if not txt.exists():
                 return None, {}, f"reward.json: invalid JSON ({e})"

@@ -1,4 +1,4 @@
-"""Native sandboxes on Linux namespaces: bubblewrap (default) and unshare + chroot (no install).
+"""Native sandboxes on Linux namespaces: bubblewrap (default) and unshare + pivot_root (no install).
 
 Both share everything but the launcher: a root filesystem composed with overlayfs in a private
 mount namespace (``rootfs``), a per-sandbox cgroup for memory and process limits, rlimits for CPU
@@ -14,6 +14,7 @@ import resource
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -22,6 +23,39 @@ from pathlib import Path
 from tmax.sandbox import cgroups, rootfs
 from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
 from tmax.sandbox.shell import ShellSession, outer_loop
+
+
+# The unshare launcher's last step, run by the host's Python inside the new namespaces: make the
+# sandbox root the root (pivot_root), detach the host's tree entirely, then exec the sandbox's shell.
+# A plain chroot would leave the host's mounts in the namespace, and root in a user namespace can
+# leave a chroot (chroot into a subdirectory, then ``cd ..`` past the old root).
+_PIVOT = """
+import ctypes, os, socket, sys
+root, workdir, hostname, program = sys.argv[1:5]
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
+def check(ret, what):
+    if ret != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, what + ": " + os.strerror(err))
+if nr is None:
+    raise OSError("pivot_root: unsupported machine " + os.uname().machine)
+# Mounts copied from the parent namespace are locked; pivot_root needs a new root of our own.
+check(libc.mount(root.encode(), root.encode(), None, 4096 | 16384, None), "bind the root")  # MS_BIND|MS_REC
+os.chdir(root)
+check(libc.syscall(nr, b".", b"."), "pivot_root")
+check(libc.umount2(b".", 2), "detach the host root")
+os.chdir("/")
+try:
+    os.chdir(workdir)
+except OSError:
+    pass
+try:
+    socket.sethostname(hostname)
+except OSError:
+    pass
+os.execv("/bin/bash", ["/bin/bash", "-c", program])
+"""
 
 
 def run_dir() -> Path:
@@ -120,13 +154,14 @@ class NativeSandbox:
             if spec.network:
                 argv.append("--share-net")
             return argv + ["--"] + program
-        # unshare + chroot: new user (mapped to root), pid, net, ipc, uts and mount namespaces.
+        # unshare: new user (mapped to root), pid, net, ipc, uts and mount namespaces.
         argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--ipc", "--uts",
                 "--mount", f"--mount-proc={root}/proc"]
         if not spec.network:
             argv.append("--net")
-        inner = f"cd {spec.workdir} 2>/dev/null || cd /; hostname {spec.hostname} 2>/dev/null; exec /bin/bash -c \"$0\""
-        return argv + ["chroot", root, "/bin/bash", "-c", inner, outer_loop(self.nonce)]
+        # pivot_root (not chroot): the host's tree must not stay reachable through a chroot escape.
+        return argv + [sys.executable, "-I", "-S", "-c", _PIVOT, root, spec.workdir, spec.hostname,
+                       outer_loop(self.nonce)]
 
     # -- process control ------------------------------------------------------------------------
     def _sandbox_pids(self, table) -> list[int]:
@@ -245,8 +280,6 @@ class NativeBackend:
         tool = "bwrap" if self.launcher == "bwrap" else "unshare"
         if shutil.which(tool) is None:
             return False, f"{tool} not found on PATH" + (" (apt-get install bubblewrap)" if tool == "bwrap" else "")
-        if self.launcher == "unshare" and shutil.which("chroot") is None:
-            return False, "chroot not found on PATH"
         return True, ""
 
     def start(self, spec: SandboxSpec) -> NativeSandbox:

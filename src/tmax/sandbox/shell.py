@@ -1,11 +1,13 @@
 """The persistent shell: one bash per sandbox, driven over a pipe, shared by every backend.
 
 An outer loop restarts the inner shell if a command ends it (``exit``), so the sandbox and its
-background services survive. Each command is sent as one line, ``__tmax_run $'...'``: the command is
-ANSI-C quoted byte by byte, so unbalanced quotes or heredocs in it cannot desynchronise the protocol,
-and ``eval`` turns syntax errors into an ordinary exit status. After the command, the shell prints a
-line with a per-sandbox nonce and the exit status. Output is read with bounded memory: the first and
-last halves of ``limit`` bytes are kept and the middle is counted and elided.
+background services survive. Each command is sent as one line, ``eval $'...'; __tmax_mark $?``: the
+command is ANSI-C quoted byte by byte, so unbalanced quotes or heredocs in it cannot desynchronise the
+protocol, and ``eval`` turns syntax errors into an ordinary exit status. The ``eval`` runs at the top
+level (not inside a function), so a ``return`` in the command cannot skip the marker. After the
+command, the shell prints a line with a per-sandbox nonce and the exit status. Output is read with
+bounded memory: the first and last halves of ``limit`` bytes are kept and the middle is counted and
+elided.
 """
 
 from __future__ import annotations
@@ -33,14 +35,15 @@ def ansi_c_quote(text: str) -> str:
 
 
 def outer_loop(nonce: str) -> str:
-    """The sandbox's main program: restart the inner shell whenever it exits."""
-    return f"while :; do bash --noprofile --norc; printf '\\n{nonce} %d X\\n' \"$?\"; done"
+    """The sandbox's main program: restart the inner shell whenever it exits. The loop's own stderr
+    is dropped: its job notices ("Killed ...") could otherwise land in a later command's output."""
+    return f"while :; do bash --noprofile --norc; printf '\\n{nonce} %d X\\n' \"$?\"; done 2>/dev/null"
 
 
 def inner_init(nonce: str) -> str:
     return (
         "exec 2>&1; set +o history; "
-        f"__tmax_run() {{ eval \"$1\" </dev/null; printf '\\n{nonce} %d\\n' \"$?\"; }}; "
+        f"__tmax_mark() {{ printf '\\n{nonce} %d\\n' \"$1\"; }}; "
         f"__tmax_sub() {{ ( eval \"$1\" ) </dev/null; printf '\\n{nonce} %d\\n' \"$?\"; }}; "
         f"printf '{nonce} READY %d\\n' \"$$\"\n"
     )
@@ -109,10 +112,27 @@ class ShellSession:
                 raise SandboxError(f"sandbox shell did not start ({'timeout' if chunk is None else 'exited'}): {tail}")
             buf += chunk
 
+    def _await_restart(self, deadline: float) -> None:
+        """Skip everything up to the outer loop's restart marker (after the inner shell was killed)."""
+        restart = re.compile(rb"\n" + re.escape(self.nonce) + rb" -?\d+ X\n")
+        buf = self._pending
+        while True:
+            m = restart.search(buf)
+            if m:
+                self._pending = buf[m.end():]
+                return
+            buf = buf[-(len(self.nonce) + 32):]
+            chunk = self._read(deadline)
+            if not chunk:
+                raise SandboxError("sandbox shell did not restart after it was killed")
+            buf += chunk
+
     def run(self, command: str, timeout: float | None, persistent: bool = True) -> ExecResult:
         t0 = time.monotonic()
-        fn = "__tmax_run" if persistent else "__tmax_sub"
-        self._write(f"{fn} {ansi_c_quote(command)}\n".encode())
+        if persistent:
+            self._write(f"eval {ansi_c_quote(command)} </dev/null; __tmax_mark $?\n".encode())
+        else:
+            self._write(f"__tmax_sub {ansi_c_quote(command)}\n".encode())
         half = self.limit // 2
         head = bytearray()
         tail = bytearray()
@@ -120,6 +140,7 @@ class ShellSession:
         dropped = 0
         window = b""
         timed_out = False
+        shell_killed = False
         code: int | None = None
         restarted = False
         deadline = t0 + timeout if timeout else float("inf")
@@ -172,12 +193,17 @@ class ShellSession:
                 else:
                     # The shell itself is busy (a builtin loop): kill it; the outer loop restarts it.
                     self.kill_shell(self.shell_pid or -1)
+                    shell_killed = True
                     deadline = hard_deadline
                 data = b""
                 continue
             if chunk == b"":
                 raise SandboxError("sandbox shell exited unexpectedly")
             data = chunk
+        if shell_killed and not restarted:
+            # The dying shell got its own marker out first; the restart marker is still to come.
+            self._await_restart(hard_deadline + 6.0)
+            restarted = True
         if restarted:  # the command ended the inner shell; the outer loop started a new one
             self.start()
         if len(tail) > half:

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install what tmax needs on a fresh Debian/Ubuntu machine (as root): system tools and the package.
+# Idempotent; safe to run again.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v bwrap >/dev/null || need_apt+=(bubblewrap)
+command -v debootstrap >/dev/null || need_apt+=(debootstrap)
+command -v unshare >/dev/null || need_apt+=(util-linux)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: need root to apt-get install ${need_apt[*]}" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+python3 -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v -i "warning: running pip as" || true
+python3 -c "import tmax" && echo "setup: tmax $(python3 -c 'import tmax; print(tmax.__version__)') ready"

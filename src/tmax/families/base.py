@@ -1,0 +1,268 @@
+"""The shape every procedural family has, the builder it writes a task through, and the registry.
+
+A family is one class in one file::
+
+    @register
+    class LogStatusCount(Family):
+        name = "log_status_count"
+        domain = "data_processing"
+        skill_types = ("Text Processing",)
+        primitive_skills = ("log parsing", "filtering by field", "aggregation")
+        verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+        levels = {1: {"lines": 40}, 2: {"lines": 200}, 3: {...}, 4: {...}}
+
+        def build(self, t: TaskBuilder) -> None:
+            ...fixtures first (t.add_file), truth derived from them, then t.say / t.solve and one of
+            t.expect_output / t.expect_number / t.expect_program / t.expect_classifier
+
+Levels map to task complexity (short=1 ... intricate=4). Everything random comes from ``t.rng``,
+which is seeded by (seed, index): the same arguments give byte-identical tasks. Never iterate over
+a set or rely on hash order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from tmax.taxonomy import (FIXTURE_KINDS, LANGUAGES, PROGRAM_VERIFIERS, TASK_COMPLEXITIES, VERIFIER_KINDS, Axes,
+                           Persona, domains)
+
+# Languages a program can be written in, with the file the agent writes and how it is built/run.
+PROGRAM_FILES = {"Python": "solution.py", "Bash": "solution.sh", "C": "solution.c", "C++": "solution.cpp",
+                 "Rust": "solution.rs", "Go": "solution.go"}
+FIXTURE_COST = {"text_only": 0.0, "image": 0.05, "audio": 0.1, "video": 0.1, "stripped_binary": 0.1,
+                "vendored_package": 0.1, "multi_service": 0.12}
+VERIFIER_COST = {"exact_text": 0.0, "metric_threshold": 0.0, "adversarial_corpus": 0.05, "fuzz_equivalence": 0.05,
+                 "multi_protocol": 0.08}
+LEVEL_BASE = {1: 0.15, 2: 0.35, 3: 0.55, 4: 0.75}
+CODE_WORDS = tuple("AMBER ANCHOR APPLE ARROW ASPEN BADGER BASALT BEACON BIRCH BISON CANYON CARBON CEDAR COBALT COMET "
+                   "CORAL CRANE DELTA DUNE EAGLE EMBER FALCON FERN FJORD FOREST GARNET GLACIER GRANITE HARBOR HAWK "
+                   "HAZEL HERON ISLAND IVORY JADE JASPER KESTREL LAGOON LANTERN LEMON LINDEN MAPLE MARBLE MEADOW "
+                   "MERCURY NEBULA NORTH OCEAN ORBIT OTTER PEBBLE PEPPER PLANET POPLAR QUARTZ RAVEN RIVER SABLE "
+                   "SAGE SALMON SPRUCE SUMMIT TIGER TULIP VALLEY VIOLET WALNUT WILLOW ZEPHYR".split())
+
+
+class FamilyError(ValueError):
+    pass
+
+
+class Family:
+    name: ClassVar[str]
+    domain: ClassVar[str]
+    skill_types: ClassVar[tuple[str, ...]]
+    primitive_skills: ClassVar[tuple[str, ...]]
+    verifiers: ClassVar[tuple[str, ...]] = ("exact_text", "metric_threshold", "multi_protocol")
+    fixtures: ClassVar[tuple[str, ...]] = FIXTURE_KINDS
+    languages: ClassVar[tuple[str, ...]] = LANGUAGES
+    command_complexities: ClassVar[tuple[str, ...]] = ("bash", "bash+code")
+    task_complexities: ClassVar[tuple[str, ...]] = TASK_COMPLEXITIES
+    # Reference programs by language for program-writing verifiers ("Python" required there).
+    programs: ClassVar[dict[str, str]] = {}
+    levels: ClassVar[dict[int, dict]] = {1: {}, 2: {}, 3: {}, 4: {}}
+
+    def program_languages(self) -> tuple[str, ...]:
+        langs = [lang for lang in LANGUAGES if lang in self.programs]
+        if "Python" in self.programs:
+            langs.append("any")
+            if len(self.programs) > 1:
+                langs.append("multi-language")
+        return tuple(langs)
+
+    def build(self, t: "TaskBuilder") -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def validate(cls) -> None:
+        where = f"family {getattr(cls, 'name', cls.__name__)}"
+        doms = domains()
+        if cls.domain not in doms:
+            raise FamilyError(f"{where}: domain {cls.domain!r} has no taxonomy file")
+        dom = doms[cls.domain]
+        for s in cls.skill_types:
+            if s not in dom.skill_types:
+                raise FamilyError(f"{where}: skill type {s!r} is not one of {cls.domain}'s {dom.skill_types}")
+        if len(cls.primitive_skills) < 3:
+            raise FamilyError(f"{where}: needs at least 3 primitive skills")
+        for s in cls.primitive_skills:
+            if s not in dom.primitive_skills:
+                raise FamilyError(f"{where}: primitive skill {s!r} is not in taxonomy/domains/{cls.domain}.toml")
+        for v in cls.verifiers:
+            if v not in VERIFIER_KINDS:
+                raise FamilyError(f"{where}: unknown verifier kind {v!r}")
+            if v in PROGRAM_VERIFIERS and "Python" not in cls.programs:
+                raise FamilyError(f"{where}: verifier {v} needs a Python reference program in `programs`")
+        if sorted(cls.levels) != [1, 2, 3, 4]:
+            raise FamilyError(f"{where}: levels must be exactly 1, 2, 3, 4")
+
+
+REGISTRY: dict[str, Family] = {}
+
+
+def register(cls: type[Family]) -> type[Family]:
+    cls.validate()
+    if cls.name in REGISTRY:
+        raise FamilyError(f"family {cls.name} registered twice")
+    REGISTRY[cls.name] = cls()
+    return cls
+
+
+@dataclass
+class TaskBuilder:
+    """Collects one task's parts; :meth:`files` renders them as a Harbor task directory."""
+
+    axes: Axes
+    rng: random.Random
+    persona: Persona
+    level: int
+    knobs: dict
+    seed: int = 0
+    index: int = 0
+    body: list[str] = field(default_factory=list)
+    env_files: dict[str, str] = field(default_factory=dict)  # absolute sandbox path -> text
+    setup: list[str] = field(default_factory=list)
+    solution: list[str] = field(default_factory=list)
+    solution_files: dict[str, str] = field(default_factory=dict)
+    test_files: dict[str, str] = field(default_factory=dict)
+    requirements: list[str] = field(default_factory=list)
+    grading: dict | None = None
+    _n_values: int = 0
+
+    # -- the environment ---------------------------------------------------------------------
+    def add_file(self, path: str, content: str) -> None:
+        """A fixture file placed in the environment at ``path`` (absolute, e.g. /app/data/x.csv)."""
+        if not path.startswith("/"):
+            raise FamilyError(f"add_file: expected an absolute path, got {path!r}")
+        self.env_files[path] = content
+
+    def add_setup(self, bash: str) -> None:
+        """Commands run once at environment build time (as root, cwd /app, no network)."""
+        self.setup.append(bash.strip("\n"))
+
+    # -- the instruction and the oracle ------------------------------------------------------
+    def say(self, text: str) -> None:
+        self.body.append(text.strip())
+
+    def solve(self, bash: str) -> None:
+        self.solution.append(bash.strip("\n"))
+
+    def add_solution_file(self, name: str, content: str) -> None:
+        self.solution_files[name] = content
+
+    def add_test_file(self, name: str, content: str) -> None:
+        """A hidden file beside tests/test.sh (truth, corpora, reference outputs)."""
+        self.test_files[name] = content
+
+    def deliver(self, value: str, what: str) -> str:
+        """Deliver ``value`` (a short code from :func:`code` or digits) to the agent through the sampled
+        fixture kind. Adds the fixture and the instruction sentence; returns a shell variable (``$V1``)
+        that the oracle's commands can use."""
+        from tmax.fixtures import deliver as _deliver
+
+        self._n_values += 1
+        var = f"V{self._n_values}"
+        _deliver(self, self.axes.fixture, value, what, var)
+        return f"${var}"
+
+    def code(self, words: int = 2) -> str:
+        """A code that survives OCR, Morse and video: capital words run together (e.g. FALCONMAPLE).
+        For numbers, deliver digits only (str(n)); never mix letters and digits."""
+        return "".join(self.rng.choice(CODE_WORDS) for _ in range(words))
+
+    # -- what is graded ----------------------------------------------------------------------
+    def expect_output(self, path: str, content: str, what: str = "the result") -> None:
+        """The agent must produce ``content`` (text) at ``path``. Graded by exact_text,
+        metric_threshold (fraction of expected lines, partial credit) or multi_protocol (served)."""
+        from tmax.verifiers import grade_output
+
+        grade_output(self, path, content, what)
+
+    def expect_number(self, path: str, value: float, rel_tol: float = 1e-6, what: str = "the value") -> None:
+        """A single number at ``path``; metric_threshold gives partial credit by relative error."""
+        from tmax.verifiers import grade_number
+
+        grade_number(self, path, value, rel_tol, what)
+
+    def expect_program(self, spec: str, cases: list[tuple[str, str]], programs: dict[str, str]) -> None:
+        """fuzz_equivalence: a program (stdin -> stdout) matching the hidden reference outputs on
+        ``cases`` (seeded random inputs, made with ``t.rng``; the first two are shown as examples).
+        ``programs``: reference sources by language (the family's, formatted with this task's values)."""
+        from tmax.verifiers import grade_program
+
+        grade_program(self, spec, cases, programs)
+
+    def expect_classifier(self, spec: str, clean: list[str], malicious: list[str], programs: dict[str, str]) -> None:
+        """adversarial_corpus: a program that exits 0 on every clean item and non-zero on every
+        malicious one (each item on stdin); corpora hidden in tests/."""
+        from tmax.verifiers import grade_classifier
+
+        grade_classifier(self, spec, clean, malicious, programs)
+
+    # -- rendering ---------------------------------------------------------------------------
+    def difficulty(self) -> float:
+        d = LEVEL_BASE[self.level] + FIXTURE_COST[self.axes.fixture] + VERIFIER_COST[self.axes.verifier]
+        return round(min(1.0, d), 3)
+
+    def instruction(self) -> str:
+        parts = [self.persona.opening.strip(), *self.body, *self.requirements, self.persona.closing.strip()]
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+    def files(self) -> dict[str, str]:
+        if self.grading is None:
+            raise FamilyError(f"family {self.axes.family}: build() set no expectation (expect_*)")
+        out: dict[str, str] = {}
+        setup = ["#!/bin/bash", "# Environment setup: runs once at build time (root, cwd /app, no network).",
+                 "set -euo pipefail", "mkdir -p /app"]
+        if self.env_files:
+            setup.append("cp -a /environment/files/. /")
+        setup += self.setup
+        out["environment/setup.sh"] = "\n".join(setup) + "\n"
+        for path, content in sorted(self.env_files.items()):
+            out["environment/files" + path] = content
+        out["solution/solve.sh"] = "\n".join(["#!/bin/bash", "# Reference solution.", "set -euo pipefail",
+                                              "cd /app", *self.solution]) + "\n"
+        for name, content in sorted(self.solution_files.items()):
+            out[f"solution/{name}"] = content
+        for name, content in sorted(self.test_files.items()):
+            out[f"tests/{name}"] = content
+        return out
+
+    def metadata(self) -> dict:
+        meta = {"image": "default", "seed": self.seed, "index": self.index, "level": self.level,
+                "difficulty": self.difficulty(), "knobs": json.dumps(self.knobs, sort_keys=True)}
+        for k, v in self.axes.to_json().items():
+            meta[k] = v
+        return meta
+
+
+def content_digest(files: dict[str, str], instruction: str) -> str:
+    h = hashlib.sha256(instruction.encode())
+    for k in sorted(files):
+        h.update(k.encode() + b"\0" + files[k].encode() + b"\0")
+    return h.hexdigest()
+
+
+def level_of(task_complexity: str) -> int:
+    return TASK_COMPLEXITIES.index(task_complexity) + 1
+
+
+def build_task(family: Family, axes: Axes, seed: int, index: int, dest: Path) -> TaskBuilder:
+    """Run ``family.build`` for ``axes`` and write the task directory at ``dest``."""
+    from tmax.task import write_task
+
+    dom = domains()[axes.domain]
+    persona = next(p for p in dom.personas if p.role == axes.persona)
+    level = level_of(axes.task_complexity)
+    rng = random.Random(f"tmax:{seed}:{index}:build:{family.name}")
+    t = TaskBuilder(axes=axes, rng=rng, persona=persona, level=level, knobs=dict(family.levels[level]),
+                    seed=seed, index=index)
+    family.build(t)
+    files = t.files()
+    timeout = 600.0 + 300.0 * (level - 1)
+    write_task(dest, name=dest.name, instruction=t.instruction(), files=files, metadata=t.metadata(),
+               agent_timeout=timeout, verifier_timeout=300.0)
+    return t

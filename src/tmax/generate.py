@@ -1,0 +1,167 @@
+"""Corpus generation: sample axes per index, build each task with its family, deduplicate, write a
+manifest; optionally gate every task and keep only those that pass."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tmax.families import load_all
+from tmax.families.base import build_task
+from tmax.taxonomy import sample
+
+MINHASH_PERMS = 64
+SHINGLE = 5
+NEAR_DUP_JACCARD = 0.9
+
+
+@dataclass
+class Generated:
+    index: int
+    dir: str
+    manifest: dict = field(default_factory=dict)
+    error: str = ""
+
+
+def task_dir_name(index: int, family: str) -> str:
+    return f"{index:05d}-{family.replace('_', '-')}"
+
+
+def generate_one(seed: int, index: int, kind: str, out: str) -> Generated:
+    families = load_all()
+    axes = sample(seed, index, kind, sorted(families.values(), key=lambda f: f.name))
+    dest = Path(out) / task_dir_name(index, axes.family)
+    if dest.exists():
+        shutil.rmtree(dest)
+    try:
+        t = build_task(families[axes.family], axes, seed, index, dest)
+    except Exception as e:  # a bad family must not stop the corpus; it is reported
+        shutil.rmtree(dest, ignore_errors=True)
+        return Generated(index, str(dest), {"index": index, **axes.to_json()}, f"{type(e).__name__}: {e}")
+    from tmax.images import environment_key
+    from tmax.task import load_task
+
+    task = load_task(dest)
+    manifest = {"index": index, "task": dest.name, "seed": seed, "kind": kind, **axes.to_json(),
+                "level": t.level, "difficulty": t.difficulty(), "knobs": t.knobs,
+                "env_hash": environment_key(task)}
+    return Generated(index, str(dest), manifest)
+
+
+def tree_digest(root: Path) -> str:
+    """A digest of every file's path and bytes under ``root`` (regeneration must not change it)."""
+    h = hashlib.sha256()
+    for f in sorted(p for p in root.rglob("*") if p.is_file()):
+        h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+# -- near-duplicate detection -------------------------------------------------------------------
+
+def _shingles(text: str) -> set[int]:
+    words = re.findall(r"\w+", text.lower())
+    out = set()
+    for i in range(max(1, len(words) - SHINGLE + 1)):
+        out.add(int.from_bytes(hashlib.blake2b(" ".join(words[i:i + SHINGLE]).encode(), digest_size=8).digest(), "big"))
+    return out
+
+
+def minhash(text: str) -> tuple[int, ...]:
+    sh = _shingles(text) or {0}
+    mask = (1 << 64) - 1
+    return tuple(min(((x * (2 * p + 1) + p * 0x9E3779B97F4A7C15) & mask) for x in sh) for p in range(MINHASH_PERMS))
+
+
+def task_text(task_dir: Path) -> str:
+    parts = [(task_dir / "instruction.md").read_text()]
+    for f in sorted((task_dir / "tests").rglob("*")):
+        if f.is_file() and f.name not in ("grade.py", "test.sh"):
+            parts.append(f.read_text(errors="replace"))
+    return "\n".join(parts)
+
+
+def near_duplicates(dirs: list[Path], threshold: float = NEAR_DUP_JACCARD) -> dict[str, str]:
+    """{duplicate dir name: the earlier dir it duplicates}, by MinHash with LSH banding."""
+    bands, rows = 16, MINHASH_PERMS // 16
+    buckets: dict[tuple, list[int]] = {}
+    sigs = [minhash(task_text(d)) for d in dirs]
+    dups: dict[str, str] = {}
+    for i, sig in enumerate(sigs):
+        cands: set[int] = set()
+        for b in range(bands):
+            key = (b, sig[b * rows:(b + 1) * rows])
+            cands.update(buckets.get(key, []))
+            buckets.setdefault(key, []).append(i)
+        for j in sorted(cands):
+            if dirs[j].name in dups:
+                continue
+            est = sum(a == b for a, b in zip(sig, sigs[j])) / MINHASH_PERMS
+            if est >= threshold:
+                dups[dirs[i].name] = dirs[j].name
+                break
+    return dups
+
+
+def generate_corpus(n: int, seed: int, kind: str, out: Path, jobs: int = 2,
+                    progress: Callable[[Generated], None] | None = None) -> dict:
+    """Write ``n`` tasks and ``manifest.jsonl`` under ``out``. Returns a summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    results: list[Generated] = []
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        for g in pool.map(generate_one, [seed] * n, range(n), [kind] * n, [str(out)] * n, chunksize=8):
+            results.append(g)
+            if progress:
+                progress(g)
+    ok = [g for g in results if not g.error]
+    dups = near_duplicates([Path(g.dir) for g in ok])
+    for g in ok:
+        if Path(g.dir).name in dups:
+            shutil.rmtree(g.dir, ignore_errors=True)
+    kept = [g for g in ok if Path(g.dir).name not in dups]
+    with open(out / "manifest.jsonl", "w") as f:
+        for g in kept:
+            f.write(json.dumps(g.manifest, sort_keys=True) + "\n")
+    summary = {"requested": n, "written": len(kept), "errors": [{"index": g.index, "error": g.error}
+                                                                 for g in results if g.error],
+               "near_duplicates": len(dups), "duplicates": dups}
+    (out / "generate-summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    return summary
+
+
+def axes_for_family(family, seed: int, index: int, level: int | None = None, fixture: str | None = None,
+                    verifier: str | None = None):
+    """Coherent axes for one family with chosen level / fixture / verifier (for tests and sweeps)."""
+    from dataclasses import replace
+
+    from tmax.taxonomy import COMMAND_COMPLEXITIES, LANGUAGE_WEIGHTS, PROGRAM_VERIFIERS, TASK_COMPLEXITIES, _pick, \
+        domains, rng_for
+
+    rng = rng_for(seed, index, "forced")
+    verifier = verifier or rng.choice(family.verifiers)
+    fixture = fixture or rng.choice(family.fixtures)
+    if verifier == "multi_protocol" or fixture == "multi_service":
+        command = COMMAND_COMPLEXITIES[2]
+    elif verifier in PROGRAM_VERIFIERS:
+        command = COMMAND_COMPLEXITIES[1]
+    else:
+        command = family.command_complexities[0]
+    if verifier in PROGRAM_VERIFIERS:
+        language = _pick(rng, LANGUAGE_WEIGHTS, family.program_languages())
+    elif command == COMMAND_COMPLEXITIES[0]:
+        language = "Bash"
+    else:
+        language = _pick(rng, LANGUAGE_WEIGHTS, family.languages)
+    dom = domains()[family.domain]
+    from tmax.taxonomy import Axes
+
+    return Axes(domain=family.domain, skill_type=rng.choice(family.skill_types),
+                primitive_skills=tuple(sorted(rng.sample(list(family.primitive_skills), 3))),
+                persona=rng.choice(dom.personas).role, language=language,
+                task_complexity=TASK_COMPLEXITIES[(level or rng.randint(1, 4)) - 1], command_complexity=command,
+                fixture=fixture, verifier=verifier, family=family.name)

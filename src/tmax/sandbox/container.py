@@ -1,0 +1,687 @@
+"""Container sandboxes: podman and docker, driven through their CLIs.
+
+An environment's layers are flattened into one root filesystem (overlayfs in a private mount
+namespace, exactly as the native backends compose it, streamed through ``tar``) and imported once as
+an image (``podman import`` / ``docker import``), tagged by a key of the environment. A sandbox is one
+container whose main process is the persistent shell's outer loop, attached over ``-i`` pipes and
+driven by :class:`tmax.sandbox.shell.ShellSession` like the native backends.
+
+Work areas (``/app`` by default) are host directories bind-mounted into the container, filled at start
+from the layers (whiteouts and opaque directories honoured). So the agent's work survives the
+container, ``export_work_areas`` is a move, and layers that hold nothing but work areas (the agent's
+changes, stacked on the environment for the verifier) never force a new image.
+
+Image key: the environment's base hash (``env_hash`` up to the first ``+``, i.e. the image profile or
+the host's package state) and the identities of the layers that matter outside the work areas
+(a directory's path and mtime, the host layer's mapping). Task setup layers live under content-keyed
+paths, so the key changes exactly when the content does.
+
+Podman on this kind of host needs the runc runtime and ulimits within the host's hard limits; the
+backend writes its own ``containers.conf`` under ``$TMAX_HOME`` and points ``CONTAINERS_CONF`` at it
+for every podman command it runs. Every ``--ulimit`` is passed explicitly: podman replaces all its
+default ulimits as soon as one is given, and its built-in defaults exceed this host's hard limits.
+
+Closing removes the container forcibly (``rm -f``), always. A small guard process per sandbox
+removes it too if this Python process dies without closing (its stdin is a pipe we hold; EOF means
+we are gone), so containers never leak and never spin on a closed stdin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import re
+import resource
+import shlex
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from pathlib import Path
+
+from tmax.sandbox import rootfs
+from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
+from tmax.sandbox.shell import ShellSession, outer_loop
+
+ENGINES = ("podman", "docker")
+IMAGE_REPO = "localhost/tmax-env"
+LABEL = "tmax.sandbox=1"
+IMPORT_TIMEOUT = 3600.0
+CLI_TIMEOUT = 60.0
+
+# Kills every descendant of the in-container pid $1 (and $1 itself when $2 is "shell"). Walks
+# /proc/*/stat with builtins only (no ps in minimal images), repeating until nothing is left, so a
+# command that forks while being killed is still caught.
+KILL_TREE = r"""
+root=$1; mode=$2
+for round in 1 2 3 4 5 6 7 8; do
+  tree=" $root "; victims=""; grew=1
+  while [ "$grew" = 1 ]; do
+    grew=0
+    for st in /proc/[0-9]*/stat; do
+      read -r line < "$st" 2>/dev/null || continue
+      pid=${line%% *}; rest=${line##*) }; ppid=${rest#* }; ppid=${ppid%% *}
+      case "$tree" in *" $ppid "*)
+        case "$tree" in *" $pid "*) ;; *) tree="$tree$pid "; victims="$victims $pid"; grew=1 ;; esac ;;
+      esac
+    done
+  done
+  [ -z "$victims" ] && break
+  kill -9 $victims 2>/dev/null
+done
+[ "$mode" = shell ] && kill -9 "$root" 2>/dev/null
+exit 0
+"""
+
+
+def _tmax_home() -> Path:
+    from tmax.images import tmax_home  # late: tmax.images imports tmax.sandbox
+
+    return tmax_home()
+
+
+def _run_dir() -> Path:
+    from tmax.sandbox.native import run_dir
+
+    return run_dir()
+
+
+@contextlib.contextmanager
+def _lock(name: str):
+    path = _tmax_home() / "locks" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _hard_limit(res: int, want: int) -> int:
+    hard = resource.getrlimit(res)[1]
+    return want if hard == resource.RLIM_INFINITY else min(want, hard)
+
+
+# -- layers: what lies outside the work areas, image keys, flattening ---------------------------
+
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(p for p in path.strip("/").split("/") if p)
+
+
+def outer_work_areas(work_areas: Iterable[str]) -> list[str]:
+    """The work areas that are not inside another one (those are the ones bind-mounted)."""
+    was = sorted({"/" + "/".join(_parts(w)) for w in work_areas if _parts(w)}, key=len)
+    out: list[str] = []
+    for w in was:
+        if not any(_parts(w)[:len(_parts(o))] == _parts(o) for o in out):
+            out.append(w)
+    return out
+
+
+def _is_whiteout(p: Path) -> bool:
+    try:
+        st = p.lstat()
+    except OSError:
+        return False
+    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
+
+
+def _is_opaque(p: Path) -> bool:
+    for attr in ("trusted.overlay.opaque", "user.overlay.opaque"):
+        try:
+            if os.getxattr(p, attr, follow_symlinks=False) == b"y":
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def _layer_entry(layer, parts: tuple[str, ...]) -> Path | None:
+    if isinstance(layer, dict):
+        if parts[0] not in layer:
+            return None
+        return Path(layer[parts[0]]).joinpath(*parts[1:])
+    return Path(layer).joinpath(*parts)
+
+
+def touches_outside(layer, work_areas: Iterable[str]) -> bool:
+    """Whether ``layer`` holds anything outside the work areas that a sandbox would show.
+
+    Top-level plain files and the names the sandbox mounts itself (``rootfs.SPECIAL``) are not shown,
+    as in :func:`rootfs.plan`."""
+    was = [_parts(w) for w in outer_work_areas(work_areas)]
+
+    def covered(parts):
+        return any(parts[:len(w)] == w for w in was)
+
+    def ancestor(parts):
+        return any(len(w) > len(parts) and w[:len(parts)] == parts for w in was)
+
+    def walk(d: Path, rel: tuple[str, ...]) -> bool:
+        try:
+            names = sorted(os.listdir(d))
+        except OSError:
+            return False
+        for name in names:
+            parts = rel + (name,)
+            e = d / name
+            if covered(parts):
+                continue
+            if not rel and (name in rootfs.SPECIAL or (e.is_file() and not e.is_symlink())):
+                continue
+            if ancestor(parts) and e.is_dir() and not e.is_symlink() and not _is_opaque(e):
+                if walk(e, parts):
+                    return True
+                continue
+            return True
+        return False
+
+    if isinstance(layer, dict):
+        for name, src in layer.items():
+            parts = (name,)
+            if covered(parts) or name in rootfs.SPECIAL:
+                continue
+            if ancestor(parts) and os.path.isdir(src) and not os.path.islink(src):
+                if walk(Path(src), parts):
+                    return True
+                continue
+            return True
+        return False
+    return walk(Path(layer), ())
+
+
+def image_layers(spec: SandboxSpec) -> list:
+    """The layers an image must hold: those with something outside the work areas."""
+    return [layer for layer in spec.layers if touches_outside(layer, spec.work_areas)]
+
+
+def _identity(layer) -> str:
+    if isinstance(layer, dict):
+        return "host:" + json.dumps(sorted((str(k), str(v)) for k, v in layer.items()))
+    p = Path(layer).resolve()
+    try:
+        mtime = p.stat().st_mtime_ns
+    except OSError:
+        mtime = 0
+    return f"dir:{p}:{mtime}"
+
+
+def image_key(spec: SandboxSpec, layers: list) -> str:
+    """A tag-safe key: a readable prefix from the environment hash, then a digest."""
+    base = (spec.env_hash or "env").split("+")[0]
+    h = hashlib.sha256(base.encode())
+    for layer in layers:
+        h.update(b"\0" + _identity(layer).encode())
+    prefix = re.sub(r"[^a-z0-9_.-]+", "-", base.lower()).strip("-.")[:60] or "env"
+    return f"{prefix}-{h.hexdigest()[:16]}"
+
+
+def flatten_tar(layers: list, work: Path) -> subprocess.Popen:
+    """Start ``tar`` writing the merged root filesystem of ``layers`` (top first) to its stdout.
+
+    The merge is the native one: :func:`rootfs.plan` and :func:`rootfs.apply` compose the layers with
+    overlayfs in the tar process's own mount namespace, so nothing stays mounted on the host."""
+    plan = rootfs.plan(layers, work, (), [], dev_mode="none")
+    argv = ["tar", "--numeric-owner", "-C", plan.root, "-cf", "-", "."]
+    with open(work / "tar.err", "wb") as err:  # a file, not a pipe: tar may warn a lot
+        try:
+            tar = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err,
+                                   preexec_fn=lambda: rootfs.apply(plan), close_fds=True)
+        except subprocess.SubprocessError:
+            why = Path(plan.error_file).read_text() if Path(plan.error_file).exists() else "unknown error"
+            raise SandboxError(f"composing the layers to flatten them failed: {why}") from None
+    tar.err_file = work / "tar.err"  # type: ignore[attr-defined]
+    tar.plan = plan  # type: ignore[attr-defined]
+    return tar
+
+
+def finish_tar(tar: subprocess.Popen, what: str) -> None:
+    rc = tar.wait()
+    if rc not in (0, 1):  # 1: a file changed while being read (a live host directory)
+        err = ""
+        for f in (Path(tar.plan.error_file), tar.err_file):  # type: ignore[attr-defined]
+            with contextlib.suppress(OSError):
+                err += f.read_text(errors="replace")
+        raise SandboxError(f"{what}: tar exited {rc}: {err[-1500:]}")
+
+
+# -- work areas: host directories filled from the layers ------------------------------------------
+
+def _copy_meta(src: Path, dst: Path) -> None:
+    st = src.lstat()
+    with contextlib.suppress(OSError):
+        os.lchown(dst, st.st_uid, st.st_gid)
+    if not stat.S_ISLNK(st.st_mode):
+        with contextlib.suppress(OSError):
+            os.chmod(dst, stat.S_IMODE(st.st_mode))
+    with contextlib.suppress(OSError, NotImplementedError):
+        os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p)
+    elif os.path.lexists(p):
+        p.unlink()
+
+
+def _clear(d: Path) -> None:
+    for e in list(d.iterdir()):
+        _remove(e)
+
+
+def _merge(src: Path, dst: Path) -> None:
+    """Apply overlay layer directory ``src`` on top of the plain directory ``dst``."""
+    for e in os.scandir(src):
+        s, d = Path(e.path), dst / e.name
+        if _is_whiteout(s):
+            if os.path.lexists(d):
+                _remove(d)
+            continue
+        if e.is_dir(follow_symlinks=False):
+            if os.path.lexists(d) and (d.is_symlink() or not d.is_dir()):
+                _remove(d)
+            if not d.exists():
+                d.mkdir()
+            elif _is_opaque(s):
+                _clear(d)
+            _merge(s, d)
+            _copy_meta(s, d)
+            continue
+        if os.path.lexists(d):
+            _remove(d)
+        st = e.stat(follow_symlinks=False)
+        if stat.S_ISLNK(st.st_mode):
+            os.symlink(os.readlink(s), d)
+        elif stat.S_ISREG(st.st_mode):
+            shutil.copyfile(s, d, follow_symlinks=False)
+        elif stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode):
+            try:
+                os.mknod(d, st.st_mode, st.st_rdev)
+            except OSError:
+                continue
+        else:  # sockets and the like are not copied
+            continue
+        _copy_meta(s, d)
+
+
+def fill_work_area(layers: list, work_area: str, dst: Path) -> None:
+    """Make ``dst`` hold what a sandbox on ``layers`` (top first) shows at ``work_area``."""
+    dst.mkdir(parents=True, exist_ok=True)
+    parts = _parts(work_area)
+    for layer in reversed(layers):  # bottom first
+        root = _layer_entry(layer, parts[:1])
+        if root is None:
+            continue
+        node, hidden = root, False
+        for i in range(len(parts)):
+            if i:
+                node = node / parts[i]
+            if not os.path.lexists(node) or _is_whiteout(node) or node.is_symlink() or not node.is_dir():
+                # Missing here: lower content survives unless an ancestor was opaque.
+                hidden = hidden or os.path.lexists(node)
+                node = None
+                break
+            if _is_opaque(node):
+                hidden = True
+        if hidden:
+            _clear(dst)
+        if node is not None:
+            _merge(node, dst)
+            _copy_meta(node, dst)
+
+
+def set_opaque(d: Path) -> None:
+    """Mark ``d`` opaque for overlayfs, so that as a layer it hides what lies below it."""
+    for attr in ("trusted.overlay.opaque", "user.overlay.opaque"):
+        with contextlib.suppress(OSError):
+            os.setxattr(d, attr, b"y", follow_symlinks=False)
+
+
+class WorkAreas:
+    """The host side of a sandbox's work areas: ``<dir>/wa/<n>`` for each outer work area."""
+
+    def __init__(self, spec: SandboxSpec, sandbox_dir: Path):
+        self.dir = sandbox_dir
+        self.areas = outer_work_areas(spec.work_areas)
+        self.paths = [sandbox_dir / "wa" / str(i) for i in range(len(self.areas))]
+        for wa, p in zip(self.areas, self.paths):
+            fill_work_area(spec.layers, wa, p)
+
+    def binds(self) -> list[tuple[str, str]]:
+        return [(str(p), wa) for p, wa in zip(self.paths, self.areas)]
+
+    def export(self, dest: Path) -> None:
+        """Move the final content of each work area to ``dest`` as an overlay layer: the full
+        content, marked opaque, so that stacked on the environment it shows exactly this."""
+        for wa, p in zip(self.areas, self.paths):
+            if not p.is_dir():
+                continue
+            target = dest / wa.strip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if os.path.lexists(target):
+                _remove(target)
+            try:
+                os.rename(p, target)
+            except OSError as e:
+                if e.errno != errno.EXDEV:
+                    raise
+                shutil.copytree(p, target, symlinks=True)
+            set_opaque(target)
+
+    def remove(self) -> None:
+        for _ in range(50):
+            shutil.rmtree(self.dir, ignore_errors=True)
+            if not self.dir.exists():
+                return
+            time.sleep(0.02)
+
+
+def check_bind_path(path: str, forbidden: str = ":") -> None:
+    bad = [c for c in forbidden if c in path]
+    if bad:
+        raise SandboxError(f"bind path {path!r} contains {bad[0]!r}, which the engine's bind syntax cannot express")
+
+
+# -- the engines --------------------------------------------------------------------------------
+
+_conf_lock = threading.Lock()
+_conf_path: Path | None = None
+
+
+def containers_conf() -> Path:
+    """Write (once per process, atomically) the containers.conf podman runs with."""
+    global _conf_path
+    with _conf_lock:
+        if _conf_path is not None:
+            return _conf_path
+        nofile = _hard_limit(resource.RLIMIT_NOFILE, 20000)
+        nproc = _hard_limit(resource.RLIMIT_NPROC, 4096)
+        engine = []
+        if shutil.which("runc"):
+            engine.append('runtime = "runc"')  # crun fails on hybrid cgroups (docs/MACHINE.md)
+        if not os.path.isdir("/run/systemd/system"):
+            engine.append('cgroup_manager = "cgroupfs"')
+        if not os.path.exists("/run/systemd/journal/socket"):
+            engine.append('events_logger = "file"')
+        text = ("# Written by tmax (tmax.sandbox.container); regenerated when it differs.\n"
+                "[containers]\n"
+                f'default_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]\n\n'
+                "[engine]\n" + "".join(line + "\n" for line in engine))
+        path = _tmax_home() / "containers.conf"
+        if not path.exists() or path.read_text() != text:
+            tmp = path.with_name(f".containers.conf.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        _conf_path = path
+        return path
+
+
+class Engine:
+    """Runs one engine's CLI with the right environment."""
+
+    def __init__(self, name: str):
+        if name not in ENGINES:
+            raise ValueError(f"unknown container engine {name!r}; expected one of {', '.join(ENGINES)}")
+        self.name = name
+        self.known_images: set[str] = set()
+        self._lock = threading.Lock()
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.name == "podman":
+            env["CONTAINERS_CONF"] = str(containers_conf())
+        return env
+
+    def run(self, *args: str, timeout: float = CLI_TIMEOUT, check: bool = True,
+            input: bytes | None = None) -> subprocess.CompletedProcess:
+        try:
+            r = subprocess.run([self.name, *args], input=input, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=self.env(), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise SandboxError(f"{self.name} {args[0]}: no answer within {timeout:g}s") from None
+        except FileNotFoundError:
+            raise SandboxError(f"{self.name} not found on PATH") from None
+        if check and r.returncode != 0:
+            raise SandboxError(f"{self.name} {' '.join(args[:2])} failed (exit {r.returncode}): "
+                               f"{r.stderr.decode('utf-8', 'replace').strip()[-1500:]}")
+        return r
+
+    def image_exists(self, tag: str) -> bool:
+        if tag in self.known_images:
+            return True
+        ok = self.run("image", "inspect", "--format", "{{.Id}}", tag, check=False).returncode == 0
+        if ok:
+            self.known_images.add(tag)
+        return ok
+
+    def ensure_image(self, spec: SandboxSpec) -> str:
+        """The image tag for ``spec``'s environment, importing it on first use."""
+        layers = image_layers(spec)
+        tag = f"{IMAGE_REPO}:{image_key(spec, layers)}"
+        if self.image_exists(tag):
+            return tag
+        with _lock(f"{self.name}-image-{tag.rsplit(':', 1)[1]}"):
+            if self.image_exists(tag):
+                return tag
+            with tempfile.TemporaryDirectory(prefix="tmax-flatten-", dir=_run_dir()) as work:
+                tar = flatten_tar(layers, Path(work))
+                try:
+                    imp = subprocess.run([self.name, "import", "--message", f"tmax environment {spec.env_hash}",
+                                          "-", tag], stdin=tar.stdout, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, env=self.env(), timeout=IMPORT_TIMEOUT)
+                except BaseException:
+                    tar.kill()
+                    raise
+                finally:
+                    tar.stdout.close()
+                if imp.returncode != 0:
+                    tar.kill()
+                    tar.wait()
+                    raise SandboxError(f"{self.name} import failed (exit {imp.returncode}): "
+                                       f"{imp.stderr.decode('utf-8', 'replace').strip()[-1500:]}")
+                finish_tar(tar, f"flattening {spec.env_hash or 'the environment'}")
+            self.known_images.add(tag)
+        return tag
+
+
+class ContainerSandbox:
+    def __init__(self, spec: SandboxSpec, engine: Engine):
+        self.spec = spec
+        self.engine = engine
+        self.id = uuid.uuid4().hex[:12]
+        self.name = f"tmax-{self.id}"
+        self.dir = _run_dir() / self.id
+        self.dir.mkdir(parents=True)
+        self.closed = False
+        self.proc: subprocess.Popen | None = None
+        self.guard: subprocess.Popen | None = None
+        self.work: WorkAreas | None = None
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    # -- launch ---------------------------------------------------------------------------------
+    def _start(self) -> None:
+        spec = self.spec
+        image = self.engine.ensure_image(spec)
+        self.work = WorkAreas(spec, self.dir)
+        self.nonce = ShellSession.new_nonce()
+        argv = self._argv(image)
+        env = self.engine.env()
+        # The guard removes the container if we die without closing (EOF on its stdin).
+        rm = [self.engine.name, "rm", "-f"] + (["-t", "0"] if self.engine.name == "podman" else []) + [self.name]
+        self.guard = subprocess.Popen(["sh", "-c", 'read _; exec "$@" >/dev/null 2>&1', "guard", *rm],
+                                      stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                      env=env, start_new_session=True, close_fds=True)
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     env=env, close_fds=True, bufsize=0)
+        self.shell = ShellSession(self.proc.stdin.fileno(), self.proc.stdout.fileno(), self.nonce,
+                                  kill_children=self._kill_children, kill_shell=self._kill_shell,
+                                  limit=spec.limits.output_bytes, alive=lambda: self.proc.poll() is None)
+        self.shell.start(timeout=120.0)
+
+    def _argv(self, image: str) -> list[str]:
+        spec, lim = self.spec, self.spec.limits
+        eng = self.engine.name
+        argv = [eng, "run", "-i", "--name", self.name, "--label", LABEL, "--pull", "never",
+                "--hostname", spec.hostname,
+                "--memory", f"{lim.memory_mb}m", "--memory-swap", f"{lim.memory_mb}m",
+                "--pids-limit", str(lim.max_pids),
+                "--tmpfs", "/tmp:rw,exec,nosuid,nodev,mode=1777",
+                "--log-driver", "passthrough" if eng == "podman" else "none"]
+        if not spec.network:
+            argv += ["--network", "none"]
+        # Every ulimit explicitly (see the module docstring), within the host's hard limits.
+        nofile = _hard_limit(resource.RLIMIT_NOFILE, lim.open_files)
+        # 4096 as in containers.conf: podman lowers its own hard NPROC (to 32768) before runc sets
+        # the container's, and root, which sandboxes run as, is exempt from RLIMIT_NPROC anyway.
+        nproc = _hard_limit(resource.RLIMIT_NPROC, 4096)
+        fsize = _hard_limit(resource.RLIMIT_FSIZE, lim.file_size_mb << 20)
+        argv += ["--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}",
+                 "--ulimit", f"fsize={fsize}:{fsize}"]
+        if lim.cpu_seconds:
+            cpu = _hard_limit(resource.RLIMIT_CPU, lim.cpu_seconds)
+            argv += ["--ulimit", f"cpu={cpu}:{cpu}"]
+        for src, dst in self.work.binds():
+            check_bind_path(src)
+            check_bind_path(dst)
+            argv += ["-v", f"{src}:{dst}"]
+        for b in spec.binds:
+            check_bind_path(b.source)
+            check_bind_path(b.target)
+            argv += ["-v", f"{b.source}:{b.target}" + (":ro" if b.readonly else "")]
+        for k, v in {**BASE_ENV, **spec.env}.items():
+            argv += ["-e", f"{k}={v}"]
+        wd = shlex.quote(spec.workdir)
+        boot = f'cd -- {wd} 2>/dev/null || {{ mkdir -p -- {wd} && cd -- {wd}; }} || cd /; exec /bin/bash -c "$0"'
+        return argv + [image, "/bin/bash", "-c", boot, outer_loop(self.nonce)]
+
+    # -- process control ------------------------------------------------------------------------
+    def _kill_tree(self, nspid: int, mode: str) -> None:
+        if nspid <= 0:
+            return
+        with contextlib.suppress(SandboxError):
+            self.engine.run("exec", self.name, "/bin/bash", "-c", KILL_TREE, "kill-tree", str(nspid), mode,
+                            timeout=30, check=False)
+
+    def _kill_children(self, nspid: int) -> None:
+        self._kill_tree(nspid, "children")
+
+    def _kill_shell(self, nspid: int) -> None:
+        self._kill_tree(nspid, "shell")
+
+    # -- protocol -------------------------------------------------------------------------------
+    def exec(self, command: str, timeout: float | None = None, persistent: bool = True) -> ExecResult:
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        return self.shell.run(command, timeout, persistent)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        errors = []
+        if self.proc is not None:
+            try:
+                args = ["rm", "-f"] + (["-t", "0"] if self.engine.name == "podman" else []) + [self.name]
+                r = self.engine.run(*args, check=False)
+                out = r.stderr.decode("utf-8", "replace").lower()
+                if r.returncode != 0 and "no such container" not in out and "no container with" not in out:
+                    errors.append(out.strip())
+            except SandboxError as e:
+                errors.append(str(e))
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            for f in (self.proc.stdin, self.proc.stdout):
+                with contextlib.suppress(OSError):
+                    f.close()
+        if self.guard is not None:
+            if errors:  # let the guard try once more, on its own
+                with contextlib.suppress(OSError):
+                    self.guard.stdin.close()
+            else:
+                self.guard.kill()
+                self.guard.wait()
+                with contextlib.suppress(OSError):
+                    self.guard.stdin.close()
+        if not self.spec.keep_changes or self.work is None:
+            self.remove_dir()
+        if errors:
+            raise SandboxError(f"{self.engine.name} rm -f {self.name} failed: {errors[0][-500:]}")
+
+    def remove_dir(self) -> None:
+        for _ in range(50):
+            shutil.rmtree(self.dir, ignore_errors=True)
+            if not self.dir.exists():
+                return
+            time.sleep(0.02)
+
+    def export_work_areas(self, dest: Path) -> None:
+        """Move the work areas' final content into ``dest`` (an overlay layer, each area opaque)."""
+        if not self.closed:
+            raise SandboxError("export_work_areas needs a closed sandbox")
+        if self.work is None or not self.dir.exists():
+            raise SandboxError("nothing to export: the sandbox did not keep its changes (keep_changes=False)")
+        self.work.export(dest)
+        self.remove_dir()
+
+    def export_changes(self, dest: Path) -> None:
+        raise NotImplementedError(f"the {self.engine.name} backend cannot export a whole-filesystem change layer; "
+                                  "environment setup layers are built with the native backend (bwrap or unshare)")
+
+    def __enter__(self) -> "ContainerSandbox":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+_available: dict[str, tuple[bool, str]] = {}
+
+
+class ContainerBackend:
+    def __init__(self, name: str):
+        self.engine = Engine(name)
+        self.name = name
+
+    def available(self) -> tuple[bool, str]:
+        if self.name in _available and _available[self.name][0]:
+            return _available[self.name]
+        if shutil.which(self.name) is None:
+            hint = " (run scripts/setup-podman.sh)" if self.name == "podman" else " (apt-get install docker.io)"
+            return False, f"{self.name} not found on PATH{hint}"
+        args = (["info", "--format", "{{.Host.OCIRuntime.Name}}"] if self.name == "podman"
+                else ["version", "--format", "{{.Server.Version}}"])
+        try:
+            r = self.engine.run(*args, timeout=20, check=False)
+        except SandboxError as e:
+            return False, str(e)
+        if r.returncode != 0:
+            why = (r.stderr or r.stdout).decode("utf-8", "replace").strip().splitlines()
+            msg = why[-1] if why else f"exit {r.returncode}"
+            if self.name == "docker":
+                msg += " (dockerd must be running; see docs/MACHINE.md)"
+            return False, f"{self.name} engine does not answer: {msg}"
+        _available[self.name] = (True, "")
+        return True, ""
+
+    def start(self, spec: SandboxSpec) -> ContainerSandbox:
+        ok, why = self.available()
+        if not ok:
+            raise SandboxError(why)
+        return ContainerSandbox(spec, self.engine)

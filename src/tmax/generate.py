@@ -165,3 +165,19 @@ def axes_for_family(family, seed: int, index: int, level: int | None = None, fix
                 persona=rng.choice(dom.personas).role, language=language,
                 task_complexity=TASK_COMPLEXITIES[(level or rng.randint(1, 4)) - 1], command_complexity=command,
                 fixture=fixture, verifier=verifier, family=family.name)
+
+
+def prune_failed(out: Path, gate_jsonl: Path) -> list[str]:
+    """Remove tasks that failed the gate from ``out`` and its manifest; return their names."""
+    failed = []
+    for line in gate_jsonl.read_text().splitlines():
+        r = json.loads(line)
+        if not r["ok"]:
+            failed.append(Path(r["task"]).name)
+    for name in failed:
+        shutil.rmtree(out / name, ignore_errors=True)
+    manifest = out / "manifest.jsonl"
+    if manifest.exists():
+        keep = [ln for ln in manifest.read_text().splitlines() if json.loads(ln)["task"] not in set(failed)]
+        manifest.write_text("".join(ln + "\n" for ln in keep))
+    return failed

@@ -85,7 +85,7 @@ class Cgroup:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            time.sleep(0.002)
+            time.sleep(0.0005)
         return not self.pids()
 
     def remove(self) -> None:
@@ -97,7 +97,7 @@ class Cgroup:
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.005)
+                    time.sleep(0.0005)
 
 
 def create(name: str, memory_bytes: int | None, max_pids: int | None) -> Cgroup | None:

@@ -97,6 +97,24 @@ def plan(layers: list[Layer], sandbox_dir: Path, work_areas: tuple[str, ...], bi
         d.mkdir(parents=True, exist_ok=True)
     p = Plan(root=str(root), error_file=str(sandbox_dir / "launch.err"))
     ops = p.ops
+    if layers and all(isinstance(layer, Path) for layer in layers):
+        # Plain directory layers (a built image and its setup layers): one overlay for the whole root.
+        lowers = []
+        for layer in layers:
+            lowers.append(str(layer))
+            if _opaque(layer):
+                break
+        ops.append(("mount", "overlay", str(root), "overlay", 0,
+                    f"lowerdir={':'.join(lowers)},upperdir={upper},workdir={work}"))
+    else:
+        _per_directory(ops, layers, root, upper, work, work_areas)
+    _special_mounts(ops, root, work_areas, binds, dev_mode)
+    return p
+
+
+def _per_directory(ops: list, layers: list[Layer], root: Path, upper: Path, work: Path,
+                   work_areas: tuple[str, ...]) -> None:
+    """One overlay per top-level directory: needed when a layer is a view of host directories."""
     ops.append(("mount", "tmpfs", str(root), "tmpfs", MS_NOSUID, "mode=0755,size=16m"))
     names: list[str] = []
     for layer in layers:
@@ -142,6 +160,9 @@ def plan(layers: list[Layer], sandbox_dir: Path, work_areas: tuple[str, ...], bi
             ops.append(("mount", "overlay", target, "overlay", 0, data))
         else:
             ops.append(("mount", str(up), target, None, MS_BIND, None))
+
+
+def _special_mounts(ops: list, root: Path, work_areas: tuple[str, ...], binds: list[Bind], dev_mode: str) -> None:
     for wa in work_areas:
         ops.append(("mkdir", str(root) + wa))
     for d in ("proc", "dev", "tmp", "run", "sys"):
@@ -163,7 +184,6 @@ def plan(layers: list[Layer], sandbox_dir: Path, work_areas: tuple[str, ...], bi
         ops.append(("mount", b.source, tgt, None, MS_BIND | MS_REC, None))
         if b.readonly:
             ops.append(("mount", "none", tgt, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID, None))
-    return p
 
 
 def _check(ret: int, what: str) -> None:

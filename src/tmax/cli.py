@@ -171,8 +171,10 @@ def image_list() -> None:
 @click.option("--backend", default="bwrap", show_default=True, help="Sandbox backend.")
 @click.option("-j", "--jobs", default=2, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("demo-out"), show_default=True)
-def demo(image: str, backend: str, jobs: int, out: Path) -> None:
-    """Run the main job small: build or pick the image, gate the example tasks.
+@click.option("--generate-n", default=12, show_default=True, help="Tasks to generate and gate.")
+def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int) -> None:
+    """Run the main job small: build or pick the image, gate the example tasks, generate a small
+    corpus and gate it.
 
     \b
     Examples:
@@ -192,6 +194,16 @@ def demo(image: str, backend: str, jobs: int, out: Path) -> None:
     console.rule("2. correctness gate on examples/tasks")
     ok = run_gate(expand_task_dirs((str(EXAMPLES),)), jobs, 2, backend, out / "gate.jsonl", image)
     console.print(f"gate report: {out / 'gate.jsonl'}")
+    if image != "host":  # generated tasks need the default image's tools
+        from tmax.generate import generate_corpus, prune_failed
+
+        console.rule(f"3. generate {generate_n} tasks (rl_v2, seed 0) and gate them")
+        corpus = out / "corpus"
+        summary = generate_corpus(generate_n, 0, "rl_v2", corpus, jobs)
+        console.print(f"generated {summary['written']} tasks in {corpus}")
+        dirs = sorted(p for p in corpus.iterdir() if p.is_dir())
+        ok = run_gate(dirs, jobs, 2, backend, corpus / "gate.jsonl", None) and ok
+        prune_failed(corpus, corpus / "gate.jsonl")
     sys.exit(0 if ok else 1)
 
 

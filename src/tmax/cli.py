@@ -150,13 +150,13 @@ def image_list() -> None:
     Example:
       tmax image list
     """
-    from tmax.images import PROFILES_DIR, host_environment, tmax_home
+    from tmax.images import PROFILES_DIR, host_environment, images_root
 
     table = Table()
     table.add_column("image")
     table.add_column("status")
     table.add_row("host", host_environment().hash)
-    built = {p.name for p in (tmax_home() / "images").glob("*") if (p / "done").exists()}
+    built = {p.name for p in images_root().glob("*") if (p / "done").exists()}
     for prof in sorted(PROFILES_DIR.glob("*.toml")):
         from tmax.images import load_profile
 

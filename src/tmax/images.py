@@ -93,8 +93,14 @@ def host_environment() -> Environment:
     return Environment(name="host", layers=(layer,), hash="host-" + h.hexdigest()[:16])
 
 
+def images_root() -> Path:
+    """Where built images live: $TMAX_IMAGES, else $TMAX_HOME/images (images are big and slow to
+    build, so tests point TMAX_IMAGES at the shared cache while keeping their own TMAX_HOME)."""
+    return Path(os.environ.get("TMAX_IMAGES") or tmax_home() / "images")
+
+
 def image_dir(profile: Profile) -> Path:
-    return tmax_home() / "images" / f"{profile.name}-{profile.hash}"
+    return images_root() / f"{profile.name}-{profile.hash}"
 
 
 @contextlib.contextmanager
@@ -125,7 +131,7 @@ def build_image(profile: Profile, log: Callable[[str], None] = print, force: boo
     """Build (or reuse) the rootfs of ``profile``. Needs root and debootstrap."""
     final = image_dir(profile)
     rootfs = final / "rootfs"
-    with _lock(tmax_home() / "locks" / f"image-{profile.name}-{profile.hash}"):
+    with _lock(images_root() / ".locks" / f"{profile.name}-{profile.hash}"):
         if (final / "done").exists() and not force:
             return rootfs
         if os.geteuid() != 0:

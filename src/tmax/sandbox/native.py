@@ -127,6 +127,7 @@ class NativeSandbox:
                          (resource.RLIMIT_NOFILE, min(lim.open_files, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))]
         if lim.cpu_seconds:
             plan.rlimits.append((resource.RLIMIT_CPU, lim.cpu_seconds))
+        plan.new_net = self.launcher == "unshare" and not spec.network
         self.nonce = ShellSession.new_nonce()
         argv = self._argv(plan.root)
         env = {**BASE_ENV, **spec.env}
@@ -155,10 +156,9 @@ class NativeSandbox:
                 argv.append("--share-net")
             return argv + ["--"] + program
         # unshare: new user (mapped to root), pid, net, ipc, uts and mount namespaces.
+        # The network namespace (loopback up) is made in the child before exec: see rootfs.apply.
         argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--ipc", "--uts",
                 "--mount", f"--mount-proc={root}/proc"]
-        if not spec.network:
-            argv.append("--net")
         # pivot_root (not chroot): the host's tree must not stay reachable through a chroot escape.
         return argv + [sys.executable, "-I", "-S", "-c", _PIVOT, root, spec.workdir, spec.hostname,
                        outer_loop(self.nonce)]

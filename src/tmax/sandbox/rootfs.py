@@ -22,6 +22,8 @@ from pathlib import Path
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWNET = 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
@@ -55,6 +57,8 @@ class Plan:
     userns: bool = field(default_factory=lambda: os.geteuid() != 0)
     uid: int = field(default_factory=os.geteuid)
     gid: int = field(default_factory=os.getegid)
+    # A private network namespace with loopback up (for launchers that do not make one themselves).
+    new_net: bool = False
 
 
 def _is_whiteout(p: Path) -> bool:
@@ -192,6 +196,17 @@ def _check(ret: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
+def _loopback_up() -> None:
+    import fcntl
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        req = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock.fileno(), SIOCGIFFLAGS, req))[1]
+        fcntl.ioctl(sock.fileno(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+
+
 def apply(p: Plan) -> None:
     """Runs in the child after fork: private mount namespace, mounts, cgroup, rlimits."""
     try:
@@ -219,6 +234,9 @@ def apply(p: Plan) -> None:
                 _, src, tgt, fstype, flags, data = op
                 _check(_libc.mount(src.encode(), tgt.encode(), fstype.encode() if fstype else None, flags,
                                    data.encode() if data else None), f"mount {src} on {tgt}")
+        if p.new_net:
+            _check(_libc.unshare(CLONE_NEWNET), "unshare(CLONE_NEWNET)")
+            _loopback_up()
         for res, value in p.rlimits:
             resource.setrlimit(res, (value, value))
     except BaseException as e:

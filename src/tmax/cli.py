@@ -216,7 +216,9 @@ def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int) -> Non
 @click.option("-j", "--jobs", default=2, show_default=True, help="Parallel workers.")
 @click.option("--check", "gate", is_flag=True, help="Gate every task; keep only those that pass.")
 @click.option("--repeat", default=2, show_default=True, help="Oracle runs per task with --check.")
-def generate(n, seed, kind, out, jobs, gate, repeat) -> None:
+@click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="A table from `tmax calibrate`: redraw levels so measured pass rates land in its band.")
+def generate(n, seed, kind, out, jobs, gate, repeat, calibration) -> None:
     """Generate N verifiable tasks by compositional sampling over the nine axes.
 
     Same arguments, same bytes. Writes task directories, manifest.jsonl (one line per task: every
@@ -228,16 +230,25 @@ def generate(n, seed, kind, out, jobs, gate, repeat) -> None:
     Examples:
       tmax generate --n 100 --seed 0 --kind rl_v2 --out corpus
       tmax generate --n 1000 --seed 0 --kind rl_v2 --out corpus --check -j 2
+      tmax generate --n 500 --out corpus2 --calibration calibration.json
     """
     from tmax.families import LOAD_ERRORS, load_all
     from tmax.generate import generate_corpus, prune_failed
 
+    calib = None
+    if calibration:
+        from tmax.calibrate import load as load_calibration
+
+        try:
+            calib = load_calibration(calibration)
+        except (ValueError, json.JSONDecodeError) as e:
+            raise click.BadParameter(str(e), param_hint="--calibration") from None
     load_all()
     for mod, err in sorted(LOAD_ERRORS.items()):
         console.print(f"[yellow]skipped family module {mod}: {err}[/yellow]", markup=False)
     with _progress() as prog:
         bar = prog.add_task("generate", total=n, status="")
-        summary = generate_corpus(n, seed, kind, out, jobs,
+        summary = generate_corpus(n, seed, kind, out, jobs, calibration=calib,
                                   progress=lambda g: prog.update(bar, advance=1, status="error" if g.error else ""))
     console.print(f"generated {summary['written']}/{n} tasks in {out} "
                   f"({summary['near_duplicates']} near-duplicates dropped, {len(summary['errors'])} build errors)")
@@ -346,6 +357,64 @@ def analyze(corpus, jobs_, out) -> None:
     for name, j in stats["jobs"].items():
         console.print(f"job {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in j["pass_at_k"].items() if v is not None))
     console.print(f"report: {out / 'report.html'}")
+
+
+@main.command()
+@click.argument("corpus", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--against", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
+              help="Benchmark instructions: task dirs (instruction.md / task.yaml) or .md/.txt/.json files.")
+@click.option("--fuzzy-threshold", default=0.5, show_default=True, help="MinHash Jaccard estimate that flags a task.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the report as JSON.")
+def decontam(corpus, against, fuzzy_threshold, out) -> None:
+    """Flag tasks whose instruction shares a word 13-gram with, or is fuzzily similar to, a benchmark's.
+
+    \b
+    Example:
+      tmax decontam corpus --against benchmarks/tb2-instructions --out decontam.json
+    """
+    from tmax.analysis.decontam import decontaminate
+
+    report = decontaminate(expand_task_dirs(corpus), against, fuzzy_threshold)
+    for f in report["flagged"]:
+        console.print(f"flagged {f['task']}: 13-gram matches {f['ngram_matches'][:3]}, "
+                      f"closest {f['fuzzy_match']} ({f['fuzzy_similarity']})", markup=False)
+    console.print(f"{len(report['flagged'])}/{report['tasks']} tasks flagged "
+                  f"({100 * report['flagged_fraction']:.2f}%) against {report['benchmark_items']} benchmark items")
+    if out:
+        out.write_text(json.dumps(report, indent=1) + "\n")
+
+
+@main.command()
+@click.option("--job", "jobs_", multiple=True, required=True, type=click.Path(exists=True, path_type=Path),
+              help="Job directories whose trials measure pass rates (repeatable).")
+@click.option("--band", default="0.2,0.8", show_default=True, help="Target pass-rate band lo,hi.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("calibration.json"),
+              show_default=True)
+def calibrate(jobs_, band, out) -> None:
+    """Measure pass rates per family and level from jobs; write a table for `generate --calibration`.
+
+    \b
+    Example:
+      tmax solve corpus --policy openai:m --base-url URL -k 8 --job jobs/probe
+      tmax calibrate --job jobs/probe --band 0.2,0.8 --out calibration.json
+      tmax generate --n 1000 --out corpus2 --calibration calibration.json
+    """
+    from tmax.calibrate import write
+
+    try:
+        lo, hi = (float(x) for x in band.split(","))
+        assert 0 <= lo < hi <= 1
+    except (ValueError, AssertionError):
+        raise click.BadParameter("expected lo,hi with 0 <= lo < hi <= 1", param_hint="--band") from None
+    doc = write(list(jobs_), out, (lo, hi))
+    table = Table(title=f"pass rate estimates (band {lo}-{hi})")
+    for col in ("family", "level", "passed/trials", "estimate"):
+        table.add_column(col)
+    for fam, levels in sorted(doc["families"].items()):
+        for level, cell in sorted(levels.items()):
+            table.add_row(fam, level, f"{cell['passed']}/{cell['trials']}", f"{cell['estimate']:.2f}")
+    console.print(table)
+    console.print(f"wrote {out}")
 
 
 @main.command()

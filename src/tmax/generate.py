@@ -33,9 +33,14 @@ def task_dir_name(index: int, family: str) -> str:
     return f"{index:05d}-{family.replace('_', '-')}"
 
 
-def generate_one(seed: int, index: int, kind: str, out: str) -> Generated:
+def generate_one(seed: int, index: int, kind: str, out: str, calibration: dict | None = None) -> Generated:
     families = load_all()
     axes = sample(seed, index, kind, sorted(families.values(), key=lambda f: f.name))
+    if calibration:
+        from tmax.calibrate import adjust
+        from tmax.taxonomy import rng_for
+
+        axes = adjust(axes, calibration, rng_for(seed, index, "calibrate"), families[axes.family].task_complexities)
     dest = Path(out) / task_dir_name(index, axes.family)
     if dest.exists():
         shutil.rmtree(dest)
@@ -109,12 +114,13 @@ def near_duplicates(dirs: list[Path], threshold: float = NEAR_DUP_JACCARD) -> di
 
 
 def generate_corpus(n: int, seed: int, kind: str, out: Path, jobs: int = 2,
-                    progress: Callable[[Generated], None] | None = None) -> dict:
+                    progress: Callable[[Generated], None] | None = None, calibration: dict | None = None) -> dict:
     """Write ``n`` tasks and ``manifest.jsonl`` under ``out``. Returns a summary."""
     out.mkdir(parents=True, exist_ok=True)
     results: list[Generated] = []
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for g in pool.map(generate_one, [seed] * n, range(n), [kind] * n, [str(out)] * n, chunksize=8):
+        for g in pool.map(generate_one, [seed] * n, range(n), [kind] * n, [str(out)] * n, [calibration] * n,
+                          chunksize=8):
             results.append(g)
             if progress:
                 progress(g)

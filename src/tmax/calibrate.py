@@ -1,0 +1,70 @@
+"""Closed-loop difficulty: measured pass rates per (family, level) steer the levels that generation
+draws, so a corpus' pass rate lands in a target band instead of splitting into trivial and unsolvable.
+
+The estimate per (family, level) is the posterior mean of a Beta(1, 1) prior updated with the trials'
+passes and failures (infrastructure errors excluded). Generation keeps a sampled level whose estimate
+is inside the band; otherwise it redraws among the family's in-band levels, or takes the level whose
+estimate is closest to the band's centre.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import replace
+from pathlib import Path
+
+from tmax.runs import load_results
+from tmax.taxonomy import TASK_COMPLEXITIES, Axes
+
+
+def measure(jobs: list[Path]) -> dict[str, dict[str, dict]]:
+    """{family: {level: {"passed": c, "trials": n, "estimate": p}}} from job results."""
+    table: dict[str, dict[str, dict]] = {}
+    for job in jobs:
+        for r in load_results(job):
+            meta = r.get("metadata") or {}
+            fam, level = meta.get("family"), meta.get("level")
+            if fam is None or level is None or r["outcome"] == "infra_error" or r["reward"] is None:
+                continue
+            cell = table.setdefault(fam, {}).setdefault(str(level), {"passed": 0, "trials": 0})
+            cell["trials"] += 1
+            cell["passed"] += int(r["reward"] >= 1.0)
+    for levels in table.values():
+        for cell in levels.values():
+            cell["estimate"] = (cell["passed"] + 1) / (cell["trials"] + 2)
+    return table
+
+
+def write(jobs: list[Path], out: Path, band: tuple[float, float]) -> dict:
+    doc = {"band": list(band), "families": measure(jobs)}
+    out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    return doc
+
+
+def load(path: Path) -> dict:
+    doc = json.loads(path.read_text())
+    if not isinstance(doc.get("band"), list) or len(doc["band"]) != 2 or "families" not in doc:
+        raise ValueError(f"{path}: expected {{'band': [lo, hi], 'families': {{...}}}} as written by tmax calibrate")
+    return doc
+
+
+def adjust(axes: Axes, calibration: dict, rng: random.Random, allowed: tuple[str, ...]) -> Axes:
+    """Redraw the task complexity of ``axes`` so its measured pass rate falls in the band."""
+    levels = calibration["families"].get(axes.family)
+    if not levels:
+        return axes
+    lo, hi = calibration["band"]
+    est = {int(k): v["estimate"] for k, v in levels.items() if TASK_COMPLEXITIES[int(k) - 1] in allowed}
+    current = TASK_COMPLEXITIES.index(axes.task_complexity) + 1
+    if current in est and lo <= est[current] <= hi:
+        return axes
+    in_band = sorted(lvl for lvl, p in est.items() if lo <= p <= hi)
+    if in_band:
+        level = rng.choice(in_band)
+    elif est:
+        centre = (lo + hi) / 2
+        level = min(sorted(est), key=lambda lvl: abs(est[lvl] - centre))
+    else:
+        return axes
+    return replace(axes, task_complexity=TASK_COMPLEXITIES[level - 1])

@@ -106,3 +106,17 @@ def test_harness_agent_in_a_real_trial(task_factory):
     assert res.reward == 1.0 and good.info()["submitted"]
     lazy = HarnessAgent(ScriptedPolicy([SUBMIT_CMD]))
     assert run_trial(task, lazy).reward == 0.0
+
+
+def test_terminus_harness_drives_tmux(task_factory):
+    from tmax.agent.terminus import TerminusAgent, parse_reply
+
+    task = task_factory()
+    turn = json.dumps({"analysis": "empty", "plan": "write the answer",
+                       "commands": [{"keystrokes": "echo 42 > /app/answer.txt\n", "duration": 0.3}],
+                       "task_complete": False})
+    done = json.dumps({"analysis": "done", "plan": "", "commands": [], "task_complete": True})
+    agent = TerminusAgent(ScriptedPolicy([Reply(content="not json"), Reply(content=turn), Reply(content=done)]))
+    res = run_trial(task, agent)
+    assert res.reward == 1.0 and agent.episode.submitted and agent.episode.format_errors == 1
+    assert parse_reply('{"commands": "ls"}')[0] is None

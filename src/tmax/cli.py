@@ -172,9 +172,10 @@ def image_list() -> None:
 @click.option("-j", "--jobs", default=2, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("demo-out"), show_default=True)
 @click.option("--generate-n", default=12, show_default=True, help="Tasks to generate and gate.")
-def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int) -> None:
+@click.option("--solve-n", default=3, show_default=True, help="Generated tasks the embedded model attempts (0: skip).")
+def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int, solve_n: int) -> None:
     """Run the main job small: build or pick the image, gate the example tasks, generate a small
-    corpus and gate it.
+    corpus and gate it, solve part of it with the embedded model (k=2), write the analysis report.
 
     \b
     Examples:
@@ -204,6 +205,24 @@ def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int) -> Non
         dirs = sorted(p for p in corpus.iterdir() if p.is_dir())
         ok = run_gate(dirs, jobs, 2, backend, corpus / "gate.jsonl", None) and ok
         prune_failed(corpus, corpus / "gate.jsonl")
+        kept = sorted(p for p in corpus.iterdir() if p.is_dir())
+        job_dirs = []
+        if solve_n > 0:
+            from tmax.runs import JobSpec
+            from tmax.runs import solve as run_solve
+
+            console.rule(f"4. solve {min(solve_n, len(kept))} tasks with the embedded model (k=2)")
+            spec = JobSpec(corpus=kept[:solve_n], policy="embedded", k=2, jobs=jobs, backend=backend, max_steps=6,
+                           max_tokens_per_turn=160)
+            summary = run_solve(spec, out / "job-embedded")
+            console.print(f"embedded model: pass@1 {summary.get('pass@1')}, pass@2 {summary.get('pass@2')}, "
+                          f"outcomes {summary['outcomes']}")
+            job_dirs.append(out / "job-embedded")
+        console.rule("5. analysis report")
+        from tmax.analysis import analyze as run_analyze
+
+        run_analyze([corpus], job_dirs, out / "report")
+        console.print(f"report: {out / 'report' / 'report.html'}")
     sys.exit(0 if ok else 1)
 
 

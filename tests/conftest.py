@@ -34,6 +34,10 @@ def require_root() -> None:
 def tmax_dirs(tmp_path_factory):
     """TMAX_HOME (image and layer caches) and TMAX_RUN_DIR (sandbox dirs) private to this session,
     so tests neither read nor pollute ~/.cache/tmax or the shared /tmp/tmax-sandboxes."""
+    from tmax.images import images_root
+
+    # Built images are big and slow to build: keep using the shared cache (scripts/test.sh builds it).
+    os.environ.setdefault("TMAX_IMAGES", str(images_root()))
     home = tmp_path_factory.mktemp("tmax-home")
     run = tmp_path_factory.mktemp("tmax-run")
     saved = {k: os.environ.get(k) for k in ("TMAX_HOME", "TMAX_RUN_DIR")}

@@ -149,15 +149,15 @@ def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment
         spec = env.spec(workdir="/app", work_areas=task.work_areas, binds=agent.binds(task),
                         network=task.resources.allow_internet, limits=limits_for(task), keep_changes=True)
         ta = time.monotonic()
+        carry = work / "carry"
+        carry.mkdir()
         sb = be.start(spec)
         try:
             agent_timed_out = agent.run(task, sb, task.agent_timeout)
         finally:
             sb.close()
+            sb.export_work_areas(carry)  # even when the agent raised: its changes go with ``work``
         res.agent_seconds = time.monotonic() - ta
-        carry = work / "carry"
-        carry.mkdir()
-        sb.export_work_areas(carry)
         # 2. The verifier, on the pristine environment plus the agent's work areas.
         logs = work / "logs"
         logs.mkdir()

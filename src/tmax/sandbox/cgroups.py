@@ -53,18 +53,20 @@ class Cgroup:
         return out
 
     def memory_failcnt(self) -> int:
-        """How often the memory limit was hit (OOM pressure), for reporting."""
+        """How often the memory limit was hit (OOM pressure), for reporting. Some kernels leave v1's
+        memory.failcnt at 0 even when the limit OOM-kills, so the OOM-kill count is read too."""
+        hits = 0
         for d in self.dirs:
-            for name in ("memory.failcnt", "memory.events"):
+            for name in ("memory.failcnt", "memory.events", "memory.oom_control"):
                 f = d / name
                 if f.exists():
                     text = f.read_text()
                     if name == "memory.failcnt":
-                        return int(text.strip() or 0)
+                        hits = max(hits, int(text.strip() or 0))
                     for line in text.splitlines():
-                        if line.startswith("max "):
-                            return int(line.split()[1])
-        return 0
+                        if line.startswith(("max ", "oom_kill ")):
+                            hits = max(hits, int(line.split()[1]))
+        return hits
 
     def kill_all(self, deadline_s: float = 5.0) -> bool:
         """SIGKILL every process until the group is empty (a fork bomb races us; the pids limit

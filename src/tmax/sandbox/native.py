@@ -107,10 +107,12 @@ class NativeSandbox:
         self.closed = False
         self.cgroup: cgroups.Cgroup | None = None
         self.proc: subprocess.Popen | None = None
+        self._spared: set[int] = set()
         try:
             self._start()
         except BaseException:
             self.close()
+            self.remove_dir()  # even with keep_changes: a sandbox that never started has no changes
             raise
 
     # -- launch ---------------------------------------------------------------------------------
@@ -131,8 +133,14 @@ class NativeSandbox:
         self.nonce = ShellSession.new_nonce()
         argv = self._argv(plan.root)
         env = {**BASE_ENV, **spec.env}
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     env=env, preexec_fn=lambda: rootfs.apply(plan), close_fds=True, bufsize=0)
+        try:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, env=env, preexec_fn=lambda: rootfs.apply(plan),
+                                         close_fds=True, bufsize=0)
+        except subprocess.SubprocessError:  # rootfs.apply failed in the child; it left the reason
+            err = Path(plan.error_file)
+            why = err.read_text() if err.exists() else "the child failed before exec"
+            raise SandboxError(f"sandbox launch failed: {why}") from None
         self.shell = ShellSession(self.proc.stdin.fileno(), self.proc.stdout.fileno(), self.nonce,
                                   kill_children=self._kill_children, kill_shell=self._kill_shell,
                                   limit=lim.output_bytes, alive=lambda: self.proc.poll() is None)
@@ -181,6 +189,8 @@ class NativeSandbox:
         if shell is None:
             return
         for pid in _descendants(table, shell):
+            if pid in self._spared:
+                continue
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -199,6 +209,8 @@ class NativeSandbox:
     def exec(self, command: str, timeout: float | None = None, persistent: bool = True) -> ExecResult:
         if self.closed:
             raise SandboxError("sandbox is closed")
+        # What already runs (background jobs, services) is not part of this command: a timeout spares it.
+        self._spared = self.cgroup.pids() if self.cgroup else set()
         return self.shell.run(command, timeout, persistent)
 
     def alive_pids(self) -> list[int]:

@@ -52,7 +52,8 @@ def inner_init(nonce: str) -> str:
 class ShellSession:
     """Drives the outer/inner shell over ``stdin_fd``/``stdout_fd``.
 
-    ``kill_children(nspid)`` must kill every descendant of the inner shell (the running command);
+    ``kill_children(nspid)`` must kill every descendant of the inner shell that belongs to the running
+    command (a backend may spare processes that were already running before it, such as services);
     ``kill_shell(nspid)`` must kill the inner shell itself (the outer loop then restarts it).
     """
 

@@ -1,0 +1,426 @@
+"""Which accounts of one branch went overdrawn, at which transaction, and how low? Running balances over
+CSV ledgers (opening balance plus a running sum in posting order, ties by transaction id), with
+pending and failed rows to drop, overdraft limits, quoted amounts with thousands separators,
+duplicated export rows, and monthly files whose column order changed at the top level."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import csv
+import io
+import sys
+
+BRANCH = "@BRANCH@"
+
+
+def cents(text):
+    t = text.strip().replace(",", "")
+    neg = t.startswith("-")
+    t = t.lstrip("+-")
+    whole, _, frac = t.partition(".")
+    c = int(whole or "0") * 100 + int((frac + "00")[:2])
+    return -c if neg else c
+
+
+def money(c):
+    return ("-" if c < 0 else "") + f"{abs(c) // 100}.{abs(c) % 100:02d}"
+
+
+def overdrafts(accounts, ledgers, branch=BRANCH):
+    """accounts: CSV text; ledgers: CSV texts (each with its own header)."""
+    acct = {}
+    for row in csv.DictReader(io.StringIO(accounts)):
+        acct[row["account"]] = (row["branch"], cents(row["opening_balance"]),
+                                cents(row.get("overdraft_limit") or "0"))
+    seen, per = {}, {}
+    for text in ledgers:
+        for row in csv.DictReader(io.StringIO(text)):
+            if row["txn_id"] in seen:
+                continue
+            seen[row["txn_id"]] = True
+            a = acct.get(row["account"])
+            if a is None or a[0] != branch or row["status"].strip().lower() != "posted":
+                continue
+            per.setdefault(row["account"], []).append((row["posted_at"], int(row["txn_id"]), cents(row["amount"])))
+    out = []
+    for name in sorted(per):
+        _, bal, limit = acct[name]
+        first, low = None, None
+        for _, tid, c in sorted(per[name]):
+            bal += c
+            low = bal if low is None else min(low, bal)
+            if first is None and bal < -limit:
+                first = tid
+        if first is not None:
+            out.append(f"{name},{first},{money(low)}\n")
+    return "".join(out)
+
+
+def sections(text):
+    parts, cur = {}, None
+    for line in text.splitlines(keepends=True):
+        if line.strip() in ("[accounts]", "[transactions]"):
+            cur = line.strip()[1:-1]
+            parts[cur] = ""
+        elif cur is not None:
+            parts[cur] += line
+    return parts
+
+
+if __name__ == "__main__":
+    parts = sections(sys.stdin.read())
+    sys.stdout.write(overdrafts(parts["accounts"], [parts["transactions"]],
+                                sys.argv[1] if len(sys.argv) > 1 else BRANCH))
+'''
+
+# The same program in C, for the program-writing variant.
+C_REFERENCE = r'''#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BRANCH "@BRANCH@"
+#define MAXF 16
+
+typedef struct { char name[64]; char branch[64]; long open, limit; } Acct;
+typedef struct { char posted[64]; long id; long cents; int acct; } Txn;
+
+static Acct accts[4096]; static int nacct;
+static Txn txns[200000]; static int ntxn;
+static long seen[200000]; static int nseen;
+
+/* Split one CSV line into fields (double quotes, "" escapes); returns the field count. */
+static int split(const char *line, char f[MAXF][128]) {
+    int n = 0, k = 0, q = 0;
+    f[0][0] = 0;
+    for (const char *p = line; *p && *p != '\n' && *p != '\r'; p++) {
+        if (q) {
+            if (*p == '"' && p[1] == '"') { if (k < 127) f[n][k++] = '"'; p++; }
+            else if (*p == '"') q = 0;
+            else if (k < 127) f[n][k++] = *p;
+        } else if (*p == '"') q = 1;
+        else if (*p == ',') { f[n][k] = 0; if (n < MAXF - 1) n++; k = 0; f[n][0] = 0; }
+        else if (k < 127) f[n][k++] = *p;
+    }
+    f[n][k] = 0;
+    return n + 1;
+}
+
+static long cents(const char *s) {
+    char buf[128]; int k = 0;
+    for (; *s; s++) if (*s != ',' && *s != ' ') buf[k++] = *s;
+    buf[k] = 0;
+    int neg = buf[0] == '-';
+    char *t = buf + (buf[0] == '-' || buf[0] == '+');
+    char *dot = strchr(t, '.');
+    long whole = atol(t), frac = 0;
+    if (dot) { frac = (dot[1] ? dot[1] - '0' : 0) * 10 + (dot[1] && dot[2] ? dot[2] - '0' : 0); }
+    long c = whole * 100 + frac;
+    return neg ? -c : c;
+}
+
+static int col(char h[MAXF][128], int n, const char *name) {
+    for (int i = 0; i < n; i++) if (!strcmp(h[i], name)) return i;
+    return -1;
+}
+
+static int cmp_txn(const void *a, const void *b) {
+    const Txn *x = a, *y = b;
+    if (x->acct != y->acct) return strcmp(accts[x->acct].name, accts[y->acct].name);
+    int c = strcmp(x->posted, y->posted);
+    if (c) return c;
+    return (x->id > y->id) - (x->id < y->id);
+}
+
+static void lower(char *s) { for (; *s; s++) if (*s >= 'A' && *s <= 'Z') *s += 32; }
+
+int main(void) {
+    static char line[8192];
+    char f[MAXF][128], h[MAXF][128];
+    int section = 0, nh = 0, have_header = 0;
+    while (fgets(line, sizeof line, stdin)) {
+        if (!strncmp(line, "[accounts]", 10)) { section = 1; have_header = 0; continue; }
+        if (!strncmp(line, "[transactions]", 14)) { section = 2; have_header = 0; continue; }
+        if (!section || line[0] == '\n' || line[0] == '\r' || !line[0]) continue;
+        if (!have_header) { nh = split(line, h); have_header = 1; continue; }
+        int n = split(line, f);
+        (void)n;
+        if (section == 1) {
+            Acct *a = &accts[nacct++];
+            snprintf(a->name, sizeof a->name, "%s", f[col(h, nh, "account")]);
+            snprintf(a->branch, sizeof a->branch, "%s", f[col(h, nh, "branch")]);
+            a->open = cents(f[col(h, nh, "opening_balance")]);
+            int li = col(h, nh, "overdraft_limit");
+            a->limit = li >= 0 ? cents(f[li]) : 0;
+        } else {
+            long id = atol(f[col(h, nh, "txn_id")]);
+            int dup = 0;
+            for (int i = 0; i < nseen; i++) if (seen[i] == id) { dup = 1; break; }
+            if (dup) continue;
+            seen[nseen++] = id;
+            char status[128];
+            snprintf(status, sizeof status, "%s", f[col(h, nh, "status")]);
+            lower(status);
+            if (strcmp(status, "posted")) continue;
+            const char *name = f[col(h, nh, "account")];
+            int ai = -1;
+            for (int i = 0; i < nacct; i++) if (!strcmp(accts[i].name, name)) { ai = i; break; }
+            if (ai < 0 || strcmp(accts[ai].branch, BRANCH)) continue;
+            Txn *t = &txns[ntxn++];
+            snprintf(t->posted, sizeof t->posted, "%s", f[col(h, nh, "posted_at")]);
+            t->id = id;
+            t->cents = cents(f[col(h, nh, "amount")]);
+            t->acct = ai;
+        }
+    }
+    qsort(txns, ntxn, sizeof(Txn), cmp_txn);
+    for (int i = 0; i < ntxn;) {
+        int a = txns[i].acct;
+        long bal = accts[a].open, low = 0, first = -1;
+        int any = 0;
+        for (; i < ntxn && txns[i].acct == a; i++) {
+            bal += txns[i].cents;
+            if (!any || bal < low) low = bal;
+            any = 1;
+            if (first < 0 && bal < -accts[a].limit) first = txns[i].id;
+        }
+        if (first >= 0) {
+            long m = low < 0 ? -low : low;
+            printf("%s,%ld,%s%ld.%02ld\n", accts[a].name, first, low < 0 ? "-" : "", m / 100, m % 100);
+        }
+    }
+    return 0;
+}
+'''
+
+COLS = ["txn_id", "account", "posted_at", "amount", "status"]
+MEMOS = ["card", "transfer", "fee", "salary", "atm", "direct debit"]
+
+
+def money_text(c: int, fancy: bool, rng) -> str:
+    s = ("-" if c < 0 else "") + f"{abs(c) // 100}.{abs(c) % 100:02d}"
+    if fancy and abs(c) >= 100000 and rng.random() < 0.7:
+        whole = f"{abs(c) // 100:,}"
+        s = ("-" if c < 0 else "") + f"{whole}.{abs(c) % 100:02d}"
+    return s
+
+
+def csv_text(header: list[str], rows: list[list[str]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def gen(rng, lv: int, n_acct: int, n_txn: int, branches: list[str], month0: int):
+    """accounts rows (as dicts) and transaction rows (as dicts), in file order."""
+    names = [f"ACC{n}" for n in rng.sample(range(10000, 99999), n_acct)]
+    accounts = []
+    for i, name in enumerate(names):
+        accounts.append({"account": name, "branch": branches[i % len(branches)] if i < len(branches) else
+                         rng.choice(branches), "opening_balance": rng.randrange(0, 300000),
+                         "overdraft_limit": rng.choice([0, 0, 10000, 25000, 50000]) if lv >= 3 else 0})
+    txns = []
+    ids = rng.sample(range(100000, 999999), n_txn)
+    for i in range(n_txn):
+        a = rng.choice(accounts)
+        month = month0 + rng.randrange(0, 3 if lv >= 4 else 1)
+        posted = f"2025-{month:02d}-{rng.randrange(1, 29):02d} {rng.randrange(24):02d}:{rng.randrange(60):02d}:00"
+        if txns and rng.random() < 0.1:  # same account, same instant: the txn_id decides the order
+            prev = rng.choice(txns)
+            a = next(x for x in accounts if x["account"] == prev["account"])
+            posted = prev["posted_at"]
+        amount = -rng.randrange(500, 120000) if rng.random() < 0.62 else rng.randrange(1000, 150000)
+        status = "posted"
+        if lv >= 2 and rng.random() < 0.15:
+            status = rng.choice(["pending", "failed"])
+        if lv >= 3 and rng.random() < 0.3:
+            status = rng.choice([status.upper(), status.title()])
+        txns.append({"txn_id": ids[i], "account": a["account"], "posted_at": posted, "amount": amount,
+                     "status": status})
+    if lv >= 3:
+        for tx in rng.sample(txns, len(txns) // 15):
+            txns.append(dict(tx))
+    rng.shuffle(txns)
+    return accounts, txns
+
+
+def render(rng, lv: int, accounts: list[dict], txns: list[dict]) -> tuple[str, list[dict]]:
+    acols = ["account", "branch", "opening_balance"] + (["overdraft_limit"] if lv >= 3 else [])
+    arows = []
+    for a in accounts:
+        vals = {"account": a["account"], "branch": a["branch"], "opening_balance": money_text(a["opening_balance"],
+                False, rng), "overdraft_limit": money_text(a["overdraft_limit"], False, rng)}
+        arows.append([vals[c] for c in acols])
+    rendered = []
+    fancy_of: dict = {}
+    for tx in txns:
+        # Duplicated rows are exact copies, so their amount text is decided once per transaction.
+        if tx["txn_id"] not in fancy_of:
+            fancy_of[tx["txn_id"]] = money_text(tx["amount"], lv >= 3, rng)
+        rendered.append({**tx, "txn_id": str(tx["txn_id"]), "amount": fancy_of[tx["txn_id"]]})
+    return csv_text(acols, arows), rendered
+
+
+@register
+class CsvOverdraftLedger(Family):
+    name = "csv_overdraft_ledger"
+    domain = "data_querying"
+    skill_types = ("Analytical Queries", "Temporal Queries")
+    primitive_skills = ("running totals", "window functions", "CSV import into SQLite", "multi-table joins",
+                        "deduplication by key", "type coercion of mixed fields", "rounding and formatting numbers",
+                        "case-insensitive matching")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    levels = {1: {"accounts": 6, "txns": 80},
+              2: {"accounts": 12, "txns": 300},
+              3: {"accounts": 20, "txns": 700},
+              4: {"accounts": 30, "txns": 1400}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        branches: list[str] = []
+        while len(branches) < 3:
+            b = t.code(1)
+            if b not in branches:
+                branches.append(b)
+        branch = branches[0]
+        ns: dict = {}
+        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
+        fuzz = t.axes.verifier == "fuzz_equivalence"
+        rules = ["An account's balance starts at its `opening_balance`" + ("" if fuzz else " (in `accounts.csv`)")
+                 + "; apply its transactions in order of `posted_at`, and by `txn_id` (numerically) when several "
+                 "share the same `posted_at`. `amount` is signed: negative amounts are debits."]
+        if lv >= 2:
+            rules.append("Only transactions whose `status` is `posted`"
+                         + (" (any letter case)" if lv >= 3 else "") + " count; pending and failed ones are ignored.")
+        if lv >= 3:
+            rules.append("An account is overdrawn when its balance drops below minus its `overdraft_limit` (a limit "
+                         "of 250.00 allows the balance to reach -250.00 but not -250.01).")
+            rules.append("The export repeats some rows: a `txn_id` seen before is a duplicate and counts once. "
+                         "Large amounts are quoted with thousands separators, e.g. `\"-1,250.00\"`.")
+        else:
+            rules.append("An account is overdrawn when its balance drops below zero.")
+        if lv >= 4:
+            rules.append("The column order of the transactions section varies between exports: read it by its "
+                         "header." if fuzz else
+                         "The ledger is split into monthly files, and the export tool changed its column order "
+                         "between months: read each file by its header. The same transaction can appear in two "
+                         "files.")
+        fmt = ("CSV without a header, one line per account of the branch that was ever overdrawn: "
+               "`account,txn_id,lowest_balance`, where txn_id is the transaction that first made it overdrawn and "
+               "lowest_balance is the lowest balance it reached, with exactly two decimals (e.g. `-1250.50`); "
+               "sorted by account")
+        bullets = "\n".join(f"- {r}" for r in rules)
+        if fuzz:
+            cases = []
+            for _ in range(12):
+                accounts, txns = gen(rng, lv, rng.randrange(3, 9), rng.randrange(8, 60), branches, rng.randrange(1, 10))
+                atext, rendered = render(rng, lv, accounts, txns)
+                cols = list(COLS)
+                if lv >= 4:
+                    rng.shuffle(cols)
+                ttext = csv_text(cols, [[r[c] for c in cols] for r in rendered])
+                text = "[accounts]\n" + atext + "[transactions]\n" + ttext
+                cases.append((text, ns["overdrafts"](atext, [ttext], branch)))
+            t.say("Our core banking system exports account data as one text file with two CSV sections (each with "
+                  "a header line): a line `[accounts]` followed by the accounts (`account`, `branch`, "
+                  "`opening_balance`" + (", `overdraft_limit`" if lv >= 3 else "") + "), then a line "
+                  "`[transactions]` followed by the transactions (`txn_id`, `account`, `posted_at`, `amount`, "
+                  "`status`). We need a tool that reads one such export on standard input and reports which "
+                  "accounts of one branch (its code is given below) went overdrawn.\n\n" + bullets
+                  + f"\n\nOutput: {fmt}.")
+            v = t.deliver(branch, "the branch code")
+            t.expect_program("The branch code is the one given above; hard-code it in the program.", cases,
+                             {"Python": REFERENCE, "C": C_REFERENCE})
+            t.solve("for f in /app/solution.py /app/solution.c; do\n"
+                    f'  if [ -f "$f" ]; then sed -i "s/@BRANCH@/{v}/" "$f"; fi\ndone')
+            return
+        for _ in range(50):  # some accounts of the branch overdrawn, and some not
+            accounts, txns = gen(rng, lv, k["accounts"], k["txns"], branches, rng.randrange(1, 10))
+            atext, rendered = render(rng, lv, accounts, txns)
+            full = csv_text(COLS, [[r[c] for c in COLS] for r in rendered])
+            n_branch = sum(1 for a in accounts if a["branch"] == branch)
+            n_over = len(ns["overdrafts"](atext, [full], branch).splitlines())
+            if 0 < n_over < n_branch:
+                break
+        t.add_file("/app/data/accounts.csv", atext)
+        if lv >= 4:
+            months = sorted({r["posted_at"][:7] for r in rendered})
+            ledgers = []
+            for m in months:
+                rows = [r for r in rendered if r["posted_at"][:7] == m]
+                # Month-end overlap: a few rows of the next month repeated at the end of this file.
+                nxt = [r for r in rendered if r["posted_at"][:7] > m]
+                rows += rng.sample(nxt, min(len(nxt), 4))
+                cols = list(COLS)
+                rng.shuffle(cols)
+                text = csv_text(cols, [[r[c] for c in cols] for r in rows])
+                ledgers.append(text)
+                t.add_file(f"/app/data/ledger/{m}.csv", text)
+            where = "the monthly CSV files in `/app/data/ledger/`"
+            files = "/app/data/ledger/*.csv"
+        else:
+            text = csv_text(COLS, [[r[c] for c in COLS] for r in rendered])
+            ledgers = [text]
+            t.add_file("/app/data/ledger.csv", text)
+            where = "`/app/data/ledger.csv`"
+            files = "/app/data/ledger.csv"
+        truth = ns["overdrafts"](atext, ledgers, branch)
+        t.say("Our core banking export is in `/app/data/`: the accounts in `/app/data/accounts.csv` (`account`, "
+              "`branch`, `opening_balance`" + (", `overdraft_limit`" if lv >= 3 else "") + ") and the transactions "
+              f"in {where} (`txn_id`, `account`, `posted_at`, `amount`, `status`). I need to know which accounts of "
+              "one branch (its code is given below) went overdrawn.\n\n" + bullets + f"\n\nReport format: {fmt}.")
+        v = t.deliver(branch, "the branch code")
+        t.add_solution_file("overdrafts.sql", OVERDRAFT_SQL)
+        t.add_solution_file("reference.py", REFERENCE)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\nrm -f /tmp/ledger.db\n'
+                "sqlite3 /tmp/ledger.db '.import --csv /app/data/accounts.csv accounts'\n"
+                + ("" if lv >= 3 else
+                   "sqlite3 /tmp/ledger.db \"ALTER TABLE accounts ADD COLUMN overdraft_limit TEXT DEFAULT '0'\"\n") +
+                "sqlite3 /tmp/ledger.db 'CREATE TABLE ledger (txn_id, account, posted_at, amount, status)'\n"
+                f"i=0\nfor f in {files}; do\n  i=$((i+1))\n"
+                "  sqlite3 /tmp/ledger.db \".import --csv $f part$i\" \"INSERT INTO ledger SELECT txn_id, account, "
+                "posted_at, amount, status FROM part$i\"\ndone\n"
+                f'sed "s/@BRANCH@/{v}/" /solution/overdrafts.sql | sqlite3 -batch -noheader -separator , '
+                "/tmp/ledger.db > /app/out/overdrafts.csv\n"
+                f"python3 - /app/out/overdrafts.csv \"{v}\" {files} <<'EOF'\n"
+                "import sys\nsys.argv, out = sys.argv[1:], open(sys.argv[1]).read()\n"
+                "exec(open('/solution/reference.py').read().split('if __name__')[0])\n"
+                "want = overdrafts(open('/app/data/accounts.csv').read(), [open(f).read() for f in sys.argv[2:]], "
+                "sys.argv[1])\nassert want == out, (want, out)\nEOF")
+        t.expect_output("/app/out/overdrafts.csv", truth, "the report")
+
+
+OVERDRAFT_SQL = """WITH t AS (
+  SELECT txn_id, account, posted_at, amount, status FROM ledger GROUP BY txn_id
+),
+a AS (
+  SELECT account, branch,
+         CAST(ROUND(CAST(replace(opening_balance, ',', '') AS REAL) * 100) AS INTEGER) AS open_c,
+         CAST(ROUND(CAST(replace(COALESCE(overdraft_limit, '0'), ',', '') AS REAL) * 100) AS INTEGER) AS lim
+  FROM accounts
+),
+p AS (
+  SELECT t.account, CAST(t.txn_id AS INTEGER) AS id, t.posted_at,
+         CAST(ROUND(CAST(replace(t.amount, ',', '') AS REAL) * 100) AS INTEGER) AS c
+  FROM t JOIN a ON a.account = t.account
+  WHERE lower(t.status) = 'posted' AND a.branch = '@BRANCH@'
+),
+r AS (
+  SELECT p.account, p.id, p.posted_at, a.lim,
+         a.open_c + SUM(p.c) OVER (PARTITION BY p.account ORDER BY p.posted_at, p.id
+                                   ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS bal
+  FROM p JOIN a ON a.account = p.account
+)
+SELECT account,
+       (SELECT r2.id FROM r r2 WHERE r2.account = r.account AND r2.bal < -r2.lim
+        ORDER BY r2.posted_at, r2.id LIMIT 1),
+       printf('%.2f', MIN(bal) / 100.0)
+FROM r GROUP BY account HAVING SUM(bal < -lim) > 0 ORDER BY account;
+"""

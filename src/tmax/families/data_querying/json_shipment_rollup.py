@@ -1,0 +1,249 @@
+"""Units shipped per SKU from one warehouse, out of a nested JSON export (orders -> shipments -> items
+-> bundle components). Higher levels add mixed types and letter case, missing arrays, several
+versions of one order across paged export files linked by `next` (keep the latest), bundles to
+flatten, and a leftover page outside the chain."""
+
+from __future__ import annotations
+
+import json
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import json
+import sys
+
+WAREHOUSE = "@WAREHOUSE@"
+
+
+def docs_of(text):
+    dec, i, out = json.JSONDecoder(), 0, []
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            return out
+        doc, i = dec.raw_decode(text, i)
+        out.append(doc)
+
+
+def code_of(shipment):
+    w = shipment.get("warehouse")
+    return w.get("code") if isinstance(w, dict) else w
+
+
+def rollup(docs, warehouse=WAREHOUSE):
+    latest = {}
+    for doc in docs:
+        for o in doc.get("orders") or []:
+            cur = latest.get(o["id"])
+            if cur is None or o["updated_at"] > cur["updated_at"]:
+                latest[o["id"]] = o
+    totals = {}
+
+    def add(sku, n):
+        sku = sku.upper()
+        totals[sku] = totals.get(sku, 0) + n
+
+    for oid in sorted(latest):
+        o = latest[oid]
+        if str(o.get("status") or "").lower() != "delivered":
+            continue
+        for s in o.get("shipments") or []:
+            if code_of(s) != warehouse:
+                continue
+            for item in s.get("items") or []:
+                if item.get("components"):
+                    for c in item["components"]:
+                        add(c["sku"], int(item["qty"]) * int(c["qty"]))
+                else:
+                    add(item["sku"], int(item["qty"]))
+    rows = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
+    return "".join(f"{sku}\t{n}\n" for sku, n in rows)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(rollup(docs_of(sys.stdin.read()), sys.argv[1] if len(sys.argv) > 1 else WAREHOUSE))
+'''
+
+# The same report with jq: reads one or more export documents on stdin.
+BASH_REFERENCE = r'''#!/bin/bash
+set -euo pipefail
+W="${1:-@WAREHOUSE@}"
+jq -s -r --arg w "$W" '
+  [.[] | (.orders // [])[]]
+  | group_by(.id) | map(max_by(.updated_at)) | .[]
+  | select(((.status // "") | tostring | ascii_downcase) == "delivered")
+  | (.shipments // [])[]
+  | select((.warehouse | if type == "object" then .code else . end) == $w)
+  | (.items // [])[]
+  | if ((.components // []) | length) > 0
+    then (.qty | tonumber) as $n | .components[] | {sku: (.sku | ascii_upcase), n: ((.qty | tonumber) * $n)}
+    else {sku: (.sku | ascii_upcase), n: (.qty | tonumber)} end
+' | jq -s -r 'group_by(.sku) | map({sku: .[0].sku, n: (map(.n) | add)}) | sort_by(-.n, .sku) | .[]
+  | "\(.sku)\t\(.n)"'
+'''
+
+CARRIERS = ["DHL", "UPS", "FedEx", "PostNL", "GLS"]
+SKU_STEMS = ["KT", "BX", "LMP", "CBL", "FLT", "TNR", "PAD", "SCR", "VLV", "HNG", "MUG", "BRK"]
+STATUSES = ["delivered", "delivered", "delivered", "shipped", "cancelled", "returned"]
+
+
+def skus_for(rng, n: int) -> list[str]:
+    out: list[str] = []
+    while len(out) < n:
+        s = f"{rng.choice(SKU_STEMS)}-{rng.randrange(100, 1000)}"
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def gen_orders(rng, n: int, warehouses: list[str], skus: list[str], bundles: list[str], lv: int) -> list[dict]:
+    """Orders (with several versions of some at lv >= 3), in export order."""
+    orders = []
+    ids = rng.sample(range(10000, 99999), n)
+    for oid in ids:
+        day, sec = rng.randrange(1, 28), rng.randrange(86400)
+        versions = 2 if lv >= 3 and rng.random() < 0.2 else 1
+        for v in range(versions):
+            status = rng.choice(STATUSES)
+            if lv >= 2 and rng.random() < 0.25:
+                status = rng.choice([status.upper(), status.title()])
+            upd = f"2025-06-{day + v:02d}T{sec // 3600:02d}:{sec // 60 % 60:02d}:{sec % 60:02d}Z"
+            o: dict = {"id": f"SO-{oid}", "updated_at": upd, "status": status,
+                       "customer": {"id": rng.randrange(1, 500), "tier": rng.choice(["std", "gold", "pro"])}}
+            shipments = []
+            for _ in range(rng.choice([1, 1, 1, 2, 2, 3])):
+                wh = rng.choice(warehouses)
+                wval: object = wh
+                if lv >= 4 and rng.random() < 0.3:
+                    wval = {"code": wh, "name": wh.title() + " DC"}
+                items = []
+                for sku in rng.sample(skus, rng.randint(1, 3)):
+                    qty: object = rng.randint(1, 6)
+                    if lv >= 2 and rng.random() < 0.25:
+                        qty = str(qty)
+                    if lv >= 2 and rng.random() < 0.2:
+                        sku = sku.lower()
+                    items.append({"sku": sku, "qty": qty})
+                if lv >= 4 and rng.random() < 0.35:
+                    comps = [{"sku": s, "qty": rng.randint(1, 3)} for s in rng.sample(skus, rng.randint(2, 3))]
+                    items.append({"sku": rng.choice(bundles), "qty": rng.randint(1, 3), "components": comps})
+                shipments.append({"warehouse": wval, "carrier": rng.choice(CARRIERS),
+                                  "tracking": f"TRK{rng.randrange(10**8, 10**9)}", "items": items})
+            if lv >= 2 and rng.random() < 0.12:
+                if rng.random() < 0.5:
+                    o.pop("customer")
+                o["shipments"] = None if rng.random() < 0.5 else []
+                if rng.random() < 0.5:
+                    del o["shipments"]
+            else:
+                o["shipments"] = shipments
+            orders.append(o)
+    rng.shuffle(orders)
+    return orders
+
+
+@register
+class JsonShipmentRollup(Family):
+    name = "json_shipment_rollup"
+    domain = "data_querying"
+    skill_types = ("Semi-structured Queries",)
+    primitive_skills = ("JSON path queries", "jq filters", "flattening nested arrays", "type coercion of mixed fields",
+                        "deduplication by key", "group-by aggregation", "case-insensitive matching")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE, "Bash": BASH_REFERENCE}
+    levels = {1: {"orders": 40, "pages": 1},
+              2: {"orders": 120, "pages": 1},
+              3: {"orders": 220, "pages": 3},
+              4: {"orders": 360, "pages": 4}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        warehouses: list[str] = []
+        while len(warehouses) < 4:
+            w = t.code(1)
+            if w not in warehouses:
+                warehouses.append(w)
+        wh = warehouses[0]
+        skus = skus_for(rng, 8 + 4 * lv)
+        bundles = [f"BND-{rng.randrange(10, 100)}" for _ in range(3)]
+        ns: dict = {}
+        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
+        rules = ["Only orders whose `status` is `delivered` count"
+                 + (" (in any letter case)" if lv >= 2 else "") + ".",
+                 "Count the units (`qty`) of every item of every shipment that left from the warehouse; an order "
+                 "can have several shipments from different warehouses."]
+        if lv >= 2:
+            rules.append("The export is sloppy: `qty` is sometimes a JSON string instead of a number, SKUs come in "
+                         "mixed letter case (treat them case-insensitively and report them upper-cased), and some "
+                         "orders have no `shipments` at all (missing or null).")
+        if lv >= 3:
+            rules.append("The same order can appear more than once (the export captures every update); only the "
+                         "version with the latest `updated_at` counts.")
+        if lv >= 4:
+            rules.append("Bundles are items with a `components` array: count their components instead of the bundle "
+                         "itself (component `qty` per bundle times the bundle's `qty`). A shipment's `warehouse` is "
+                         "either the warehouse code or an object whose `code` field holds it.")
+        fmt = ("one line per SKU: the SKU, a tab, the total units; sorted by total (highest first), ties by SKU in "
+               "byte order; SKUs with no units are not listed")
+        bullets = "\n".join(f"- {r}" for r in rules)
+        if t.axes.verifier == "fuzz_equivalence":
+            cases = []
+            for i in range(12):
+                doc = {"exported_at": f"2025-07-0{1 + i % 9}T00:00:00Z",
+                       "orders": gen_orders(rng, rng.randrange(4, 30), warehouses, skus, bundles, lv)}
+                text = json.dumps(doc, indent=1 if i % 2 else None) + "\n"
+                cases.append((text, ns["rollup"]([doc], wh)))
+            t.say("Our warehouse system exports orders as JSON: an object whose `orders` array holds orders, each "
+                  "with `shipments`, each shipment with a `warehouse` and `items` (see the examples for the shape). "
+                  "We need a small tool that, given one such export on standard input, reports how many units of "
+                  "each SKU were shipped from one warehouse (its code is given below).\n\n" + bullets +
+                  f"\n\nOutput: {fmt}.")
+            v = t.deliver(wh, "the warehouse code")
+            t.expect_program("The warehouse code is the one given above; hard-code it in the program.", cases,
+                             {"Python": REFERENCE, "Bash": BASH_REFERENCE})
+            # The oracle's programs carry a placeholder: fill it from the delivered value.
+            t.solve("for f in /app/solution.py /app/solution.sh; do\n"
+                    f'  if [ -f "$f" ]; then sed -i "s/@WAREHOUSE@/{v}/" "$f"; fi\ndone')
+            return
+        orders = gen_orders(rng, k["orders"], warehouses, skus, bundles, lv)
+        pages = k["pages"]
+        if pages == 1:
+            docs = [{"exported_at": "2025-07-01T02:00:00Z", "orders": orders}]
+            t.add_file("/app/export/orders.json", json.dumps(docs[0], indent=1) + "\n")
+            where = "The export is `/app/export/orders.json`: an object whose `orders` array holds the orders."
+            gather = "cat /app/export/orders.json"
+        else:
+            cuts = sorted(rng.sample(range(1, len(orders)), pages - 1))
+            parts = [orders[a:b] for a, b in zip([0, *cuts], [*cuts, len(orders)])]
+            names = ["page-001.json"] + [f"page-{n:03d}.json" for n in rng.sample(range(2, 40), pages - 1)]
+            docs = []
+            for i, (name, part) in enumerate(zip(names, parts)):
+                doc = {"exported_at": "2025-07-01T02:00:00Z", "page": i + 1, "orders": part,
+                       "next": names[i + 1] if i + 1 < pages else None}
+                docs.append(doc)
+                t.add_file(f"/app/export/pages/{name}", json.dumps(doc, indent=1) + "\n")
+            where = ("The export is paged: it starts at `/app/export/pages/page-001.json`, and each page's `next` "
+                     "field names the following page in the same folder (null on the last page); each page's "
+                     "`orders` array holds orders.")
+            gather = ('f=page-001.json\nwhile [ -n "$f" ]; do cat "/app/export/pages/$f"; '
+                      'f=$(jq -r \'.next // empty\' "/app/export/pages/$f"); done')
+            if lv >= 4:
+                stale_name = rng.choice([f"page-{n:03d}.json" for n in range(2, 60) if f"page-{n:03d}.json" not in names])
+                stale = {"exported_at": "2025-06-20T02:00:00Z", "page": 2,
+                         "orders": gen_orders(rng, 25, warehouses, skus, bundles, lv), "next": None}
+                t.add_file(f"/app/export/pages/{stale_name}", json.dumps(stale, indent=1) + "\n")
+                where += (" The folder also holds pages left over from an aborted older export that no `next` link "
+                          "reaches: ignore them.")
+        truth = ns["rollup"](docs, wh)
+        t.say("Our warehouse system exports orders as JSON; each order has `shipments`, each shipment a `warehouse` "
+              f"and `items`. {where} I need to know how many units of each SKU were shipped from one warehouse "
+              "(its code is given below).\n\n" + bullets + f"\n\nReport format: {fmt}.")
+        v = t.deliver(wh, "the warehouse code")
+        t.add_solution_file("rollup.sh", BASH_REFERENCE)
+        t.add_solution_file("rollup.py", REFERENCE)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n{{\n{gather}\n}} > /tmp/export.json\n'
+                f'bash /solution/rollup.sh "{v}" < /tmp/export.json > /app/out/units_by_sku.tsv\n'
+                f'python3 /solution/rollup.py "{v}" < /tmp/export.json | cmp - /app/out/units_by_sku.tsv')
+        t.expect_output("/app/out/units_by_sku.tsv", truth, "the report")

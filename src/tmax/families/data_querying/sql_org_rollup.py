@@ -1,0 +1,257 @@
+"""Headcount and payroll rolled up an org chart: a recursive walk below one manager, per-subtree totals,
+terminated employees who stay in the hierarchy but count for nothing, salary history (the row in
+force on the as-of date, future raises ignored) and reporting-line changes that take effect on a
+date (the hierarchy itself must be rebuilt as of that date)."""
+
+from __future__ import annotations
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import sqlite3
+import sys
+
+
+def rollup(conn, root, asof, with_pay=True):
+    mgr, active = {}, {}
+    for eid, m, status in conn.execute("SELECT id, manager_id, status FROM employees"):
+        mgr[eid] = m
+        active[eid] = status == "active"
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    if "reporting_changes" in tables:
+        rows = conn.execute("SELECT employee_id, new_manager_id, effective_on FROM reporting_changes").fetchall()
+        for eid, new, eff in sorted(rows, key=lambda r: (r[2], r[0])):
+            if eff <= asof:
+                mgr[eid] = new
+    pay, since = {}, {}
+    for eid, amount, eff in conn.execute("SELECT employee_id, amount, effective_from FROM salaries"):
+        if eff <= asof and (eid not in since or eff > since[eid]):
+            pay[eid], since[eid] = amount, eff
+    kids = {}
+    for eid in sorted(mgr):
+        if mgr[eid] is not None:
+            kids.setdefault(mgr[eid], []).append(eid)
+    out = []
+
+    def walk(eid, depth):
+        count, total = (1, pay.get(eid, 0)) if active[eid] else (0, 0)
+        for k in kids.get(eid, []):
+            c, s = walk(k, depth + 1)
+            count, total = count + c, total + s
+        if active[eid]:
+            out.append((depth, eid, count, total))
+        return count, total
+
+    walk(root, 0)
+    out.sort()
+    return "".join(f"{e},{d},{c},{s}\n" if with_pay else f"{e},{d},{c}\n" for d, e, c, s in out)
+
+
+if __name__ == "__main__":
+    conn = sqlite3.connect(sys.argv[1])
+    sys.stdout.write(rollup(conn, int(sys.argv[2]), sys.argv[3], sys.argv[4] == "pay"))
+'''
+
+QUERY = """WITH RECURSIVE
+mgr AS (
+  SELECT e.id, {manager} AS manager_id, e.status FROM employees e
+),
+pay AS (
+  SELECT s.employee_id, s.amount FROM salaries s
+  WHERE s.effective_from = (SELECT MAX(s2.effective_from) FROM salaries s2
+                            WHERE s2.employee_id = s.employee_id AND s2.effective_from <= '{asof}')
+),
+sub(id, depth) AS (
+  SELECT @ROOT@, 0 UNION ALL SELECT m.id, sub.depth + 1 FROM mgr m JOIN sub ON m.manager_id = sub.id
+),
+anc(top, id) AS (
+  SELECT id, id FROM sub UNION ALL SELECT anc.top, m.id FROM anc JOIN mgr m ON m.manager_id = anc.id
+)
+SELECT s.id, s.depth, COUNT(*), COALESCE(SUM(p.amount), 0)
+FROM sub s JOIN mgr ms ON ms.id = s.id AND ms.status = 'active'
+JOIN anc a ON a.top = s.id JOIN mgr me ON me.id = a.id AND me.status = 'active'
+LEFT JOIN pay p ON p.employee_id = a.id
+GROUP BY s.id, s.depth ORDER BY s.depth, s.id;
+"""
+CHANGED_MANAGER = ("COALESCE((SELECT c.new_manager_id FROM reporting_changes c WHERE c.employee_id = e.id AND "
+                   "c.effective_on <= '{asof}' ORDER BY c.effective_on DESC LIMIT 1), e.manager_id)")
+FIRST = ["Ada", "Ben", "Cleo", "Dmitri", "Esme", "Farid", "Gwen", "Hugo", "Ines", "Jonas", "Kemi", "Luca", "Mara",
+         "Nils", "Olga", "Pavel", "Rhea", "Sven", "Tess", "Uma", "Viktor", "Wren", "Yara", "Zane"]
+LAST = ["Abbott", "Baker", "Castro", "Dahl", "Eze", "Fischer", "Gold", "Horvat", "Iqbal", "Jansen", "Kowalski",
+        "Lind", "Mensah", "Novak", "Okafor", "Park", "Quist", "Rossi", "Sato", "Tran", "Vidal", "Weber"]
+TITLES = ["Engineer", "Analyst", "Lead", "Manager", "Director", "Specialist", "Coordinator"]
+
+
+def q(v) -> str:
+    if v is None:
+        return "NULL"
+    return str(v) if isinstance(v, int) else "'" + str(v).replace("'", "''") + "'"
+
+
+def insert(table: str, rows: list[tuple]) -> str:
+    return "".join(f"INSERT INTO {table} VALUES ({', '.join(q(v) for v in r)});\n" for r in rows)
+
+
+def subtree(kids: dict, root: int) -> list[int]:
+    out, stack = [], [root]
+    while stack:
+        e = stack.pop()
+        out.append(e)
+        stack.extend(kids.get(e, []))
+    return out
+
+
+def children(mgr: dict) -> dict:
+    kids: dict = {}
+    for e in sorted(mgr):
+        if mgr[e] is not None:
+            kids.setdefault(mgr[e], []).append(e)
+    return kids
+
+
+def acyclic(mgr: dict) -> bool:
+    for e in mgr:
+        seen, cur = 0, e
+        while cur is not None:
+            cur = mgr[cur]
+            seen += 1
+            if seen > len(mgr):
+                return False
+    return True
+
+
+@register
+class SqlOrgRollup(Family):
+    name = "sql_org_rollup"
+    domain = "data_querying"
+    skill_types = ("Hierarchical Queries", "Relational Queries")
+    primitive_skills = ("recursive CTEs", "tree traversal", "subtree aggregation", "group-by aggregation",
+                        "multi-table joins", "date range filtering")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    levels = {1: {"employees": 25},
+              2: {"employees": 60},
+              3: {"employees": 120},
+              4: {"employees": 220}}
+
+    def build(self, t: TaskBuilder) -> None:
+        rng, lv = t.rng, t.level
+        n = t.knobs["employees"]
+        ids = rng.sample(range(1000, 9999), n)
+        mgr: dict = {ids[0]: None}
+        for i in range(1, n):
+            # Prefer recent hires as managers, so the tree grows deep as well as wide.
+            lo = max(0, i - max(3, i // 2))
+            mgr[ids[i]] = ids[rng.randrange(lo, i)] if rng.random() < 0.7 else ids[rng.randrange(0, i)]
+        kids = children(mgr)
+        sizes = {e: len(subtree(kids, e)) for e in ids}
+        cands = [e for e in ids[1:] if n // 5 <= sizes[e] <= n // 2] or [max(ids[1:], key=lambda e: (sizes[e], e))]
+        root = rng.choice(cands)
+        asof = f"2025-{rng.randrange(3, 11):02d}-{rng.randrange(1, 29):02d}"
+        status = {e: "active" for e in ids}
+        if lv >= 2:
+            for e in subtree(kids, root)[1:]:
+                if rng.random() < 0.15:
+                    status[e] = "terminated"
+        changes = []
+        if lv >= 4:
+            base = dict(mgr)
+            inside = subtree(kids, root)
+            for _ in range(n // 5):
+                e = rng.choice(inside[1:] if rng.random() < 0.5 else ids[1:])
+                new = rng.choice(inside if rng.random() < 0.6 else ids)
+                when = f"2025-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}"
+                if e == root or when == asof or new == mgr[e] or new == e or \
+                        any(c[0] == e and c[2] == when for c in changes):
+                    continue
+                trial_all = dict(mgr)
+                trial_all[e] = new
+                if not acyclic(trial_all):
+                    continue
+                mgr = trial_all
+                changes.append((e, new, when))
+            # The as-of hierarchy must be acyclic too (it applies only some of the changes).
+            asof_mgr = dict(base)
+            for e, new, when in sorted(changes, key=lambda c: (c[2], c[0])):
+                if when <= asof:
+                    asof_mgr[e] = new
+            if not acyclic(asof_mgr):
+                changes = []
+            mgr = base
+        salaries = []
+        for e in ids:
+            first = f"20{rng.randrange(15, 24)}-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}"
+            amount = rng.randrange(40, 160) * 1000
+            salaries.append((e, amount, first))
+            if lv >= 3:
+                for _ in range(rng.choice([0, 1, 1, 2])):
+                    when = f"2025-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}"
+                    if when == asof or any(s[0] == e and s[2] == when for s in salaries):
+                        continue
+                    amount += rng.randrange(1, 15) * 1000
+                    salaries.append((e, amount, when))
+        rng.shuffle(salaries)
+        people = []
+        for i, e in enumerate(ids):
+            people.append((e, f"{rng.choice(FIRST)} {rng.choice(LAST)}", mgr[e], "CEO" if i == 0 else
+                           rng.choice(TITLES), status[e],
+                           f"20{rng.randrange(10, 25)}-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}"))
+        rng.shuffle(people)
+        schema = ("CREATE TABLE employees (id INTEGER PRIMARY KEY, name TEXT NOT NULL, manager_id INTEGER REFERENCES "
+                  "employees(id), title TEXT NOT NULL, status TEXT NOT NULL, hired_on TEXT NOT NULL);\n"
+                  "CREATE TABLE salaries (employee_id INTEGER NOT NULL REFERENCES employees(id), amount INTEGER NOT "
+                  "NULL, effective_from TEXT NOT NULL, PRIMARY KEY (employee_id, effective_from));\n")
+        if lv >= 4:
+            schema += ("CREATE TABLE reporting_changes (id INTEGER PRIMARY KEY, employee_id INTEGER NOT NULL, "
+                       "new_manager_id INTEGER NOT NULL, effective_on TEXT NOT NULL);\n")
+        sql = schema + "BEGIN;\n" + insert("employees", people) + insert("salaries", salaries)
+        if lv >= 4:
+            sql += insert("reporting_changes", [(i + 1, *c) for i, c in enumerate(changes)])
+        sql += "COMMIT;\n"
+        import sqlite3
+
+        conn = sqlite3.connect(":memory:")
+        conn.executescript(sql)
+        ns: dict = {}
+        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
+        with_pay = lv >= 2
+        truth = ns["rollup"](conn, root, asof, with_pay)
+        conn.close()
+        t.add_file("/tmp/dq/hr.sql", sql)
+        t.add_setup("mkdir -p /app/db && sqlite3 /app/db/hr.db < /tmp/dq/hr.sql && rm -rf /tmp/dq")
+
+        rules = ["The organisation of a manager is the manager and everyone below them, at any depth, through "
+                 "`employees.manager_id`."]
+        if lv >= 2:
+            rules.append("Terminated employees (`status` = `terminated`) stay in the hierarchy (their reports have "
+                         "not been moved yet) but are not counted anywhere and get no line of their own.")
+        if lv >= 3:
+            rules.append(f"`salaries` keeps the salary history: an employee's salary is the row with the latest "
+                         f"`effective_from` on or before {asof} (later rows are planned raises: ignore them).")
+        elif lv == 2:
+            rules.append("Each employee has exactly one row in `salaries` (annual `amount`).")
+        if lv >= 4:
+            rules.append(f"Reporting lines change over time: `reporting_changes` moves `employee_id` under "
+                         f"`new_manager_id` from `effective_on` onwards. Use the hierarchy as it stands on {asof}: "
+                         "for each employee the latest change on or before that date wins, later changes are "
+                         "ignored, and `manager_id` applies to employees without such a change.")
+        cols = "`employee_id,depth,headcount" + (",total_salary`" if with_pay else "`")
+        t.say("Our HR database is `/app/db/hr.db` (SQLite; tables `employees`, `salaries`"
+              + (", `reporting_changes`" if lv >= 4 else "") + "). I need a roll-up of one manager's organisation "
+              f"as of {asof}. The manager ID given below is the manager's `employees.id`.\n\n" + "\n".join(f"- {r}" for r in rules)
+              + f"\n\nReport format: CSV without a header, one line per "
+              + ("active " if lv >= 2 else "") + f"person in the organisation as {cols}, where depth is the number "
+              "of reporting steps below the manager (the manager is 0), headcount counts the "
+              + ("active " if lv >= 2 else "") + "people in that person's own organisation including themselves"
+              + (", and total_salary is the sum of those people's salaries" if with_pay else "")
+              + ". Sort by depth, then employee_id.")
+        v = t.deliver(str(root), "the manager ID")
+        manager = CHANGED_MANAGER.format(asof=asof) if lv >= 4 else "e.manager_id"
+        t.add_solution_file("rollup.sql", QUERY.format(manager=manager, asof=asof))
+        t.add_solution_file("reference.py", REFERENCE)
+        cut = "" if with_pay else " | cut -d, -f1-3"
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'sed "s/@ROOT@/{v}/" /solution/rollup.sql | sqlite3 -batch -noheader -separator , /app/db/hr.db'
+                f"{cut} > /app/out/org_rollup.csv\n"
+                f'python3 /solution/reference.py /app/db/hr.db "{v}" {asof} {"pay" if with_pay else "nopay"} | '
+                "cmp - /app/out/org_rollup.csv")
+        t.expect_output("/app/out/org_rollup.csv", truth, "the roll-up")

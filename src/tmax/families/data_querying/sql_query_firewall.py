@@ -1,0 +1,412 @@
+"""A query firewall for a shared analytics database: accept a submitted SQL text only if it is exactly one
+read-only SELECT that compiles against the schema and reads only the tables granted to one role (the
+grants live in the database). Either as a classifier program tested on hidden benign and malicious
+corpora, or as an audit of a query log. The traps: keywords inside string literals and comments,
+quoted and mixed-case identifiers, stacked statements, CTE-wrapped writes, UNION-based reads of
+restricted tables, SQLite's internal tables, column names that contain keywords."""
+
+from __future__ import annotations
+
+import json
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import json
+import sqlite3
+import sys
+
+ROLE = "@ROLE@"
+DB = "/app/db/analytics.db"
+ALLOW = (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE)
+
+
+def sandbox(db_path=DB):
+    """An empty in-memory copy of the schema, and the grants by role (lower-cased table names)."""
+    src = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    return sandbox_from(src)
+
+
+def sandbox_from(src):
+    conn = sqlite3.connect(":memory:")
+    for (ddl,) in src.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL"):
+        conn.execute(ddl)
+    grants = {}
+    for role, table in src.execute("SELECT role, table_name FROM access_grants"):
+        grants.setdefault(role, {})[table.lower()] = True
+    return conn, grants
+
+
+def verdict(conn, sql, allowed):
+    """True iff sql is one read-only statement that compiles and reads only tables in allowed."""
+    def auth(action, arg1, arg2, dbname, source):
+        if action in ALLOW:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_READ and (arg1 or "").lower() in allowed:
+            return sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY
+
+    conn.set_authorizer(auth)
+    try:
+        cur = conn.execute(sql)
+        cur.fetchall()
+        return cur.description is not None
+    except Exception:
+        return False
+    finally:
+        conn.set_authorizer(None)
+
+
+def audit(conn, grants, lines, role):
+    bad = []
+    for line in lines:
+        if not line.strip():
+            continue
+        entry = json.loads(line)
+        if entry["role"] == role and not verdict(conn, entry["sql"], grants.get(role, {})):
+            bad.append(entry["id"])
+    return "".join(f"{i}\n" for i in sorted(bad))
+
+
+if __name__ == "__main__":
+    conn, grants = sandbox()
+    if len(sys.argv) > 1 and sys.argv[1] == "--audit":
+        with open(sys.argv[2]) as f:
+            sys.stdout.write(audit(conn, grants, f.read().splitlines(), sys.argv[3]))
+        sys.exit(0)
+    sys.exit(0 if verdict(conn, sys.stdin.read(), grants.get(ROLE, {})) else 1)
+'''
+
+TABLES = {
+    "customers": [("name", "TEXT"), ("email", "TEXT"), ("country", "TEXT"), ("created_at", "TEXT")],
+    "orders": [("customer_id", "INTEGER"), ("placed_at", "TEXT"), ("status", "TEXT"), ("total_cents", "INTEGER")],
+    "order_items": [("order_id", "INTEGER"), ("product_id", "INTEGER"), ("qty", "INTEGER"),
+                    ("unit_price_cents", "INTEGER")],
+    "products": [("sku", "TEXT"), ("name", "TEXT"), ("category", "TEXT"), ("price_cents", "INTEGER")],
+    "employees": [("name", "TEXT"), ("department", "TEXT"), ("manager_id", "INTEGER"), ("hired_on", "TEXT")],
+    "salaries": [("employee_id", "INTEGER"), ("amount_cents", "INTEGER"), ("effective_from", "TEXT")],
+    "api_keys": [("owner", "TEXT"), ("key_hash", "TEXT"), ("created_at", "TEXT")],
+    "audit_log": [("actor", "TEXT"), ("action", "TEXT"), ("happened_at", "TEXT")],
+    "invoices": [("customer_id", "INTEGER"), ("issued_on", "TEXT"), ("amount_cents", "INTEGER"),
+                 ("paid", "INTEGER")],
+    "shipments": [("order_id", "INTEGER"), ("carrier", "TEXT"), ("shipped_at", "TEXT"), ("drop_reason", "TEXT")],
+}
+FKS = [("orders", "customer_id", "customers"), ("order_items", "order_id", "orders"),
+       ("order_items", "product_id", "products"), ("salaries", "employee_id", "employees"),
+       ("invoices", "customer_id", "customers"), ("shipments", "order_id", "orders"),
+       ("employees", "manager_id", "employees")]
+WORDS = ["NL", "DE", "shipped", "pending", "Widgets", "Sales", "ops", "login", "DHL", "Gadgets", "refund", "FR"]
+TRAP_STRINGS = ["Robert''); DROP TABLE {t};--", "x; DELETE FROM {t}", "UPDATE {t} SET", "1 OR 1=1 --",
+                "/* not a comment */", "-- still a string", "a'';INSERT INTO {t} VALUES(1);--"]
+
+
+class Gen:
+    """Benign and malicious SQL for one role's grants, with traps by level."""
+
+    def __init__(self, rng, lv: int, granted: list[str], restricted: list[str]):
+        self.rng, self.lv, self.granted, self.restricted = rng, lv, granted, restricted
+
+    def kw(self, word: str) -> str:
+        if self.lv >= 3 and self.rng.random() < 0.3:
+            return self.rng.choice([word.lower(), word.title()])
+        return word
+
+    def ident(self, table: str) -> str:
+        if self.lv >= 3 and self.rng.random() < 0.3:
+            return self.rng.choice([f'"{table}"', f"[{table}]", f"`{table}`", table.upper(), table.title()])
+        return table
+
+    def lit(self, typ: str, trap: bool = False) -> str:
+        if typ == "INTEGER":
+            return str(self.rng.randrange(1, 500))
+        if trap:
+            return "'" + self.rng.choice(TRAP_STRINGS).format(t=self.rng.choice(self.granted + self.restricted)) + "'"
+        return "'" + self.rng.choice(WORDS) + "'"
+
+    def col(self, table: str) -> tuple[str, str]:
+        return self.rng.choice([("id", "INTEGER"), *TABLES[table]])
+
+    def where(self, table: str, alias: str = "") -> str:
+        c, typ = self.col(table)
+        op = "=" if typ == "TEXT" else self.rng.choice(["=", ">", "<", ">="])
+        trap = self.lv >= 3 and typ == "TEXT" and self.rng.random() < 0.4
+        return f"{alias}{c} {op} {self.lit(typ, trap)}"
+
+    def simple(self, table: str) -> str:
+        r, K = self.rng, self.kw
+        cols = ", ".join(sorted({self.col(table)[0] for _ in range(r.randint(1, 3))}))
+        sql = f"{K('SELECT')} {cols} {K('FROM')} {self.ident(table)} {K('WHERE')} {self.where(table)}"
+        if r.random() < 0.4:
+            sql += f" {K('ORDER BY')} {self.col(table)[0]} {K('LIMIT')} {r.randrange(1, 100)}"
+        return sql
+
+    def aggregate(self, table: str) -> str:
+        K = self.kw
+        c = self.col(table)[0]
+        return (f"{K('SELECT')} {c}, {K('COUNT')}(*) {K('AS')} n {K('FROM')} {self.ident(table)} {K('GROUP BY')} {c} "
+                f"{K('HAVING')} {K('COUNT')}(*) > {self.rng.randrange(1, 5)}")
+
+    def join(self, pair: tuple[str, str, str]) -> str:
+        child, fk, parent = pair
+        K = self.kw
+        a, b = self.col(child)[0], self.col(parent)[0]
+        return (f"{K('SELECT')} c.{a}, p.{b} {K('FROM')} {self.ident(child)} c {K('JOIN')} {self.ident(parent)} p "
+                f"{K('ON')} p.id = c.{fk} {K('WHERE')} {self.where(parent, 'p.')}")
+
+    def subquery(self, pair: tuple[str, str, str]) -> str:
+        child, fk, parent = pair
+        K = self.kw
+        return (f"{K('SELECT')} * {K('FROM')} {self.ident(child)} {K('WHERE')} {fk} {K('IN')} ({K('SELECT')} id "
+                f"{K('FROM')} {self.ident(parent)} {K('WHERE')} {self.where(parent)})")
+
+    def cte(self, table: str) -> str:
+        K = self.kw
+        c = self.col(table)[0]
+        return (f"{K('WITH')} picked {K('AS')} ({K('SELECT')} id, {c} {K('FROM')} {self.ident(table)} {K('WHERE')} "
+                f"{self.where(table)}) {K('SELECT')} {c}, {K('COUNT')}(*) {K('FROM')} picked {K('GROUP BY')} {c}")
+
+    def window(self, table: str) -> str:
+        K = self.kw
+        c = self.col(table)[0]
+        return (f"{K('SELECT')} id, {c}, {K('ROW_NUMBER')}() {K('OVER')} ({K('ORDER BY')} {c} {K('DESC')}) {K('AS')} rn "
+                f"{K('FROM')} {self.ident(table)}")
+
+    def union(self, t1: str, t2: str) -> str:
+        K = self.kw
+        return (f"{K('SELECT')} id {K('FROM')} {self.ident(t1)} {K('WHERE')} {self.where(t1)} {K('UNION')} "
+                f"{K('SELECT')} id {K('FROM')} {self.ident(t2)}")
+
+    def pairs(self, allowed: list[str]) -> list[tuple[str, str, str]]:
+        return [p for p in FKS if p[0] in allowed and p[2] in allowed]
+
+    def read_of(self, tables: list[str], other: list[str]) -> str:
+        """A SELECT whose tables are drawn from tables (and other, for two-table shapes)."""
+        r = self.rng
+        t = r.choice(tables)
+        shapes = ["simple", "aggregate"] + (["join", "subquery", "cte", "window", "union"] if self.lv >= 2 else [])
+        shape = r.choice(shapes)
+        if shape == "simple":
+            return self.simple(t)
+        if shape == "aggregate":
+            return self.aggregate(t)
+        if shape == "cte":
+            return self.cte(t)
+        if shape == "window":
+            return self.window(t)
+        if shape == "union":
+            return self.union(*r.sample([t, r.choice(other)], 2))
+        pairs = [p for p in FKS if (p[0] in tables or p[2] in tables) and p[0] in tables + other
+                 and p[2] in tables + other]
+        if not pairs:
+            return self.simple(t)
+        p = r.choice(pairs)
+        return self.join(p) if shape == "join" else self.subquery(p)
+
+    def decorate(self, sql: str) -> str:
+        """Harmless wrapping: whitespace, comments, a trailing semicolon."""
+        r = self.rng
+        if self.lv >= 2 and r.random() < 0.3:
+            sql = r.choice(["-- weekly report\n", "/* ad hoc */ ", "\n  "]) + sql
+        if r.random() < 0.4:
+            sql += ";"
+        if self.lv >= 2 and r.random() < 0.25:
+            sql += r.choice([" -- DROP TABLE later", "\n/* DELETE nothing */", "  \n"])
+        return sql
+
+    def benign(self) -> str:
+        return self.decorate(self.read_of(self.granted, self.granted))
+
+    def malicious(self) -> str:
+        r, K, lv = self.rng, self.kw, self.lv
+        kinds = ["write", "restricted"] + (["stacked", "write2"] if lv >= 2 else []) + \
+            (["internal", "union_leak", "cte_write"] if lv >= 3 else []) + (["invalid", "admin"] if lv >= 4 else [])
+        kind = r.choice(kinds)
+        t = r.choice(self.granted)
+        if kind == "write":
+            c, typ = r.choice(TABLES[t])
+            return r.choice([f"{K('DELETE FROM')} {self.ident(t)} {K('WHERE')} {self.where(t)}",
+                             f"{K('UPDATE')} {self.ident(t)} {K('SET')} {c} = {self.lit(typ)} {K('WHERE')} id = "
+                             f"{r.randrange(1, 99)}",
+                             f"{K('DROP TABLE')} {self.ident(t)}"])
+        if kind == "write2":
+            cols = [c for c, _ in TABLES[t]]
+            vals = ", ".join(self.lit(typ) for _, typ in TABLES[t])
+            return r.choice([f"{K('INSERT INTO')} {self.ident(t)} ({', '.join(cols)}) {K('VALUES')} ({vals})",
+                             f"{K('REPLACE INTO')} {self.ident(t)} ({', '.join(cols)}) {K('VALUES')} ({vals})",
+                             f"{K('ALTER TABLE')} {self.ident(t)} {K('ADD COLUMN')} note TEXT",
+                             f"{K('CREATE TABLE')} copy_{t} {K('AS')} {self.simple(t)}",
+                             f"{K('CREATE INDEX')} ix_{t} {K('ON')} {t}(id)"])
+        if kind == "restricted":
+            return self.decorate(self.read_of(self.restricted, self.granted))
+        if kind == "stacked":
+            tail = r.choice([f"{K('DROP TABLE')} {self.ident(t)}", f"{K('DELETE FROM')} {self.ident(t)}",
+                             self.simple(r.choice(self.granted))])
+            return self.read_of(self.granted, self.granted) + r.choice(["; ", ";\n", "; /* x */ "]) + tail
+        if kind == "internal":
+            return r.choice([f"{K('SELECT')} name, sql {K('FROM')} sqlite_master",
+                             f"{K('SELECT')} * {K('FROM')} sqlite_schema {K('WHERE')} type = 'table'",
+                             f"{K('SELECT')} role, table_name {K('FROM')} access_grants"])
+        if kind == "union_leak":
+            s = r.choice(self.restricted)
+            c = r.choice(TABLES[s])[0]
+            return (f"{K('SELECT')} id, {r.choice(TABLES[t])[0]} {K('FROM')} {self.ident(t)} {K('WHERE')} id = "
+                    f"{r.randrange(1, 99)} {K('UNION')} {K('SELECT')} id, {c} {K('FROM')} {self.ident(s)}")
+        if kind == "cte_write":
+            return (f"{K('WITH')} doomed {K('AS')} ({K('SELECT')} id {K('FROM')} {self.ident(t)} {K('WHERE')} "
+                    f"{self.where(t)}) {K('DELETE FROM')} {self.ident(t)} {K('WHERE')} id {K('IN')} "
+                    f"({K('SELECT')} id {K('FROM')} doomed)")
+        if kind == "invalid":
+            c = r.choice(TABLES[t])[0]
+            return r.choice([f"{K('SELECT')} {c}_total {K('FROM')} {self.ident(t)}",
+                             f"{K('SELECT')} * {K('FROM')} {t}_archive",
+                             f"{K('SELECT')} {c} {K('FROM')} {self.ident(t)} {K('WHERE')} ({c} = 1",
+                             f"SELEC {c} {K('FROM')} {self.ident(t)}"])
+        return r.choice(["ATTACH DATABASE '/tmp/exfil.db' AS exfil", "PRAGMA writable_schema = 1",
+                         "VACUUM INTO '/tmp/copy.db'", "BEGIN IMMEDIATE", "DETACH DATABASE main",
+                         f"{K('SELECT')} * {K('FROM')} pragma_table_info('{r.choice(self.restricted)}')"])
+
+
+def schema_sql() -> str:
+    out = []
+    for t, cols in TABLES.items():
+        out.append(f"CREATE TABLE {t} (id INTEGER PRIMARY KEY, " + ", ".join(f"{c} {typ}" for c, typ in cols) + ");")
+    out.append("CREATE TABLE access_grants (role TEXT NOT NULL, table_name TEXT NOT NULL, PRIMARY KEY (role, "
+               "table_name));")
+    return "\n".join(out) + "\n"
+
+
+def q(v) -> str:
+    return str(v) if isinstance(v, int) else "'" + str(v).replace("'", "''") + "'"
+
+
+def data_sql(rng) -> str:
+    out = ["BEGIN;"]
+    for t, cols in TABLES.items():
+        for i in range(1, 13):
+            vals = [q(rng.randrange(1, 13) if typ == "INTEGER" else f"{rng.choice(WORDS)}") for _, typ in cols]
+            out.append(f"INSERT INTO {t} VALUES ({i}, {', '.join(vals)});")
+    return "\n".join(out) + "\n"
+
+
+@register
+class SqlQueryFirewall(Family):
+    name = "sql_query_firewall"
+    domain = "data_querying"
+    skill_types = ("Query Safety",)
+    primitive_skills = ("SQL statement classification", "SQL injection detection", "access-control policy checks",
+                        "schema inspection", "query log auditing", "case-insensitive matching")
+    verifiers = ("adversarial_corpus", "exact_text", "metric_threshold", "multi_protocol")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"items": 14, "roles": 2},
+              2: {"items": 24, "roles": 3},
+              3: {"items": 36, "roles": 4},
+              4: {"items": 50, "roles": 5}}
+
+    def build(self, t: TaskBuilder) -> None:
+        import sqlite3
+
+        k, rng, lv = t.knobs, t.rng, t.level
+        roles: list[str] = []
+        while len(roles) < k["roles"]:
+            w = t.code(1)
+            if w not in roles:
+                roles.append(w)
+        role = roles[0]
+        names = list(TABLES)
+        grants: dict[str, list[str]] = {}
+        for rl in roles:
+            pair = rng.choice(FKS[:6])
+            extra = [n for n in names if n not in pair]
+            chosen = sorted({pair[0], pair[2], *rng.sample(extra, rng.randint(2, 4))})
+            grants[rl] = chosen
+        grant_rows = []
+        for rl in roles:
+            for tb in grants[rl]:
+                stored = tb.title() if lv >= 4 and rng.random() < 0.3 else tb
+                grant_rows.append((rl, stored))
+        rng.shuffle(grant_rows)
+        sql = schema_sql() + data_sql(rng) + "".join(f"INSERT INTO access_grants VALUES ({q(a)}, {q(b)});\n"
+                                                      for a, b in grant_rows) + "COMMIT;\n"
+        src = sqlite3.connect(":memory:")
+        src.executescript(sql)
+        ns: dict = {}
+        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
+        conn, _ = ns["sandbox_from"](src)
+
+        def corpus(rl: str, n: int) -> tuple[list[str], list[str]]:
+            allowed = {x: True for x in grants[rl]}
+            restricted = [x for x in names if x not in grants[rl]]
+            g = Gen(rng, lv, grants[rl], restricted)
+            clean: list[str] = []
+            bad: list[str] = []
+            while len(clean) < n or len(bad) < n:
+                if len(clean) < n:
+                    item = g.benign()
+                    if item not in clean:
+                        if not ns["verdict"](conn, item, allowed):
+                            raise AssertionError(f"benign item rejected by the reference: {item!r}")
+                        clean.append(item)
+                if len(bad) < n:
+                    item = g.malicious()
+                    if item not in bad:
+                        if ns["verdict"](conn, item, allowed):
+                            raise AssertionError(f"malicious item accepted by the reference: {item!r}")
+                        bad.append(item)
+            return clean, bad
+
+        t.add_file("/tmp/dq/analytics.sql", sql)
+        t.add_setup("mkdir -p /app/db && sqlite3 /app/db/analytics.db < /tmp/dq/analytics.sql && rm -rf /tmp/dq")
+        policy = ("A submitted query is acceptable only if all of these hold:\n"
+                  "- it is exactly one SQL statement (surrounding whitespace, comments and one trailing `;` are "
+                  "fine);\n"
+                  "- that statement is a read-only `SELECT` query (a `WITH ... SELECT`, joins, subqueries, `UNION` "
+                  "and window functions are all fine); anything that writes, changes the schema, attaches "
+                  "databases, runs a PRAGMA or controls transactions is not;\n"
+                  "- it would compile against the database's schema as it is (no unknown tables or columns, no "
+                  "syntax errors);\n"
+                  "- every table it reads, wherever it appears (FROM, JOIN, subqueries, CTEs, UNION arms), is granted "
+                  "to the role in the `access_grants` table (table names are case-insensitive, however they are "
+                  "quoted); SQLite's own tables (`sqlite_master`, `sqlite_schema`, ...) and table-valued PRAGMA "
+                  "functions are never granted.\n"
+                  "Keywords that only appear inside string literals or comments do not make a query unacceptable.")
+        intro = ("Our analysts share the SQLite database `/app/db/analytics.db`. Who may read what is in its "
+                 "`access_grants` table (`role`, `table_name`). ")
+        if t.axes.verifier == "adversarial_corpus":
+            clean, bad = corpus(role, k["items"])
+            t.say(intro + "We are putting a firewall in front of it for one role, named below: every SQL text that "
+                  "role submits must be checked before it reaches the database.\n\n" + policy)
+            v = t.deliver(role, "the role")
+            t.expect_classifier("The firewall program judges one submitted SQL text, read whole from standard "
+                                "input, for the role given above (hard-code the role; the program may read "
+                                "`/app/db/analytics.db`, but must never change it).", clean, bad,
+                                {"Python": REFERENCE})
+            t.solve(f'sed -i "s/@ROLE@/{v}/" /app/solution.py')
+            return
+        entries = []
+        for rl in roles:
+            n = k["items"] // 2 if rl == role else max(3, k["items"] // 6)
+            clean, bad = corpus(rl, n)
+            for s in clean + bad:
+                entries.append({"role": rl, "sql": s})
+        rng.shuffle(entries)
+        ids = rng.sample(range(1000, 9999), len(entries))
+        day = rng.randrange(1, 28)
+        log = []
+        for i, (e, qid) in enumerate(zip(entries, sorted(ids))):
+            sec = 8 * 3600 + i * 97
+            log.append(json.dumps({"id": qid, "submitted_at": f"2025-05-{day:02d}T{sec // 3600:02d}:"
+                                   f"{sec // 60 % 60:02d}:{sec % 60:02d}Z", "role": e["role"], "sql": e["sql"]}))
+        text = "\n".join(log) + "\n"
+        grants_of = {rl: {x: True for x in grants[rl]} for rl in roles}
+        truth = ns["audit"](conn, grants_of, text.splitlines(), role)
+        t.add_file("/app/logs/query_log.jsonl", text)
+        t.say(intro + "Before we put a firewall in front of it, I need an audit of yesterday's query log, "
+              "`/app/logs/query_log.jsonl` (one JSON object per line: `id`, `submitted_at`, `role`, `sql`), for one "
+              "role, named below: which of the queries that role submitted break the policy?\n\n" + policy
+              + "\n\nOutput: the `id`s of that role's unacceptable queries, one per line, in ascending numeric "
+              "order (nothing else; queries of other roles are not part of this audit).")
+        v = t.deliver(role, "the role")
+        t.add_solution_file("firewall.py", REFERENCE)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'python3 /solution/firewall.py --audit /app/logs/query_log.jsonl "{v}" > /app/out/violations.txt')
+        t.expect_output("/app/out/violations.txt", truth, "the list of ids")

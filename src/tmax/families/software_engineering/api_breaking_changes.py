@@ -1,0 +1,435 @@
+"""Is the next API version backwards compatible? Two versions of an in-house API description (JSON:
+endpoints with owner team, parameters, response fields; enums and nested objects at higher levels);
+report the breaking changes in one team's endpoints and (level 3+) the semver bump the whole change
+needs. Program variants: the diff tool (fuzzed) or a CI gate that must fail exactly the pull requests
+that break the team's endpoints (adversarial corpus)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import json
+import sys
+
+OWNER = "{owner}"
+WITH_VERSION = {with_version}
+
+
+def is_enum(ty):
+    return isinstance(ty, dict) and "enum" in ty
+
+
+def kind_of(ty):
+    if is_enum(ty):
+        return "enum"
+    return "object" if isinstance(ty, dict) else ty
+
+
+def flat(fields, prefix=""):
+    out = {{}}
+    for name, ty in fields.items():
+        out[prefix + name] = ty
+        if kind_of(ty) == "object":
+            out.update(flat(ty, prefix + name + "."))
+    return out
+
+
+def changes(old, new):
+    """(endpoint, kind, name, breaking) for every difference; additive ones have breaking=False."""
+    out = []
+    oe, ne = old["endpoints"], new["endpoints"]
+    for ep in oe:
+        if ep not in ne:
+            out.append((ep, "removed-endpoint", "", True))
+            continue
+        o, n = oe[ep], ne[ep]
+        for p, od in o.get("params", {{}}).items():
+            nd = n.get("params", {{}}).get(p)
+            if nd is None:
+                out.append((ep, "removed-param", p, True))
+            else:
+                retyped = od["type"] != nd["type"] or ("enum" in od) != ("enum" in nd)
+                if retyped:
+                    out.append((ep, "param-type-changed", p, True))
+                if nd["required"] and not od["required"]:
+                    out.append((ep, "param-now-required", p, True))
+                if od["required"] and not nd["required"]:
+                    out.append((ep, "param-now-optional", p, False))
+                if "enum" in od and not retyped:
+                    if any(v not in nd["enum"] for v in od["enum"]):
+                        out.append((ep, "param-enum-value-removed", p, True))
+                    if any(v not in od["enum"] for v in nd["enum"]):
+                        out.append((ep, "param-enum-value-added", p, False))
+        for p, nd in n.get("params", {{}}).items():
+            if p not in o.get("params", {{}}):
+                out.append((ep, "new-required-param", p, True) if nd["required"] else (ep, "new-optional-param", p, False))
+        fo, fn = flat(o.get("response", {{}})), flat(n.get("response", {{}}))
+        gone = []
+        for f, ty in fo.items():
+            if any(f.startswith(g + ".") for g in gone):
+                continue
+            if f not in fn:
+                out.append((ep, "removed-response-field", f, True))
+                gone.append(f)
+            elif kind_of(ty) != kind_of(fn[f]):
+                out.append((ep, "response-type-changed", f, True))
+                gone.append(f)
+            elif is_enum(ty):
+                if any(v not in ty["enum"] for v in fn[f]["enum"]):
+                    out.append((ep, "response-enum-value-added", f, True))
+        for f in fn:
+            if f not in fo and not any(f.startswith(g + ".") for g in gone):
+                out.append((ep, "new-response-field", f, False))
+    for ep in ne:
+        if ep not in oe:
+            out.append((ep, "new-endpoint", "", False))
+    return out
+
+
+def report(doc, owner=None):
+    owner = owner or OWNER
+    old, new = doc["old"], doc["new"]
+    ch = changes(old, new)
+    lines = sorted(f"{{ep}} {{kind}} {{name}}".rstrip() for ep, kind, name, br in ch
+                   if br and old["endpoints"][ep]["owner"] == owner)
+    if WITH_VERSION:
+        a, b, c = (int(x) for x in old["version"].split("."))
+        if any(br for *_, br in ch):
+            a, b, c = a + 1, 0, 0
+        elif ch:
+            b, c = b + 1, 0
+        else:
+            c += 1
+        lines.append(f"next-version {{a}}.{{b}}.{{c}}")
+    return "".join(x + "\n" for x in lines)
+
+
+def gate(doc, owner=None):
+    """0 if the change is safe for the owner's clients, 1 if it breaks one of its endpoints."""
+    owner = owner or OWNER
+    return 1 if any(br and doc["old"]["endpoints"][ep]["owner"] == owner for ep, _, _, br in
+                    changes(doc["old"], doc["new"])) else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 3:
+        doc = {{"old": json.load(open(sys.argv[2])), "new": json.load(open(sys.argv[3]))}}
+        sys.stdout.write(report(doc, sys.argv[1]))
+    else:
+        doc = json.loads(sys.stdin.read())
+        if MODE == "gate":
+            sys.exit(gate(doc))
+        sys.stdout.write(report(doc))
+'''
+
+RESOURCES = {"users": ["id", "email", "name", "created_at", "plan"], "orders": ["id", "total", "currency", "status"],
+             "invoices": ["id", "amount", "due_date", "paid"], "products": ["id", "sku", "price", "title", "stock"],
+             "carts": ["id", "items", "updated_at"], "payments": ["id", "method", "amount", "state"],
+             "shipments": ["id", "carrier", "eta", "tracking"], "reviews": ["id", "rating", "body", "author"]}
+TYPES = ["string", "integer", "boolean", "number"]
+QUERY = {"limit": "integer", "offset": "integer", "q": "string", "expand": "boolean", "since": "string",
+         "page_size": "integer", "include_deleted": "boolean"}
+ENUMS = {"sort": ["asc", "desc"], "status": ["open", "closed", "pending"], "format": ["json", "csv"],
+         "region": ["eu", "us", "apac"]}
+RESP_ENUMS = {"kind": ["standard", "premium"], "visibility": ["public", "private"], "tier": ["free", "pro", "team"]}
+NESTED = {"address": {"city": "string", "zip": "string", "country": "string"},
+          "links": {"self": "string", "next": "string"}, "meta": {"etag": "string", "revision": "integer"}}
+BASIC = ("remove_endpoint", "add_endpoint", "add_required_param", "add_optional_param", "remove_response_field",
+         "add_response_field")
+MORE = ("make_required", "make_optional", "remove_param", "param_type", "response_type")
+ENUM_KINDS = ("param_enum_remove", "param_enum_add", "resp_enum_add", "resp_enum_remove")
+NESTED_KINDS = ("nested_remove", "nested_add", "nested_type")
+
+
+def make_spec(rng, k, owners):
+    eps = {}
+    for res in sorted(rng.sample(sorted(RESOURCES), k["resources"])):
+        fields = RESOURCES[res]
+        for method, path in rng.sample([("GET", f"/{res}"), ("GET", f"/{res}/{{id}}"), ("POST", f"/{res}"),
+                                        ("PUT", f"/{res}/{{id}}"), ("DELETE", f"/{res}/{{id}}")], rng.randint(2, 4)):
+            params = {}
+            if "{id}" in path:
+                params["id"] = {"in": "path", "type": "string", "required": True}
+            if method == "GET":
+                for q in rng.sample(sorted(QUERY), rng.randint(1, 3)):
+                    params[q] = {"in": "query", "type": QUERY[q], "required": False}
+            if method in ("POST", "PUT"):
+                for f in rng.sample(fields[1:], rng.randint(1, len(fields) - 1)):
+                    params[f] = {"in": "body", "type": rng.choice(TYPES[:2]), "required": rng.random() < 0.5}
+            if k["enums"] and rng.random() < 0.5:
+                e = rng.choice(sorted(ENUMS))
+                params[e] = {"in": "query", "type": "string", "enum": list(ENUMS[e]), "required": False}
+            resp = {f: rng.choice(TYPES) if f != "id" else "string" for f in fields}
+            if method == "DELETE":
+                resp = {"deleted": "boolean"}
+            if k["enums"] and rng.random() < 0.5 and method != "DELETE":
+                e = rng.choice(sorted(RESP_ENUMS))
+                resp[e] = {"enum": list(RESP_ENUMS[e])}
+            if k["nested"] and rng.random() < 0.6 and method != "DELETE":
+                nname = rng.choice(sorted(NESTED))
+                resp[nname] = copy.deepcopy(NESTED[nname])
+            eps[f"{method} {path}"] = {"owner": rng.choice(owners), "summary": f"{method.lower()} {res}",
+                                       "params": params, "response": resp}
+    return {"version": f"{rng.randint(1, 6)}.{rng.randint(0, 14)}.{rng.randint(0, 9)}", "endpoints": eps}
+
+
+def mutate(rng, spec, kind, only=None):
+    """Apply one change of ``kind`` (to an endpoint of owner ``only`` when given); False if not applicable."""
+    eps = spec["endpoints"]
+    names = sorted(e for e in eps if only is None or eps[e]["owner"] == only)
+    if not names:
+        return False
+    ep = rng.choice(names)
+    e = eps[ep]
+    params, resp = e["params"], e["response"]
+    nonpath = sorted(p for p in params if params[p]["in"] != "path")
+    if kind == "remove_endpoint":
+        del eps[ep]
+    elif kind == "add_endpoint":
+        res = ep.split()[1].split("/")[1]
+        new = rng.choice([f"GET /{res}/{{id}}/history", f"POST /{res}/search", f"GET /{res}/export",
+                          f"PATCH /{res}/{{id}}"])
+        if new in eps:
+            return False
+        eps[new] = {"owner": e["owner"], "summary": "new", "params": {}, "response": {"id": "string"}}
+    elif kind in ("add_required_param", "add_optional_param"):
+        p = rng.choice(["dry_run", "idempotency_key", "locale", "trace", "version_tag"])
+        if p in params:
+            return False
+        params[p] = {"in": "query" if ep.startswith("GET") else "body", "type": rng.choice(TYPES[:3]),
+                     "required": kind == "add_required_param"}
+    elif kind == "make_required":
+        c = [p for p in nonpath if not params[p]["required"]]
+        if not c:
+            return False
+        params[rng.choice(c)]["required"] = True
+    elif kind == "make_optional":
+        c = [p for p in nonpath if params[p]["required"]]
+        if not c:
+            return False
+        params[rng.choice(c)]["required"] = False
+    elif kind == "remove_param":
+        if not nonpath:
+            return False
+        del params[rng.choice(nonpath)]
+    elif kind == "param_type":
+        c = [p for p in nonpath if "enum" not in params[p]]
+        if not c:
+            return False
+        p = rng.choice(c)
+        params[p]["type"] = rng.choice([x for x in TYPES if x != params[p]["type"]])
+    elif kind in ("remove_response_field", "response_type", "add_response_field"):
+        plain = sorted(f for f in resp if isinstance(resp[f], str) and f != "id")
+        if kind == "add_response_field":
+            f = rng.choice(["etag", "owner_id", "region", "updated_by", "flags"])
+            if f in resp:
+                return False
+            resp[f] = rng.choice(TYPES)
+        elif not plain:
+            return False
+        elif kind == "remove_response_field":
+            del resp[rng.choice(plain)]
+        else:
+            f = rng.choice(plain)
+            resp[f] = rng.choice([x for x in TYPES if x != resp[f]])
+    elif kind in ("param_enum_remove", "param_enum_add"):
+        c = [p for p in params if "enum" in params[p]]
+        if not c:
+            return False
+        vals = params[rng.choice(c)]["enum"]
+        if kind == "param_enum_add":
+            vals.append(rng.choice(["other", "all", "legacy"]))
+        elif len(vals) > 1:
+            vals.pop(rng.randrange(len(vals)))
+        else:
+            return False
+    elif kind in ("resp_enum_add", "resp_enum_remove"):
+        c = [f for f in resp if isinstance(resp[f], dict) and "enum" in resp[f]]
+        if not c:
+            return False
+        vals = resp[rng.choice(c)]["enum"]
+        if kind == "resp_enum_add":
+            vals.append(rng.choice(["enterprise", "internal", "archived"]))
+        elif len(vals) > 1:
+            vals.pop(rng.randrange(len(vals)))
+        else:
+            return False
+    elif kind in NESTED_KINDS:
+        c = [f for f in resp if isinstance(resp[f], dict) and "enum" not in resp[f]]
+        if not c:
+            return False
+        obj = resp[rng.choice(c)]
+        sub = sorted(obj)
+        if kind == "nested_add":
+            obj[rng.choice(["region", "label", "hash"])] = "string"
+        elif kind == "nested_remove":
+            del obj[rng.choice(sub)]
+        else:
+            s = rng.choice(sub)
+            obj[s] = rng.choice([x for x in TYPES if x != obj[s]])
+    else:
+        raise AssertionError(kind)
+    return True
+
+
+def evolve(rng, spec, k, n, only=None, kinds=None):
+    new = copy.deepcopy(spec)
+    kinds = kinds or kind_pool(k)
+    done = 0
+    for _ in range(n * 6):
+        if done >= n:
+            break
+        if mutate(rng, new, rng.choice(kinds), only):
+            done += 1
+    for e in sorted(new["endpoints"]):  # cosmetic noise that is not a change
+        if rng.random() < 0.2:
+            new["endpoints"][e]["summary"] += " (see docs)"
+    new["version"] = "next"
+    return new
+
+
+def kind_pool(k):
+    return BASIC + (MORE if k["more"] else ()) + (ENUM_KINDS if k["enums"] else ()) + \
+        (NESTED_KINDS if k["nested"] else ())
+
+
+BREAKING = ("remove_endpoint", "add_required_param", "remove_response_field", "make_required", "remove_param",
+            "param_type", "response_type", "param_enum_remove", "resp_enum_add", "nested_remove", "nested_type")
+
+
+def dump(spec) -> str:
+    return json.dumps(spec, indent=2) + "\n"
+
+
+@register
+class ApiBreakingChanges(Family):
+    name = "api_breaking_changes"
+    domain = "software_engineering"
+    skill_types = ("API Design", "Release Engineering")
+    primitive_skills = ("API compatibility analysis", "breaking change classification", "JSON traversal",
+                        "set difference of interfaces", "semantic version parsing", "sorting with tie-breaks")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"resources": 3, "changes": 4, "more": False, "enums": False, "nested": False, "version": False,
+                  "corpus": 16},
+              2: {"resources": 4, "changes": 7, "more": True, "enums": False, "nested": False, "version": False,
+                  "corpus": 24},
+              3: {"resources": 5, "changes": 10, "more": True, "enums": True, "nested": False, "version": True,
+                  "corpus": 26},
+              4: {"resources": 7, "changes": 14, "more": True, "enums": True, "nested": True, "version": True,
+                  "corpus": 30}}
+
+    def rules(self, k) -> str:
+        r = ("Our API descriptions are JSON: `endpoints` maps `\"<METHOD> <path>\"` to an object with `owner` (the "
+             "owning team), `summary`, `params` (name -> `in`, `type`, `required`"
+             + (", and for enumerations `enum`, the allowed values" if k["enums"] else "") + ") and `response` "
+             "(field name -> type" + (", or `{\"enum\": [...]}` for an enumeration" if k["enums"] else "")
+             + (", or an object of nested fields" if k["nested"] else "") + "). A change breaks clients when, "
+             "comparing the new description with the old one: an endpoint is removed (`removed-endpoint`); a "
+             "parameter is removed (`removed-param`), changes type (`param-type-changed`), turns from optional to "
+             "required (`param-now-required`), or is added as required (`new-required-param`); a response field "
+             "is removed (`removed-response-field`) or changes type (`response-type-changed`)")
+        if k["enums"]:
+            r += ("; an enumerated parameter loses an allowed value (`param-enum-value-removed`); an enumerated "
+                  "response field gains a value (`response-enum-value-added`). Turning a plain type into an "
+                  "enumeration or back counts as a type change")
+        if k["nested"]:
+            r += (". Nested response fields are named with dots (`address.zip`); when a field is removed or "
+                  "changes type, its own nested fields are not reported separately")
+        r += (". Every kind that applies is reported (a parameter can be both retyped and made required). "
+              "Everything else (new endpoints, new optional parameters, new response fields, relaxed "
+              "requirements, added request enum values, removed response enum values, summaries) is compatible.")
+        return r
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        owners: list[str] = []
+        while len(owners) < 3:
+            w = t.code(1)
+            if w not in owners:
+                owners.append(w)
+        ours = owners[0]
+        fmt = ("one line per breaking change in an endpoint that our team owns according to the old description: "
+               "`<METHOD> <path> <kind>` followed by a space and the parameter or field name where there is one, "
+               "lines sorted in byte order")
+        vtxt = ""
+        if k["version"]:
+            fmt += ("; then one last line `next-version X.Y.Z`: the version the new description must carry, "
+                    "bumping the old `version` by semver over ALL changes, every team's: major if anything breaks, "
+                    "else minor if anything else changed, else patch")
+            vtxt = " The old description's `version` field is the currently published version."
+        ns: dict = {}
+        exec(REFERENCE.format(owner=ours, with_version=k["version"]).replace("MODE", "'report'"), ns)  # noqa: S102
+        if t.axes.verifier == "adversarial_corpus":
+            var = t.deliver(ours, "our team code")
+            clean: list[str] = []
+            malicious: list[str] = []
+            tries = 0
+            while (len(clean) < k["corpus"] or len(malicious) < k["corpus"]) and tries < 4000:
+                tries += 1
+                spec = make_spec(rng, dict(k, resources=rng.randint(2, 3)), owners)
+                pool = kind_pool(k)
+                if rng.random() < 0.5:  # a pull request that breaks exactly one of our endpoints
+                    new = evolve(rng, spec, k, rng.randint(0, 3), kinds=[x for x in pool if x not in BREAKING])
+                    if not mutate(rng, new, rng.choice([x for x in pool if x in BREAKING]), ours):
+                        continue
+                else:  # compatible for us: additive changes, and breaking ones in other teams' endpoints
+                    new = evolve(rng, spec, k, rng.randint(1, 4), kinds=[x for x in pool if x not in BREAKING])
+                    for _ in range(rng.randint(0, 2)):
+                        mutate(rng, new, rng.choice([x for x in pool if x in BREAKING]), rng.choice(owners[1:]))
+                item = json.dumps({"old": spec, "new": new}, separators=(",", ":")) + "\n"
+                bucket = malicious if ns["gate"]({"old": spec, "new": new}) else clean
+                if len(bucket) < k["corpus"]:
+                    bucket.append(item)
+            assert len(clean) == len(malicious) == k["corpus"]
+            t.say("I want a CI gate on pull requests that touch the API description. " + self.rules(k)
+                  + " The gate must fail a pull request exactly when it breaks at least one endpoint owned by our "
+                  "team (owner in the old description; team code given here); breaking changes to other teams' "
+                  "endpoints are their business.")
+            t.expect_classifier("Its input is one JSON object `{\"old\": <description>, \"new\": <description>}`. "
+                                "Hard-code our team code.", clean, malicious,
+                                {"Python": REFERENCE.format(owner="@@OWNER@@", with_version=False)
+                                 .replace("MODE", "'gate'")})
+            t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
+            return
+        if t.axes.verifier == "fuzz_equivalence":
+            var = t.deliver(ours, "our team code")
+            cases = []
+            for _ in range(10):
+                spec = make_spec(rng, dict(k, resources=rng.randint(2, k["resources"])), owners)
+                new = evolve(rng, spec, k, rng.randint(1, k["changes"]))
+                doc = {"old": spec, "new": new}
+                cases.append((json.dumps(doc, indent=1) + "\n", ns["report"](doc)))
+            t.say("We diff API descriptions on every release and I want a reusable tool for it. "
+                  + self.rules(k) + vtxt + f" The report lists {fmt}.")
+            t.expect_program("Its input is one JSON object `{\"old\": <description>, \"new\": <description>}`. "
+                             "Hard-code our team code (given here).", cases,
+                             {"Python": REFERENCE.format(owner="@@OWNER@@", with_version=k["version"])
+                              .replace("MODE", "'report'")})
+            t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
+            return
+        spec = make_spec(rng, k, owners)
+        new = evolve(rng, spec, k, k["changes"] // 2)
+        new = evolve(rng, new, k, k["changes"] - k["changes"] // 2, only=ours)
+        # make sure our team is affected by at least one breaking change
+        for _ in range(5):
+            if ns["gate"]({"old": spec, "new": new}):
+                break
+            mutate(rng, new, rng.choice([x for x in kind_pool(k) if x in BREAKING]), ours)
+        truth = ns["report"]({"old": spec, "new": new})
+        old_name = f"/app/api/api-v{spec['version']}.json"
+        t.add_file(old_name, dump(spec))
+        t.add_file("/app/api/api-next.json", dump(new))
+        var = t.deliver(ours, "our team code")
+        t.say(f"The published API description is `{old_name}` and the proposed next one is `/app/api/api-next.json`. "
+              "Before we publish, tell me which changes break clients of our team's endpoints (team code given "
+              "here)." + vtxt + " " + self.rules(k) + f" The report has {fmt}.")
+        t.add_solution_file("apidiff.py", REFERENCE.format(owner="", with_version=k["version"])
+                            .replace("MODE", "'report'"))
+        t.solve(f'mkdir -p /app/out\npython3 /solution/apidiff.py "{var}" {old_name} /app/api/api-next.json '
+                "> /app/out/breaking.txt")
+        t.expect_output("/app/out/breaking.txt", truth, "the report")

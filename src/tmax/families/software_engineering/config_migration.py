@@ -1,0 +1,463 @@
+"""Migrate a legacy INI service config to the v2 schema described in a migration guide: renamed keys,
+unit changes, boolean spellings, deprecated keys, defaults, `${...}` interpolation and (at the top
+level) an `extends` chain of files. Program variants: the migrator itself (fuzzed), or a v2 config
+linter that must reject every invalid config and keep every valid one (adversarial corpus)."""
+
+from __future__ import annotations
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import os
+import re
+import sys
+
+TENANT = "{tenant}"
+MAP = {{  # v1 key -> (v2 key, conversion)
+    "server.host": ("http.bind_address", "str"), "server.port": ("http.port", "int"),
+    "server.timeout": ("http.timeout_ms", "s_ms"), "server.ssl": ("http.tls", "bool"),
+    "db.url": ("database.url", "str"), "db.user": ("database.username", "str"),
+    "db.pool": ("database.pool_size", "int"), "db.timeout": ("database.timeout_ms", "s_ms"),
+    "cache.enabled": ("cache.enabled", "bool"), "cache.size_mb": ("cache.max_bytes", "mb_bytes"),
+    "cache.ttl_min": ("cache.ttl_s", "min_s"), "log.level": ("logging.level", "level"),
+    "log.json": ("logging.format", "format"), "jobs.every_min": ("jobs.interval_s", "min_s"),
+    "jobs.peers": ("jobs.peers", "list"),
+}}
+DEFAULTS = {{"http.timeout_ms": "30000", "http.tls": "false", "database.pool_size": "10", "cache.enabled": "false",
+            "logging.level": "info", "logging.format": "text"}}
+TRUE, FALSE = ("yes", "on", "true", "1"), ("no", "off", "false", "0")
+
+
+def parse(text, into=None):
+    d = {{}} if into is None else into
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in ";#":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1].strip().lower()
+            continue
+        key, _, value = line.partition("=")
+        d[section + "." + key.strip().lower()] = value.strip()
+    return d
+
+
+def boolean(v):
+    v = v.lower()
+    if v in TRUE:
+        return True
+    if v in FALSE:
+        return False
+    raise ValueError(v)
+
+
+def convert(kind, v):
+    if kind == "str":
+        return v
+    if kind == "int":
+        return str(int(v))
+    if kind == "s_ms":
+        return str(int(v) * 1000)
+    if kind == "min_s":
+        return str(int(v) * 60)
+    if kind == "mb_bytes":
+        return str(int(v) * 1048576)
+    if kind == "bool":
+        return "true" if boolean(v) else "false"
+    if kind == "format":
+        return "json" if boolean(v) else "text"
+    if kind == "level":
+        v = v.lower()
+        return "warn" if v == "warning" else v
+    if kind == "list":
+        return ",".join(p.strip() for p in v.split(",") if p.strip())
+    raise ValueError(kind)
+
+
+def migrate(v1):
+    ref = re.compile(r"\$\{{([a-z_]+\.[a-z_]+)\}}")
+    v1 = {{k: ref.sub(lambda m: v1[m.group(1)], v) for k, v in v1.items()}}
+    out = dict(DEFAULTS)
+    for k, v in v1.items():
+        if k in MAP:
+            name, kind = MAP[k]
+            out[name] = convert(kind, v)
+    out["deployment.tenant"] = TENANT
+    return "".join(f"{{k}}={{out[k]}}\n" for k in sorted(out))
+
+
+def load_chain(path):
+    """A file and the files it extends ([meta] extends = <file>, relative to it), base first."""
+    texts = []
+    while path:
+        text = open(path).read()
+        texts.insert(0, text)
+        ext = parse(text).get("meta.extends")
+        path = os.path.join(os.path.dirname(path), ext) if ext else None
+    d = {{}}
+    for text in texts:
+        parse(text, d)
+    d.pop("meta.extends", None)
+    return d
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        TENANT = sys.argv[1]
+        sys.stdout.write(migrate(load_chain(sys.argv[2])))
+    else:
+        d = parse(sys.stdin.read())
+        d.pop("meta.extends", None)
+        sys.stdout.write(migrate(d))
+'''
+
+LINTER = r'''
+import re
+import sys
+
+TENANT = "{tenant}"
+INT = {{"http.port": (1, 65535), "http.timeout_ms": (0, None), "database.pool_size": (1, 512),
+       "database.timeout_ms": (0, None), "cache.max_bytes": (0, None), "cache.ttl_s": (0, None),
+       "jobs.interval_s": (1, None)}}
+ENUM = {{"http.tls": ("true", "false"), "cache.enabled": ("true", "false"),
+        "logging.level": ("debug", "info", "warn", "error"), "logging.format": ("text", "json")}}
+STR = ("http.bind_address", "database.url", "database.username")
+REQUIRED = ("http.bind_address", "http.port", "database.url", "deployment.tenant")
+
+
+def valid(text):
+    seen = {{}}
+    for line in text.split("\n"):
+        if line == "" or line.startswith("#"):
+            continue
+        m = re.fullmatch(r"([a-z_]+\.[a-z_]+)=(.*)", line)
+        if not m or m.group(1) in seen:
+            return False
+        seen[m.group(1)] = m.group(2)
+    for key, v in seen.items():
+        if key in INT:
+            lo, hi = INT[key]
+            if not re.fullmatch(r"0|[1-9][0-9]*", v) or int(v) < lo or (hi is not None and int(v) > hi):
+                return False
+        elif key in ENUM:
+            if v not in ENUM[key]:
+                return False
+        elif key in STR:
+            if v == "" or v != v.strip():
+                return False
+        elif key == "jobs.peers":
+            if not re.fullmatch(r"[a-z0-9-]+(,[a-z0-9-]+)*", v):
+                return False
+        elif key == "deployment.tenant":
+            if v != TENANT:
+                return False
+        else:
+            return False
+    return all(k in seen for k in REQUIRED)
+
+
+if __name__ == "__main__":
+    sys.exit(0 if valid(sys.stdin.read()) else 1)
+'''
+
+GUIDE = """# Migrating service configs from v1 (INI) to v2
+
+v1 configs are INI files: `[section]` headers, `key = value` lines (spaces around `=` and around the value
+are not significant), comment lines start with `;` or `#`. Section and key names are case-insensitive in
+v1. If a key appears twice in a section, the later line wins.{extends}{interp}
+
+v2 configs are flat text: one `key=value` line per key (no spaces around `=`), keys sorted in byte order.
+
+## Key mapping (v1 `section.key` -> v2 key)
+
+| v1 | v2 | conversion |
+|----|----|------------|
+| server.host | http.bind_address | unchanged |
+| server.port | http.port | integer |
+| server.timeout | http.timeout_ms | seconds -> milliseconds |
+| server.ssl | http.tls | boolean |
+| db.url | database.url | unchanged |
+| db.user | database.username | unchanged |
+| db.pool | database.pool_size | integer |
+| db.timeout | database.timeout_ms | seconds -> milliseconds |
+| cache.enabled | cache.enabled | boolean |
+| cache.size_mb | cache.max_bytes | MiB -> bytes (x 1048576) |
+| cache.ttl_min | cache.ttl_s | minutes -> seconds |
+| log.level | logging.level | lower-cased; `warning` becomes `warn` |
+| log.json | logging.format | boolean: true -> `json`, false -> `text` |
+| jobs.every_min | jobs.interval_s | minutes -> seconds |
+| jobs.peers | jobs.peers | comma-separated list: items trimmed, empty items dropped, order kept, joined with `,` |
+
+v1 booleans may be spelled `yes`/`no`, `on`/`off`, `true`/`false` or `1`/`0` (any case); v2 booleans are
+`true`/`false`. Integers are written in plain decimal. Any v1 key not in the table is deprecated and dropped.
+
+## New in v2
+
+* `deployment.tenant` (required): the tenant ID of the deployment. It did not exist in v1.
+* Defaults: when the v1 config does not set them, v2 gets `http.timeout_ms=30000`, `http.tls=false`,
+  `database.pool_size=10`, `cache.enabled=false`, `logging.level=info`, `logging.format=text`.
+
+## v2 schema (what the deploy tool accepts)
+
+* Every line is `key=value` (no spaces around `=`, key is `section.name` in lower case letters and `_`),
+  or a comment line starting with `#`, or empty. A key may not appear twice.
+* Required keys: `http.bind_address`, `http.port`, `database.url`, `deployment.tenant`. No other keys than
+  those in the mapping table's v2 column plus `deployment.tenant`.
+* Integers: plain decimal without sign or leading zeros. `http.port` 1-65535, `database.pool_size` 1-512,
+  `jobs.interval_s` at least 1, every other integer at least 0.
+* Booleans (`http.tls`, `cache.enabled`): `true` or `false`. `logging.level`: `debug`, `info`, `warn` or
+  `error`; `logging.format`: `text` or `json`.
+* Strings (`http.bind_address`, `database.url`, `database.username`): non-empty, no leading or trailing spaces.
+* `jobs.peers`: one or more names of lower-case letters, digits and `-`, separated by single commas.
+* `deployment.tenant`: exactly our tenant ID.
+"""
+
+HOSTS = ["0.0.0.0", "127.0.0.1", "10.0.4.17", "api.internal", "::"]
+PEERS = ["node-a", "node-b", "worker1", "worker2", "edge-eu", "edge-us", "batch", "replica-3"]
+DEPRECATED = ["server.workers", "db.driver", "log.color", "cache.backend", "jobs.legacy_mode"]
+
+
+def spell_bool(rng, b: bool, fancy: bool) -> str:
+    if not fancy:
+        return "true" if b else "false"
+    return rng.choice(["yes", "on", "true", "1", "Yes", "TRUE", "On"] if b else
+                      ["no", "off", "false", "0", "No", "FALSE", "Off"])
+
+
+def v1_values(rng, k) -> dict[str, str]:
+    """A legacy config as (section.key -> raw value), with a random subset of the optional keys."""
+    fancy = k["fancy"]
+    d = {"server.host": rng.choice(HOSTS), "server.port": str(rng.choice([80, 8080, 8443, 9000, 3000, 5000])
+                                                              + rng.randrange(0, 20)),
+         "db.url": f"postgres://db{rng.randrange(1, 9)}.internal:5432/app{rng.randrange(1, 99)}"}
+    opt = {"server.timeout": str(rng.randint(1, 120)), "server.ssl": spell_bool(rng, rng.random() < 0.5, fancy),
+           "db.user": rng.choice(["app", "svc_reader", "billing", "etl"]), "db.pool": str(rng.randint(2, 200)),
+           "db.timeout": str(rng.randint(1, 30)), "cache.enabled": spell_bool(rng, rng.random() < 0.5, fancy),
+           "cache.size_mb": str(rng.choice([16, 64, 128, 256, 512, 1024])), "cache.ttl_min": str(rng.randint(1, 90)),
+           "log.level": rng.choice(["debug", "info", "warning", "error"] + (["WARNING", "Info"] if fancy else [])),
+           "log.json": spell_bool(rng, rng.random() < 0.5, fancy), "jobs.every_min": str(rng.randint(1, 240)),
+           "jobs.peers": (" , " if fancy else ",").join(rng.sample(PEERS, rng.randint(1, 4)))
+           + ("," if fancy and rng.random() < 0.4 else "")}
+    for key in sorted(rng.sample(sorted(opt), rng.randint(k["opt"] // 2, k["opt"]))):
+        d[key] = opt[key]
+    if k["deprecated"]:
+        for key in rng.sample(DEPRECATED, 2):
+            d[key] = rng.choice(["4", "pg", "true", "redis", "legacy"])
+    return d
+
+
+def ini_text(rng, d: dict[str, str], k, alt: dict[str, str]) -> str:
+    """Render (section.key -> value) as INI, with comments, case noise, duplicates and interpolation."""
+    sections: dict[str, list[str]] = {}
+    keys = sorted(d)
+    rng.shuffle(keys)
+    for key in keys:
+        sec, name = key.split(".", 1)
+        value = d[key]
+        lines = sections.setdefault(sec, [])
+        if k["dupes"] and rng.random() < 0.15:  # an earlier, overridden line
+            lines.append(f"{name} = {alt.get(key, '1')}")
+        if k["fancy"] and rng.random() < 0.2:
+            name = name.upper()
+        lines.append(f"{name}{rng.choice([' = ', '=', '  =  '])}{value}")
+        if k["fancy"] and rng.random() < 0.2:
+            lines.append(rng.choice(["; TODO remove after migration", "# owner: platform team"]))
+    out = []
+    for sec in sorted(sections, key=lambda s: rng.random()):
+        out.append(f"[{sec.upper() if k['fancy'] and rng.random() < 0.2 else sec}]")
+        out.extend(sections[sec])
+        out.append("")
+    return "\n".join(out)
+
+
+def interpolate(rng, target: dict[str, str], merged: dict[str, str]) -> None:
+    """Turn a value or two of ``target`` into `${section.key}` references to plain keys of ``merged``."""
+    if "server.timeout" in merged and rng.random() < 0.7:
+        target["db.timeout"] = "${server.timeout}"
+    if "server.host" in merged and rng.random() < 0.5:
+        target["db.url"] = f"postgres://${{server.host}}:5432/app{rng.randrange(1, 99)}"
+    if "jobs.every_min" in merged and rng.random() < 0.5:
+        target["cache.ttl_min"] = "${jobs.every_min}"
+
+
+def random_ini(rng, k) -> str:
+    d = v1_values(rng, k)
+    alt = v1_values(rng, dict(k, opt=12, deprecated=True))
+    if k["interp"]:
+        interpolate(rng, d, dict(d))
+    return ini_text(rng, d, k, alt)
+
+
+def v2_valid(rng, tenant: str) -> list[str]:
+    """Lines of a valid v2 config (random optional keys, boundary values)."""
+    lines = [f"http.bind_address={rng.choice(HOSTS)}", f"http.port={rng.choice([1, 80, 8080, 65535, 443, 9000])}",
+             f"database.url=postgres://db{rng.randrange(9)}.internal/app", f"deployment.tenant={tenant}"]
+    opt = [f"http.timeout_ms={rng.choice([0, 1000, 30000])}", f"http.tls={rng.choice(['true', 'false'])}",
+           f"database.username={rng.choice(['app', 'etl_2'])}", f"database.pool_size={rng.choice([1, 10, 512])}",
+           f"database.timeout_ms={rng.choice([0, 5000])}", f"cache.enabled={rng.choice(['true', 'false'])}",
+           f"cache.max_bytes={rng.choice([0, 1048576, 268435456])}", f"cache.ttl_s={rng.choice([0, 60, 3600])}",
+           f"logging.level={rng.choice(['debug', 'info', 'warn', 'error'])}",
+           f"logging.format={rng.choice(['text', 'json'])}", f"jobs.interval_s={rng.choice([1, 60, 86400])}",
+           f"jobs.peers={','.join(rng.sample(PEERS, rng.randint(1, 3)))}"]
+    lines += rng.sample(opt, rng.randint(0, len(opt)))
+    lines.sort()
+    if rng.random() < 0.3:
+        lines.insert(rng.randrange(len(lines) + 1), "# generated by migrate-config")
+    if rng.random() < 0.2:
+        lines.insert(rng.randrange(1, len(lines) + 1), "")
+    return lines
+
+
+def v2_broken(rng, tenant: str, other_tenant: str) -> str:
+    lines = [x for x in v2_valid(rng, tenant) if x and not x.startswith("#")]
+    keys = [x.split("=", 1)[0] for x in lines]
+    kind = rng.choice(["port", "int", "bool", "enum", "unknown", "dupe", "missing", "tenant", "spaces", "peers",
+                       "v1key", "empty"])
+    def setv(key, value):
+        if key in keys:
+            lines[keys.index(key)] = f"{key}={value}"
+        else:
+            lines.append(f"{key}={value}")
+    if kind == "port":
+        setv("http.port", rng.choice(["0", "65536", "080", "+80", "80a", "-1", "8080.0", ""]))
+    elif kind == "int":
+        key, bad = rng.choice([("database.pool_size", "0"), ("database.pool_size", "513"),
+                               ("jobs.interval_s", "0"), ("cache.ttl_s", "-5"), ("http.timeout_ms", "30s"),
+                               ("cache.max_bytes", "1e6"), ("database.timeout_ms", "007")])
+        setv(key, bad)
+    elif kind == "bool":
+        setv(rng.choice(["http.tls", "cache.enabled"]), rng.choice(["yes", "True", "1", "off", "TRUE"]))
+    elif kind == "enum":
+        setv(rng.choice(["logging.level", "logging.format"]), rng.choice(["warning", "INFO", "trace", "JSON",
+                                                                          "yaml"]))
+    elif kind == "unknown":
+        lines.append(rng.choice(["http.bindaddress=0.0.0.0", "cache.size_mb=64", "logging.colour=true",
+                                 "database.driver=pg", "http.workers=4"]))
+    elif kind == "dupe":
+        i = rng.randrange(len(lines))
+        lines.insert(i, lines[i])
+    elif kind == "missing":
+        req = rng.choice(["http.bind_address", "http.port", "database.url", "deployment.tenant"])
+        lines = [x for x in lines if not x.startswith(req + "=")]
+    elif kind == "tenant":
+        setv("deployment.tenant", rng.choice([other_tenant, tenant.lower(), tenant + " ", tenant[:-1]]))
+    elif kind == "spaces":
+        i = rng.randrange(len(lines))
+        key, _, v = lines[i].partition("=")
+        lines[i] = rng.choice([f"{key} = {v}", f"{key} ={v}", f" {key}={v}"])
+    elif kind == "peers":
+        setv("jobs.peers", rng.choice(["node-a,,node-b", "node-a, node-b", "node-a,", "Node-A", ",batch"]))
+    elif kind == "v1key":
+        lines.append(rng.choice(["server.port=8080", "db.pool=5", "log.level=info"]))
+    else:
+        setv(rng.choice(["http.bind_address", "database.url", "database.username"]), rng.choice(["", " x"]))
+    return "\n".join(sorted(lines) if rng.random() < 0.8 else lines) + "\n"
+
+
+@register
+class ConfigMigration(Family):
+    name = "config_migration"
+    domain = "software_engineering"
+    skill_types = ("Configuration Management",)
+    primitive_skills = ("INI parsing", "config schema migration", "unit conversion of settings", "schema validation",
+                        "input validation", "regular expressions")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"opt": 5, "fancy": False, "deprecated": False, "dupes": False, "interp": False, "chain": 0,
+                  "corpus": 20},
+              2: {"opt": 8, "fancy": True, "deprecated": True, "dupes": False, "interp": False, "chain": 0,
+                  "corpus": 30},
+              3: {"opt": 10, "fancy": True, "deprecated": True, "dupes": True, "interp": True, "chain": 1,
+                  "corpus": 40},
+              4: {"opt": 12, "fancy": True, "deprecated": True, "dupes": True, "interp": True, "chain": 2,
+                  "corpus": 60}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        tenant = t.code(2)
+        other = t.code(2)
+        extends = interp = ""
+        if k["chain"]:
+            extends = (" A file may start with `[meta]` / `extends = <file>` (a path relative to that file): it "
+                       "then inherits every key of that file (which may itself extend another), and its own keys "
+                       "override the inherited ones; `meta.extends` itself is not a setting.")
+        if k["interp"]:
+            interp = (" A value may reference another key as `${section.key}` (lower case); references are "
+                      "replaced by that key's raw v1 value, after inheritance and before any conversion.")
+        t.add_file("/app/docs/MIGRATION.md", GUIDE.format(extends=extends, interp=interp))
+        if t.axes.verifier == "adversarial_corpus":
+            var = t.deliver(tenant, "the tenant ID")
+            ns: dict = {}
+            exec(LINTER.format(tenant=tenant), ns)  # noqa: S102 - our own reference
+            clean = ["\n".join(v2_valid(rng, tenant)) + "\n" for _ in range(k["corpus"])]
+            assert all(ns["valid"](c) for c in clean)
+            malicious: list[str] = []
+            while len(malicious) < k["corpus"]:
+                item = v2_broken(rng, tenant, other)
+                if not ns["valid"](item) and item not in malicious:
+                    malicious.append(item)
+            t.say("Deploys keep failing late because people hand-edit v2 service configs. Write a pre-deploy "
+                  "linter that checks one v2 config against the schema in `/app/docs/MIGRATION.md` (section "
+                  "\"v2 schema\"), with our tenant ID given here.")
+            t.expect_classifier("The config arrives on standard input. Hard-code the tenant ID.", clean, malicious,
+                                {"Python": LINTER.format(tenant="@@TENANT@@")})
+            t.solve(f'sed -i "s/@@TENANT@@/{var}/" /app/solution.py')
+            return
+        if t.axes.verifier == "fuzz_equivalence":
+            var = t.deliver(tenant, "the tenant ID")
+            ns = {}
+            exec(REFERENCE.format(tenant=tenant), ns)  # noqa: S102
+            kk = dict(k, chain=0)
+            cases = []
+            for _ in range(10):
+                text = random_ini(rng, kk)
+                d = ns["parse"](text)
+                cases.append((text, ns["migrate"](d)))
+            t.say("We have dozens of legacy v1 service configs to convert. Write the migration tool: it reads "
+                  "one v1 INI config and prints the v2 config, following `/app/docs/MIGRATION.md` exactly "
+                  "(the tenant ID is given here). Inputs never use `extends`.")
+            t.expect_program("Hard-code the tenant ID.", cases, {"Python": REFERENCE.format(tenant="@@TENANT@@")})
+            t.solve(f'sed -i "s/@@TENANT@@/{var}/" /app/solution.py')
+            return
+        # Files: the service config, possibly extending shared bases.
+        names = ["common.ini", "base.ini"][-k["chain"]:] if k["chain"] else []
+        full = v1_values(rng, k)
+        alt = v1_values(rng, dict(k, opt=12, deprecated=True))  # older values, overridden by later layers
+        keys = sorted(full)
+        layers: list[dict[str, str]] = [{} for _ in range(len(names) + 1)]
+        for key in keys:  # each key lives in one or more layers; the leaf wins
+            homes = sorted(rng.sample(range(len(layers)), rng.randint(1, min(2, len(layers)))))
+            for h in homes[:-1]:
+                layers[h][key] = alt.get(key, "1")
+            layers[homes[-1]][key] = full[key]
+        if k["interp"]:
+            # references are resolved after inheritance: the leaf may point at a key set in a base
+            merged0: dict[str, str] = {}
+            for layer in layers:
+                merged0.update(layer)
+            interpolate(rng, layers[-1], merged0)
+        texts = []
+        for i, layer in enumerate(layers):
+            body = ini_text(rng, layer, k, alt)
+            if i > 0:
+                body = f"[meta]\nextends = {names[i - 1] if i - 1 < len(names) else ''}\n\n" + body
+            texts.append(body)
+        svc = rng.choice(["orders", "billing", "search", "gateway"])
+        files = names + [f"{svc}.ini"]
+        for name, text in zip(files, texts):
+            t.add_file(f"/app/conf/{name}", text)
+        ns = {}
+        exec(REFERENCE.format(tenant=tenant), ns)  # noqa: S102
+        merged: dict[str, str] = {}
+        for text in texts:
+            ns["parse"](text, merged)
+        merged.pop("meta.extends", None)
+        truth = ns["migrate"](merged)
+        var = t.deliver(tenant, "the tenant ID")
+        chain = " (it extends shared files in the same folder)" if k["chain"] else ""
+        t.say(f"The `{svc}` service still runs on its v1 config, `/app/conf/{svc}.ini`{chain}. Migrate it to v2 "
+              "following `/app/docs/MIGRATION.md` to the letter, for the tenant given here.")
+        t.add_solution_file("migrate.py", REFERENCE.format(tenant=""))
+        t.solve(f'mkdir -p /app/out\npython3 /solution/migrate.py "{var}" /app/conf/{svc}.ini > /app/out/{svc}.v2')
+        t.expect_output(f"/app/out/{svc}.v2", truth, "the v2 config (flat `key=value` lines, sorted by key)")

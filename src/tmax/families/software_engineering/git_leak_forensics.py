@@ -1,0 +1,236 @@
+"""When was a leaked string in the repository? A reproducible git history (fixed authors and dates) in
+which a secret is added, moved between files, removed and (at higher levels) re-added; report every
+window during which it was in the tree: the adding commit, the removing commit, the author's email.
+Commit hashes are computed on the host from the same objects git writes, and the oracle uses git."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from tmax.families.base import Family, TaskBuilder, register
+
+# Builds /app/repo at environment build time from the planned history (hidden plan is deleted after).
+BUILDER = r'''
+import json, os, subprocess, sys
+
+plan = json.load(open(sys.argv[1]))
+repo = sys.argv[2]
+os.makedirs(repo, exist_ok=True)
+subprocess.run(["git", "init", "-q", "-b", "main", repo], check=True)
+prev = {}
+for c in plan:
+    for path in prev:
+        if path not in c["files"]:
+            os.remove(os.path.join(repo, path))
+    for path, text in c["files"].items():
+        full = os.path.join(repo, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(text)
+    prev = c["files"]
+    env = dict(os.environ, GIT_AUTHOR_NAME=c["name"], GIT_AUTHOR_EMAIL=c["email"], GIT_AUTHOR_DATE=c["date"],
+               GIT_COMMITTER_NAME=c["name"], GIT_COMMITTER_EMAIL=c["email"], GIT_COMMITTER_DATE=c["date"])
+    with open("/tmp/tmax-msg", "w") as f:
+        f.write(c["message"])
+    subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
+    subprocess.run(["git", "-C", repo, "-c", "commit.gpgsign=false", "commit", "-q", "--cleanup=verbatim",
+                    "-F", "/tmp/tmax-msg"], check=True, env=env)
+os.remove("/tmp/tmax-msg")
+'''
+
+# The oracle: walk the history oldest first and record when the string enters and leaves the tree.
+ORACLE = r'''
+import subprocess, sys
+
+token, repo = sys.argv[1], sys.argv[2]
+def git(*a):
+    return subprocess.run(["git", "-C", repo, *a], capture_output=True, text=True).stdout
+present, start, out = False, None, []
+for c in git("rev-list", "--reverse", "HEAD").split():
+    has = bool(git("grep", "-l", "-F", token, c).strip())
+    if has and not present:
+        start = c
+    if present and not has:
+        out.append(f"{start} {c} {git('log', '-1', '--format=%ae', start).strip()}")
+    present = has
+if present:
+    out.append(f"{start} STILL-PRESENT {git('log', '-1', '--format=%ae', start).strip()}")
+print("\n".join(out))
+'''
+
+AUTHORS = [("Mara Lindqvist", "mara@devco.example"), ("Tomasz Wrobel", "tomasz.w@devco.example"),
+           ("Priya Natarajan", "priya@devco.example"), ("Kenji Aoyama", "kaoyama@devco.example"),
+           ("Lucia Ferraro", "lferraro@contractors.example"), ("Sam Okafor", "sam.okafor@devco.example"),
+           ("deploy-bot", "bot@ci.devco.example")]
+FILES = ["README.md", "src/service/app.py", "src/service/handlers.py", "src/service/db.py", "config/default.ini",
+         "config/staging.ini", "scripts/deploy.sh", "docs/operations.md", "src/service/auth.py", "tests/test_app.py"]
+VERBS = ["fix", "add", "refactor", "tidy", "document", "bump", "rework", "speed up", "harden", "rename"]
+NOUNS = ["retry loop", "session cache", "db pool", "health check", "login flow", "deploy script", "config loader",
+         "error pages", "rate limits", "metrics", "readme", "staging settings", "auth middleware", "test fixtures"]
+
+
+def filler(rng, path: str, i: int) -> str:
+    n = rng.randrange(1000)
+    if path.endswith(".py"):
+        return rng.choice([f"TIMEOUT_{n} = {rng.randrange(1, 90)}", f"def step_{n}(ctx):\n    return ctx.get({n})",
+                           f"# TODO({i}): revisit this", f"RETRIES_{n} = {rng.randrange(1, 9)}"])
+    if path.endswith(".ini"):
+        return rng.choice([f"pool_size_{n} = {rng.randrange(2, 64)}", f"host_{n} = db{n % 7}.internal",
+                           f"; changed in change {i}"])
+    if path.endswith(".sh"):
+        return rng.choice([f"echo 'step {n}'", f"sleep {rng.randrange(1, 5)}", f"# rev {i}"])
+    return rng.choice([f"Note {n}: restart the workers after deploy.", f"See runbook section {n % 12}.",
+                       f"Changed in revision {i}."])
+
+
+def secret_line(rng, path: str, token: str) -> str:
+    if path.endswith(".py"):
+        return rng.choice([f'LEGACY_API_KEY = "{token}"', f'client = Client(token="{token}")'])
+    if path.endswith(".ini"):
+        return f"api_token = {token}"
+    if path.endswith(".sh"):
+        return f"export DEPLOY_TOKEN={token}"
+    return f"Temporary staging token: {token}"
+
+
+def git_hashes(plan: list[dict]) -> list[str]:
+    """The commit ids git will compute for ``plan`` (sha1 objects, linear history, one author=committer)."""
+    def obj(kind: bytes, data: bytes) -> bytes:
+        return hashlib.sha1(kind + b" " + str(len(data)).encode() + b"\0" + data).digest()
+
+    def tree(files: dict[str, str]) -> bytes:
+        top: dict[str, object] = {}
+        for path, text in files.items():
+            node = top
+            parts = path.split("/")
+            for d in parts[:-1]:
+                node = node.setdefault(d, {})  # type: ignore[assignment]
+            node[parts[-1]] = text  # type: ignore[index]
+
+        def enc(node: dict) -> bytes:
+            entries = []
+            for name, val in node.items():
+                if isinstance(val, dict):
+                    entries.append((name + "/", b"40000 " + name.encode() + b"\0" + enc(val)))
+                else:
+                    entries.append((name, b"100644 " + name.encode() + b"\0" + obj(b"blob", val.encode())))
+            return obj(b"tree", b"".join(e for _, e in sorted(entries)))
+        return enc(top)
+
+    out, parent = [], None
+    for c in plan:
+        ts = c["date"].split()[0].lstrip("@")
+        who = f"{c['name']} <{c['email']}> {ts} +0000"
+        body = f"tree {tree(c['files']).hex()}\n" + (f"parent {parent}\n" if parent else "") + \
+            f"author {who}\ncommitter {who}\n\n{c['message']}"
+        parent = obj(b"commit", body.encode()).hex()
+        out.append(parent)
+    return out
+
+
+@register
+class GitLeakForensics(Family):
+    name = "git_leak_forensics"
+    domain = "software_engineering"
+    skill_types = ("Version Control",)
+    primitive_skills = ("git history search", "git log filtering", "commit message parsing", "text report formatting",
+                        "regular expressions")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    levels = {1: {"commits": 8, "windows": 1, "moves": 0, "decoys": 0, "end_present": True},
+              2: {"commits": 16, "windows": 1, "moves": 0, "decoys": 1, "end_present": False},
+              3: {"commits": 26, "windows": 2, "moves": 1, "decoys": 2, "end_present": False},
+              4: {"commits": 42, "windows": 3, "moves": 2, "decoys": 3, "end_present": None}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        token = t.code(2)
+        n = k["commits"]
+        files = {p: "" for p in FILES[:4]}
+        files["README.md"] = "# service\n\nInternal service.\n"
+        # Plan the windows: (add index, remove index or None); never in commit 0.
+        slots = sorted(rng.sample(range(1, n), 2 * k["windows"]))
+        windows = [(slots[2 * i], slots[2 * i + 1]) for i in range(k["windows"])]
+        end_present = k["end_present"] if k["end_present"] is not None else rng.random() < 0.5
+        if end_present:
+            windows[-1] = (windows[-1][0], None)
+        inside = [i for a, b in windows for i in range(a + 1, b if b is not None else n)]
+        moves = sorted(rng.sample(inside, min(k["moves"], len(inside)))) if inside else []
+        decoy_at = sorted(rng.sample(range(1, n), k["decoys"]))
+        where: str | None = None  # file holding the secret, when present
+        secret: str = ""
+        plan = []
+        day = 1_700_000_000 + rng.randrange(10**6)
+        for i in range(n):
+            cur = dict(files)
+            msgs = []
+            # ordinary churn
+            for p in rng.sample(sorted(set(FILES)), rng.randint(1, 2)):
+                lines = cur.get(p, "").splitlines()
+                if lines and rng.random() < 0.3:
+                    lines.pop(rng.randrange(len(lines)))
+                lines.insert(rng.randrange(len(lines) + 1), filler(rng, p, i))
+                if where == p and secret not in lines:  # never drop the secret by accident
+                    lines.append(secret)
+                cur[p] = "\n".join(lines) + "\n"
+            msgs.append(f"{rng.choice(VERBS)} {rng.choice(NOUNS)}")
+            for a, b in windows:
+                if i == a:
+                    where = rng.choice(FILES[1:])
+                    secret = secret_line(rng, where, token)
+                    lines = cur.get(where, "").splitlines()
+                    lines.insert(rng.randrange(len(lines) + 1), secret)
+                    cur[where] = "\n".join(lines) + "\n"
+                if i == b and where is not None:
+                    cur[where] = "".join(line + "\n" for line in cur[where].splitlines() if line != secret)
+                    where = None
+            if i in moves and where is not None:
+                cur[where] = "".join(line + "\n" for line in cur[where].splitlines() if line != secret)
+                where = rng.choice([p for p in FILES[1:] if p != where])
+                secret = secret_line(rng, where, token)
+                lines = cur.get(where, "").splitlines()
+                lines.insert(rng.randrange(len(lines) + 1), secret)
+                cur[where] = "\n".join(lines) + "\n"
+                msgs = [f"move settings into {where.rsplit('/', 1)[-1]}"]
+            if i in decoy_at:  # near misses: other case, one word of it, a spaced-out copy
+                p = rng.choice(FILES[1:])
+                half = token[:len(token) // 2]
+                decoy = rng.choice([f"# old key was {token.lower()}", f"# key prefix {half}",
+                                    f"# {token[:3]} {token[3:]} is not a key"])
+                cur[p] = cur.get(p, "") + decoy + "\n"
+            cur = {p: v for p, v in cur.items() if v}
+            who = rng.choice(AUTHORS)
+            day += rng.randrange(3600, 86400 * 3)
+            plan.append({"name": who[0], "email": who[1], "date": f"@{day} +0000",
+                         "message": f"DEV-{100 + i * 7 + rng.randrange(7)}: {msgs[0]}\n", "files": dict(sorted(cur.items()))})
+            files = cur
+        hashes = git_hashes(plan)
+        # truth: walk snapshots, as the oracle walks git
+        rows, start = [], None
+        for i, c in enumerate(plan):
+            has = any(token in text for text in c["files"].values())
+            was = i > 0 and any(token in text for text in plan[i - 1]["files"].values())
+            if has and not was:
+                start = i
+            if was and not has:
+                rows.append(f"{hashes[start]} {hashes[i]} {plan[start]['email']}")
+        if any(token in text for text in plan[-1]["files"].values()):
+            rows.append(f"{hashes[start]} STILL-PRESENT {plan[start]['email']}")
+        truth = "\n".join(rows) + "\n"
+        t.add_file("/tmp/tmax-git/plan.json", json.dumps(plan, sort_keys=True) + "\n")
+        t.add_file("/tmp/tmax-git/build.py", BUILDER)
+        t.add_setup("python3 /tmp/tmax-git/build.py /tmp/tmax-git/plan.json /app/repo && rm -rf /tmp/tmax-git")
+        var = t.deliver(token, "the leaked string")
+        t.say("A credential string was found in a public paste, and security wants to know exactly when it was "
+              "part of our code base. The repository is `/app/repo` (branch `main`, linear history). Find every "
+              "window of history during which the exact string (case-sensitive) was present anywhere in the "
+              "tracked files: it begins at the commit whose tree contains it while its parent's tree does not, "
+              "and ends at the first later commit whose tree no longer contains it. Moving it from one file to "
+              "another within a single commit does not end a window, and near-misses (other case, partial copies) "
+              "do not count.")
+        t.say("The report has one line per window, oldest first: the full 40-character hash of the commit that added it, a "
+               "space, the full hash of the commit that removed it (or `STILL-PRESENT` if it is still in `main`'s "
+               "latest commit), a space, and the author email of the adding commit.")
+        t.add_solution_file("windows.py", ORACLE)
+        t.solve(f'mkdir -p /app/out\npython3 /solution/windows.py "{var}" /app/repo > /app/out/leak_windows.txt')
+        t.expect_output("/app/out/leak_windows.txt", truth, "the report")

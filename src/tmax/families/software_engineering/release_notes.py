@@ -1,0 +1,586 @@
+"""Cut a release from a git history written in Conventional Commits: find the last release tag (semver
+order, pre-release and deploy tags ignored), bump the version by the commits since (breaking, feat,
+fix; reverts cancel; 0.x keeps breaking changes in the minor), and write the release notes section.
+Program variants: the notes generator (fuzzed), or a commit-msg linter (adversarial corpus)."""
+
+from __future__ import annotations
+
+import json
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import re
+import sys
+
+CODENAME = "{codename}"
+HEADER = re.compile(r"^([a-z]+)(?:\(([a-z0-9-]+)\))?(!)?: (.+)$")
+SECTIONS = (("feat", "Features"), ("fix", "Bug fixes"), ("perf", "Performance"))
+
+
+def notes(text, codename=None):
+    codename = codename or CODENAME
+    lines = text.split("\n")
+    prev = lines[0].split()[1]
+    msgs, cur = [], None
+    for line in lines[1:]:
+        if line == "==== commit":
+            cur = []
+            msgs.append(cur)
+        elif cur is not None:
+            cur.append(line)
+    commits = []
+    for m in msgs:
+        h = HEADER.match(m[0]) if m else None
+        if not h:
+            continue
+        footer = None
+        for line in m[1:]:
+            if line.startswith("BREAKING CHANGE: "):
+                footer = line[len("BREAKING CHANGE: "):]
+        commits.append({{"type": h.group(1), "scope": h.group(2), "bang": bool(h.group(3)), "desc": h.group(4),
+                        "header": m[0], "footer": footer, "dead": False}})
+    for i, c in enumerate(commits):
+        if c["type"] == "revert" and not c["dead"]:
+            c["dead"] = True
+            for j in range(i - 1, -1, -1):
+                if not commits[j]["dead"] and commits[j]["header"] == c["desc"]:
+                    commits[j]["dead"] = True
+                    break
+    live = [c for c in commits if not c["dead"]]
+    breaking = [c for c in live if c["bang"] or c["footer"] is not None]
+    a, b, p = (int(x) for x in prev.split("."))
+    if breaking:
+        a, b, p = (a + 1, 0, 0) if a > 0 else (0, b + 1, 0)
+    elif any(c["type"] == "feat" for c in live):
+        b, p = b + 1, 0
+    elif any(c["type"] in ("fix", "perf") for c in live):
+        p += 1
+    else:
+        return "no release\n"
+
+    def entry(c, text):
+        return f"- **{{c['scope']}}:** {{text}}" if c["scope"] else f"- {{text}}"
+
+    out = [f"## {{a}}.{{b}}.{{p}} ({{codename}})"]
+    if breaking:
+        out += ["", "### Breaking changes"] + [entry(c, c["footer"] or c["desc"]) for c in breaking]
+    for t, title in SECTIONS:
+        items = [entry(c, c["desc"]) for c in live if c["type"] == t]
+        if items:
+            out += ["", f"### {{title}}"] + items
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(notes(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
+'''
+
+LINTER = r'''
+import re
+import sys
+
+MAX_HEADER = {limit}
+TYPES = ("feat", "fix", "perf", "refactor", "docs", "chore", "test", "ci", "build", "style", "revert")
+
+
+def ok(msg):
+    if msg.endswith("\n"):
+        msg = msg[:-1]
+    lines = msg.split("\n")
+    h = re.fullmatch(r"([a-z]+)(\(([a-z0-9-]+)\))?(!)?: (\S.*)", lines[0])
+    if not h or h.group(1) not in TYPES or len(lines[0]) > MAX_HEADER:
+        return False
+    desc = h.group(5)
+    if desc.endswith(".") or desc != desc.rstrip() or desc[0].isupper():
+        return False
+    if len(lines) > 1 and lines[1] != "":
+        return False
+    for line in lines[1:]:
+        if len(line) > 100 or line != line.rstrip():
+            return False
+        if line.lower().startswith("breaking change") or line.lower().startswith("breaking-change"):
+            if not re.fullmatch(r"BREAKING CHANGE: \S.*", line):
+                return False
+    return True
+
+
+if __name__ == "__main__":
+    sys.exit(0 if ok(sys.stdin.read()) else 1)
+'''
+
+C_REFERENCE = r'''
+/* Release notes from Conventional Commits: version bump, reverts, sections. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CODENAME "@@CODENAME@@"
+#define MAXC 4096
+
+typedef struct {
+    char type[64], scope[128], header[1024], desc[1024], footer[1024];
+    int bang, has_footer, dead;
+} Commit;
+
+static Commit commits[MAXC];
+static int nc;
+
+static int parse_header(const char *h, Commit *c) {
+    size_t i = 0, n = strlen(h);
+    while (i < n && h[i] >= 'a' && h[i] <= 'z') i++;
+    if (i == 0 || i >= sizeof c->type) return 0;
+    memcpy(c->type, h, i);
+    c->type[i] = 0;
+    c->scope[0] = 0;
+    if (h[i] == '(') {
+        size_t j = i + 1, k = j;
+        while (k < n && ((h[k] >= 'a' && h[k] <= 'z') || (h[k] >= '0' && h[k] <= '9') || h[k] == '-')) k++;
+        if (k == j || h[k] != ')' || k - j >= sizeof c->scope) return 0;
+        memcpy(c->scope, h + j, k - j);
+        c->scope[k - j] = 0;
+        i = k + 1;
+    }
+    c->bang = 0;
+    if (h[i] == '!') { c->bang = 1; i++; }
+    if (h[i] != ':' || h[i + 1] != ' ' || h[i + 2] == 0) return 0;
+    snprintf(c->desc, sizeof c->desc, "%s", h + i + 2);
+    snprintf(c->header, sizeof c->header, "%s", h);
+    return 1;
+}
+
+static void entry(const Commit *c, const char *text) {
+    if (c->scope[0]) printf("- **%s:** %s\n", c->scope, text);
+    else printf("- %s\n", text);
+}
+
+int main(void) {
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    int ch;
+    while ((ch = getchar()) != EOF) {
+        if (len + 1 >= cap) buf = realloc(buf, cap *= 2);
+        buf[len++] = (char)ch;
+    }
+    buf[len] = 0;
+    char *line = buf, *next;
+    int a = 0, b = 0, p = 0, lineno = 0, state = 0; /* state: 0 before a commit, 1 expecting header, 2 in body */
+    Commit *cur = NULL;
+    for (;;) {
+        next = strchr(line, '\n');
+        if (next) *next = 0;
+        if (lineno == 0) {
+            char word[64];
+            sscanf(line, "%63s %d.%d.%d", word, &a, &b, &p);
+        } else if (strcmp(line, "==== commit") == 0) {
+            state = 1;
+            cur = NULL;
+        } else if (state == 1) {
+            state = 2;
+            Commit *c = &commits[nc];
+            memset(c, 0, sizeof *c);
+            if (parse_header(line, c)) { cur = c; nc++; }
+        } else if (state == 2 && cur && strncmp(line, "BREAKING CHANGE: ", 17) == 0) {
+            cur->has_footer = 1;
+            snprintf(cur->footer, sizeof cur->footer, "%s", line + 17);
+        }
+        lineno++;
+        if (!next) break;
+        line = next + 1;
+    }
+    for (int i = 0; i < nc; i++) {
+        if (strcmp(commits[i].type, "revert") != 0 || commits[i].dead) continue;
+        commits[i].dead = 1;
+        for (int j = i - 1; j >= 0; j--)
+            if (!commits[j].dead && strcmp(commits[j].header, commits[i].desc) == 0) { commits[j].dead = 1; break; }
+    }
+    int brk = 0, feat = 0, fix = 0;
+    for (int i = 0; i < nc; i++) {
+        if (commits[i].dead) continue;
+        if (commits[i].bang || commits[i].has_footer) brk = 1;
+        if (strcmp(commits[i].type, "feat") == 0) feat = 1;
+        if (strcmp(commits[i].type, "fix") == 0 || strcmp(commits[i].type, "perf") == 0) fix = 1;
+    }
+    if (brk) { if (a > 0) { a++; b = 0; p = 0; } else { b++; p = 0; } }
+    else if (feat) { b++; p = 0; }
+    else if (fix) p++;
+    else { printf("no release\n"); return 0; }
+    printf("## %d.%d.%d (%s)\n", a, b, p, CODENAME);
+    if (brk) {
+        printf("\n### Breaking changes\n");
+        for (int i = 0; i < nc; i++) {
+            const Commit *c = &commits[i];
+            if (!c->dead && (c->bang || c->has_footer)) entry(c, c->has_footer && c->footer[0] ? c->footer : c->desc);
+        }
+    }
+    const char *types[] = {"feat", "fix", "perf"}, *titles[] = {"Features", "Bug fixes", "Performance"};
+    for (int t = 0; t < 3; t++) {
+        int any = 0;
+        for (int i = 0; i < nc; i++) {
+            const Commit *c = &commits[i];
+            if (c->dead || strcmp(c->type, types[t]) != 0) continue;
+            if (!any) printf("\n### %s\n", titles[t]);
+            any = 1;
+            entry(c, c->desc);
+        }
+    }
+    return 0;
+}
+'''
+
+C_LINTER = r'''
+/* commit-msg hook: exit 0 for a valid Conventional Commits message, 1 otherwise. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_HEADER @@LIMIT@@
+
+static const char *TYPES[] = {"feat", "fix", "perf", "refactor", "docs", "chore", "test", "ci", "build", "style",
+                              "revert"};
+
+static int trailing_space(const char *s, size_t n) { return n > 0 && isspace((unsigned char)s[n - 1]); }
+
+static int starts_ci(const char *s, size_t n, const char *p) {
+    size_t m = strlen(p);
+    if (n < m) return 0;
+    for (size_t i = 0; i < m; i++)
+        if (tolower((unsigned char)s[i]) != p[i]) return 0;
+    return 1;
+}
+
+static int header_ok(const char *h, size_t n) {
+    size_t i = 0;
+    while (i < n && h[i] >= 'a' && h[i] <= 'z') i++;
+    if (i == 0) return 0;
+    int known = 0;
+    for (size_t t = 0; t < sizeof TYPES / sizeof *TYPES; t++)
+        if (strlen(TYPES[t]) == i && strncmp(h, TYPES[t], i) == 0) known = 1;
+    if (!known) return 0;
+    if (i < n && h[i] == '(') {
+        size_t j = ++i;
+        while (i < n && ((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= '0' && h[i] <= '9') || h[i] == '-')) i++;
+        if (i == j || i >= n || h[i] != ')') return 0;
+        i++;
+    }
+    if (i < n && h[i] == '!') i++;
+    if (i + 1 >= n || h[i] != ':' || h[i + 1] != ' ') return 0;
+    i += 2;
+    if (i >= n || isspace((unsigned char)h[i])) return 0;
+    if (n > MAX_HEADER) return 0;
+    if (h[n - 1] == '.' || trailing_space(h, n) || isupper((unsigned char)h[i])) return 0;
+    return 1;
+}
+
+int main(void) {
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    int c;
+    while ((c = getchar()) != EOF) {
+        if (len + 1 >= cap) buf = realloc(buf, cap *= 2);
+        buf[len++] = (char)c;
+    }
+    if (len && buf[len - 1] == '\n') len--;
+    buf[len] = 0;
+    size_t start = 0, lineno = 0;
+    for (;;) {
+        char *nl = memchr(buf + start, '\n', len - start);
+        size_t end = nl ? (size_t)(nl - buf) : len;
+        const char *s = buf + start;
+        size_t n = end - start;
+        if (lineno == 0) {
+            if (!header_ok(s, n)) return 1;
+        } else {
+            if (lineno == 1 && n != 0) return 1;
+            if (n > 100 || trailing_space(s, n)) return 1;
+            if (starts_ci(s, n, "breaking change") || starts_ci(s, n, "breaking-change")) {
+                if (n < 18 || strncmp(s, "BREAKING CHANGE: ", 17) != 0 || isspace((unsigned char)s[17])) return 1;
+            }
+        }
+        lineno++;
+        if (!nl) break;
+        start = end + 1;
+    }
+    return 0;
+}
+'''
+
+BUILDER = r'''
+import json, os, subprocess, sys
+
+plan = json.load(open(sys.argv[1]))
+repo = sys.argv[2]
+subprocess.run(["git", "init", "-q", "-b", "main", repo], check=True)
+for i, c in enumerate(plan):
+    with open(os.path.join(repo, c["file"]), "a") as f:
+        f.write(f"change {i}\n")
+    env = dict(os.environ, GIT_AUTHOR_NAME=c["name"], GIT_AUTHOR_EMAIL=c["email"], GIT_AUTHOR_DATE=c["date"],
+               GIT_COMMITTER_NAME=c["name"], GIT_COMMITTER_EMAIL=c["email"], GIT_COMMITTER_DATE=c["date"])
+    with open("/tmp/tmax-msg", "w") as f:
+        f.write(c["message"])
+    subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
+    subprocess.run(["git", "-C", repo, "-c", "commit.gpgsign=false", "commit", "-q", "--cleanup=verbatim",
+                    "-F", "/tmp/tmax-msg"], check=True, env=env)
+    for tag in c["tags"]:
+        subprocess.run(["git", "-C", repo, "tag", tag], check=True, env=env)
+os.remove("/tmp/tmax-msg")
+'''
+
+SCOPES = ["api", "ui", "db", "auth", "cli", "deps", "core", "parser", "cache", "docs"]
+DESCS = {"feat": ["add export to csv", "support dark mode", "allow custom retry policies", "add bulk delete endpoint",
+                  "expose health metrics", "add sso login", "support webhooks", "add pagination to search"],
+         "fix": ["handle empty payloads", "avoid crash on missing config", "correct timezone offsets",
+                 "close leaked file handles", "retry on connection reset", "escape quotes in csv output",
+                 "fix off-by-one in pager"],
+         "perf": ["cache compiled templates", "batch database writes", "avoid quadratic merge"],
+         "refactor": ["split request handler", "extract validation module", "rename internal helpers"],
+         "docs": ["document rate limits", "update install guide", "fix typos in readme"],
+         "chore": ["bump dev dependencies", "update license year", "tidy makefile"],
+         "test": ["add regression test for pager", "speed up fixtures"], "ci": ["cache pip downloads"],
+         "build": ["pin toolchain version"], "style": ["apply formatter"]}
+BREAK_TEXT = ["the `--legacy` flag was removed", "config keys are now snake_case", "drop support for python 3.8",
+              "the v1 endpoints are gone", "timeouts are now in milliseconds"]
+NOISE = ["Merge branch 'hotfix' into main", "wip", "Update README.md", "Fixed stuff", "fix typo"]
+PEOPLE = [("Ana Souza", "ana@proj.example"), ("Lars Berg", "lars@proj.example"), ("Mei Chen", "mei@proj.example"),
+          ("Omar Haddad", "omar@proj.example")]
+
+
+def commit_msgs(rng, k, n):
+    """n commit messages (oldest first), conventional with noise, breaking changes and reverts per level."""
+    out: list[str] = []
+    headers: list[str] = []
+    types = ["feat", "fix", "fix", "perf", "refactor", "docs", "chore", "test", "ci", "build", "style"]
+    for _ in range(n):
+        r = rng.random()
+        if k["noise"] and r < 0.12:
+            out.append(rng.choice(NOISE) + "\n")
+            continue
+        if k["reverts"] and r < 0.22 and headers:
+            out.append(f"revert: {rng.choice(headers)}\n\nThis reverts an earlier change.\n")
+            continue
+        t = rng.choice(types)
+        scope = rng.choice(SCOPES) if rng.random() < 0.6 else None
+        bang = k["bang"] and rng.random() < 0.1
+        header = f"{t}{f'({scope})' if scope else ''}{'!' if bang else ''}: {rng.choice(DESCS[t])}"
+        body = []
+        if rng.random() < 0.4:
+            body.append(rng.choice(["The old behaviour surprised users.", "Found while profiling.",
+                                    "Requested by support."]))
+        footers = []
+        if k["footer"] and rng.random() < 0.1:
+            footers.append(f"BREAKING CHANGE: {rng.choice(BREAK_TEXT)}")
+        if rng.random() < 0.3:
+            footers.append(f"Refs: DEV-{rng.randrange(100, 999)}")
+        msg = header + "\n"
+        if body:
+            msg += "\n" + "\n".join(body) + "\n"
+        if footers:
+            msg += "\n" + "\n".join(footers) + "\n"
+        out.append(msg)
+        headers.append(header)
+    if not any(m.startswith(("feat", "fix")) for m in out):
+        out.append(f"fix: {rng.choice(DESCS['fix'])}\n")
+    return out
+
+
+def fuzz_text(prev: str, msgs: list[str]) -> str:
+    return f"previous {prev}\n" + "".join("==== commit\n" + m for m in msgs)
+
+
+def valid_msg(rng, limit: int) -> str:
+    t = rng.choice(["feat", "fix", "perf", "refactor", "docs", "chore", "test", "ci", "build", "style", "revert"])
+    scope = rng.choice(SCOPES + ["api-v2", "i18n"]) if rng.random() < 0.6 else None
+    desc = rng.choice([d for ds in DESCS.values() for d in ds])
+    header = f"{t}{f'({scope})' if scope else ''}{'!' if rng.random() < 0.15 else ''}: {desc}"
+    while len(header) > limit:
+        header = header[:-1].rstrip()
+    msg = header
+    if rng.random() < 0.5:
+        msg += "\n\n" + rng.choice(["Some context for reviewers.", "Fixes the nightly build.\nSee the ticket."])
+    if rng.random() < 0.3:
+        msg += "\n\n" + rng.choice([f"BREAKING CHANGE: {rng.choice(BREAK_TEXT)}", f"Refs: DEV-{rng.randrange(1000)}"])
+    return msg + "\n"
+
+
+def broken_msg(rng, limit: int) -> str:
+    good = valid_msg(rng, limit)
+    header, _, rest = good.partition("\n")
+    kind = rng.choice(["type_case", "no_space", "empty_scope", "upper_scope", "bad_type", "period", "too_long",
+                       "no_blank", "footer_case", "space_before_colon", "double_space", "capital", "trailing_ws",
+                       "long_body"])
+    t, _, desc = header.partition(": ")
+    if kind == "type_case":
+        header = t[0].upper() + t[1:] + ": " + desc
+    elif kind == "no_space":
+        header = t + ":" + desc
+    elif kind == "empty_scope":
+        header = t.split("(")[0] + "(): " + desc
+    elif kind == "upper_scope":
+        header = t.split("(")[0] + "(API): " + desc
+    elif kind == "bad_type":
+        header = rng.choice(["feature", "bugfix", "hotfix", "update", "misc"]) + ": " + desc
+    elif kind == "period":
+        header = header + "."
+    elif kind == "too_long":
+        header = t + ": " + desc + " and " + "also tidy the surrounding code paths" * 2
+        header = header[:limit + rng.randint(1, 6)]
+    elif kind == "no_blank":
+        return header + "\n" + "This line should have been separated by a blank line.\n"
+    elif kind == "footer_case":
+        return header + "\n\n" + rng.choice(["breaking change: ", "Breaking Change: ", "BREAKING-CHANGE "]) + \
+            rng.choice(BREAK_TEXT) + "\n"
+    elif kind == "space_before_colon":
+        header = t + " : " + desc
+    elif kind == "double_space":
+        header = t + ":  " + desc
+    elif kind == "capital":
+        header = t + ": " + desc[0].upper() + desc[1:]
+    elif kind == "trailing_ws":
+        header = header + " "
+    else:
+        return header + "\n\n" + "x" * 101 + "\n"
+    return header + "\n" + rest
+
+
+@register
+class ReleaseNotes(Family):
+    name = "release_notes"
+    domain = "software_engineering"
+    skill_types = ("Release Engineering", "Version Control")
+    primitive_skills = ("conventional commits", "changelog generation", "tag-based release tracking",
+                        "semantic version parsing", "commit message parsing", "git log filtering",
+                        "regular expressions", "input validation")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
+    programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    levels = {1: {"commits": 6, "noise": False, "bang": False, "footer": False, "reverts": False, "tags": 1,
+                  "odd_tags": False, "zero": False, "corpus": 20},
+              2: {"commits": 10, "noise": True, "bang": True, "footer": False, "reverts": False, "tags": 3,
+                  "odd_tags": False, "zero": False, "corpus": 30},
+              3: {"commits": 16, "noise": True, "bang": True, "footer": True, "reverts": True, "tags": 4,
+                  "odd_tags": True, "zero": False, "corpus": 40},
+              4: {"commits": 24, "noise": True, "bang": True, "footer": True, "reverts": True, "tags": 6,
+                  "odd_tags": True, "zero": True, "corpus": 50}}
+
+    def rules(self, k) -> str:
+        r = ("Commit messages follow Conventional Commits: the first line is `<type>(<scope>)!: <description>` "
+             "(scope and `!` optional); commits whose first line does not have that form are ignored. ")
+        if k["reverts"]:
+            r += ("A commit `revert: <first line of another commit>` cancels the most recent earlier, not yet "
+                  "cancelled commit in the range with exactly that first line; neither of the two counts any more. ")
+        r += ("A commit is breaking if it has `!` before the colon"
+              + (" or a footer line starting with `BREAKING CHANGE: `" if k["footer"] else "") + ". The new version "
+              "bumps the previous one: major if any counted commit is breaking"
+              + (" (while the major version is 0, a breaking change bumps the minor instead)" if k["zero"] else "")
+              + ", otherwise minor if there is a `feat`, otherwise patch if there is a `fix` or `perf`; if none "
+              "applies the whole output is the single line `no release`. The notes are: a line `## X.Y.Z (<codename>)`; "
+              "then, each only if not empty and each preceded by an empty line, the sections `### Breaking changes`"
+              + (" (one entry per breaking commit, whose text is the footer text after `BREAKING CHANGE: ` if it has "
+                 "one, else its description)" if k["footer"] else " (one entry per breaking commit, with its "
+                                                                   "description)")
+              + ", `### Features` (`feat`), `### Bug fixes` (`fix`) and `### Performance` (`perf`), whose entries "
+              "are the commits' descriptions (a breaking `feat` appears under both headings). Each entry is a line "
+              "`- **<scope>:** <text>`, or `- <text>` for a commit without scope; entries keep commit order, oldest "
+              "first. Other commit types do not appear except under breaking changes.")
+        return r
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        codename = t.code(1)
+        if t.axes.verifier == "adversarial_corpus":
+            limit = rng.choice([50, 60, 64, 72])
+            var = t.deliver(str(limit), "the maximum header length")
+            ns: dict = {}
+            exec(LINTER.format(limit=limit), ns)  # noqa: S102 - our own reference
+            clean: list[str] = []
+            malicious: list[str] = []
+            while len(clean) < k["corpus"]:
+                m = valid_msg(rng, limit)
+                if ns["ok"](m) and m not in clean:
+                    clean.append(m)
+            while len(malicious) < k["corpus"]:
+                m = broken_msg(rng, limit)
+                if not ns["ok"](m) and m not in malicious:
+                    malicious.append(m)
+            t.say("Half the team ignores our commit conventions and it breaks the release tooling. I need a "
+                  "`commit-msg` hook that checks one commit message. A valid message: the first line (the header) is "
+                  "`<type>(<scope>)!: <description>` where the scope in parentheses and the `!` are optional; type "
+                  "is one of feat, fix, perf, refactor, docs, chore, test, ci, build, style, revert; the scope is "
+                  "one or more lower-case letters, digits or `-`; exactly one space follows the colon; the "
+                  "description is not empty, does not start with an upper-case letter, does not end with `.` and has no trailing "
+                  "whitespace; the whole header is at most the maximum header length given here. If the message "
+                  "has more lines, the second one is empty. No line after the header is longer than 100 characters "
+                  "or ends in whitespace. A line that starts with `breaking change` or `breaking-change` in any "
+                  "letter case must be exactly `BREAKING CHANGE: ` followed by text that starts with a "
+                  "non-space. A final newline at the end of the message is not part of it.")
+            t.expect_classifier("The message arrives on standard input. Hard-code the length limit.", clean,
+                                malicious, {"Python": LINTER.format(limit="@@LIMIT@@"), "C": C_LINTER})
+            t.solve(f'for f in /app/solution.*; do sed -i "s/@@LIMIT@@/{var}/" "$f"; done')
+            return
+        ns = {}
+        exec(REFERENCE.format(codename=codename), ns)  # noqa: S102
+        if t.axes.verifier == "fuzz_equivalence":
+            var = t.deliver(codename, "the release codename")
+            cases = []
+            for _ in range(10):
+                major = 0 if k["zero"] and rng.random() < 0.4 else rng.randint(1, 4)
+                prev = f"{major}.{rng.randint(0, 12)}.{rng.randint(0, 9)}"
+                text = fuzz_text(prev, commit_msgs(rng, k, rng.randint(2, k["commits"])))
+                cases.append((text, ns["notes"](text)))
+            t.say("I want our release notes generated instead of handwritten. The input is a line "
+                  "`previous X.Y.Z` (the last released version) followed by the commits since that release, oldest "
+                  "first, each introduced by a line `==== commit` and followed by its full message. "
+                  + self.rules(k) + " The codename is the release codename given here.")
+            t.expect_program("Hard-code the codename.", cases, {"Python": REFERENCE.format(codename="@@CODENAME@@"),
+                                                                "C": C_REFERENCE})
+            t.solve(f'for f in /app/solution.*; do sed -i "s/@@CODENAME@@/{var}/" "$f"; done')
+            return
+        # The repository: older releases, then the commits of the coming release.
+        major = 0 if k["zero"] and rng.random() < 0.5 else rng.randint(1, 3)
+        minor = rng.randint(8, 10) if k["tags"] > 2 else rng.randint(0, 5)  # crosses 9 -> 10 for sort traps
+        versions = []
+        for i in range(k["tags"]):
+            versions.append(f"{major}.{minor + i}.{rng.randint(0, 3) if i < k['tags'] - 1 else rng.randint(0, 2)}")
+        plan = []
+        day = 1_720_000_000 + rng.randrange(10**6)
+
+        def add(msg: str, tags: list[str]) -> None:
+            nonlocal day
+            who = rng.choice(PEOPLE)
+            day += rng.randrange(3600, 86400 * 2)
+            plan.append({"name": who[0], "email": who[1], "date": f"@{day} +0000", "message": msg, "tags": tags,
+                         "file": rng.choice(["CHANGES.txt", "src.txt", "notes.txt"])})
+
+        add("chore: initial import\n", [])
+        for v in versions:
+            for m in commit_msgs(rng, dict(k, reverts=False), rng.randint(2, 4)):
+                add(m, [])
+            plan[-1]["tags"].append(f"v{v}")
+        prev = versions[-1]
+        msgs = commit_msgs(rng, k, k["commits"])
+        for i, m in enumerate(msgs):
+            tags = []
+            if k["odd_tags"] and i == len(msgs) // 2:
+                tags.append(f"v{int(prev.split('.')[0]) + 1}.0.0-rc.1")
+            if k["odd_tags"] and i == len(msgs) // 3:
+                tags.append(f"deploy-{rng.randrange(100, 999)}")
+            add(m, tags)
+        truth = ns["notes"](fuzz_text(prev, msgs))
+        t.add_file("/tmp/tmax-git/plan.json", json.dumps(plan, sort_keys=True) + "\n")
+        t.add_file("/tmp/tmax-git/build.py", BUILDER)
+        t.add_setup("python3 /tmp/tmax-git/build.py /tmp/tmax-git/plan.json /app/repo && rm -rf /tmp/tmax-git")
+        var = t.deliver(codename, "the release codename")
+        tags = (" Release tags are `vX.Y.Z`; other tags (pre-releases such as `v3.0.0-rc.1`, deploy markers) are "
+                "not releases.") if k["odd_tags"] else " Releases are tagged `vX.Y.Z`."
+        t.say("Time to cut the next release of the project in `/app/repo` (branch `main`)." + tags + " The previous "
+              "release is the highest released version by semantic-version order, and the release contains every "
+              "commit after it up to `main`'s latest commit. " + self.rules(k) + " The codename is the release "
+              "codename given here.")
+        t.add_solution_file("notes.py", REFERENCE.format(codename=""))
+        t.solve("mkdir -p /app/out\ncd /app/repo\n"
+                "prev=$(git tag -l 'v*' | grep -E '^v[0-9]+\\.[0-9]+\\.[0-9]+$' | sort -V | tail -n1)\n"
+                "{ echo \"previous ${prev#v}\"; git log --reverse --format='==== commit%n%B' \"$prev..HEAD\" | "
+                "python3 -c 'import sys,re; sys.stdout.write(re.sub(r\"\\n+(?=(==== commit\\n|$))\", \"\\n\", "
+                "sys.stdin.read()))'; } | "
+                f'python3 /solution/notes.py "{var}" > /app/out/RELEASE_NOTES.md')
+        t.expect_output("/app/out/RELEASE_NOTES.md", truth, "the release notes (exactly as specified)")

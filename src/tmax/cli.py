@@ -436,6 +436,34 @@ def calibrate(jobs_, band, out) -> None:
     console.print(f"wrote {out}")
 
 
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.argument("config", required=False, type=click.Path(dir_okay=False))
+@click.argument("overrides", nargs=-1)
+def train(config, overrides) -> None:
+    """Outcome-only RL (DPPO, FP32 head, groups of 32, async rollouts) from CONFIG (YAML) with
+    key=value overrides. Defaults are the paper's recipe; resumes from OUT/checkpoint.
+
+    \b
+    Examples:
+      tmax train configs/tiny.yaml
+      tmax train configs/tiny.yaml steps=20 loss=grpo out=runs/grpo
+      tmax train tasks=corpus model=embedded group_size=8 prompts_per_step=2 micro_batch=4
+    """
+    from tmax.rl.config import ConfigError, load_config
+
+    if config and "=" in config:
+        overrides, config = (config, *overrides), None
+    try:
+        cfg = load_config(config, list(overrides))
+    except ConfigError as e:
+        console.print(f"[red]config error:[/red] {e}", markup=False)
+        sys.exit(2)
+    from tmax.rl.trainer import Trainer
+
+    Trainer(cfg, log=lambda s: console.print(s, markup=False, highlight=False)).run()
+    console.print(f"done: {cfg.out}/metrics.jsonl, {cfg.out}/curves.png")
+
+
 @main.command()
 @click.option("--model", default="embedded", show_default=True, help="embedded or a Hugging Face model folder.")
 @click.option("--host", default="127.0.0.1", show_default=True)
@@ -503,7 +531,11 @@ def families_check(names, seeds, levels, out, jobs, repeat) -> None:
     from tmax.families import build_task, load_all
     from tmax.generate import axes_for_family, tree_digest
 
+    from tmax.families import LOAD_ERRORS
+
     fams = load_all()
+    for mod, err in sorted(LOAD_ERRORS.items()):
+        console.print(f"[red]family module {mod} failed to load: {err}[/red]", markup=False)
     chosen = sorted(fams) if names == ("all",) else list(names)
     unknown = [n for n in chosen if n not in fams]
     if unknown:

@@ -51,7 +51,7 @@ def _serve(t: TaskBuilder, path: str, expected: str, what: str) -> None:
     _write(t, {"mode": "protocol", "expected": expected, "http_port": http_port, "tcp_port": tcp_port})
     t.requirements.append(
         f"Do not stop at a file: serve {what}. Write an executable `/app/start.sh` that starts your server "
-        f"in the background and returns at once. {what[0].upper() + what[1:]} must be served over two protocols: "
+        "in the background and returns at once. Serve it over two protocols: "
         f"(1) HTTP: `GET http://127.0.0.1:{http_port}/result` answers with it as the response body; "
         f"(2) raw TCP on 127.0.0.1:{tcp_port}: after a client sends the line `RESULT`, the server sends it "
         "and closes the connection. Your server will be started by running `/app/start.sh` in a fresh copy "

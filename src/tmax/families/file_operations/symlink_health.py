@@ -1,0 +1,197 @@
+"""Which symlinks in a release directory are healthy? Classify every symbolic link in one delivered
+release as ok, dangling, outside (resolves out of the release) or loop; at higher levels, chains,
+links through symlinked directories, absolute links back into the tree, hidden directories and names
+with spaces, and the resolved target of every healthy link."""
+
+from __future__ import annotations
+
+from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.file_operations._common import WORDS, epoch, finish_setup, host_tree, run_ref, ship_tree
+
+REFERENCE = r'''
+import errno
+import os
+import sys
+
+WITH_TARGET = {with_target}
+
+
+def classify(root):
+    root = os.path.realpath(root)
+    rows = []
+    for dirpath, dirnames, filenames in os.walk(root):  # symlinks to directories are listed, not entered
+        for name in dirnames + filenames:
+            full = os.path.join(dirpath, name)
+            if not os.path.islink(full):
+                continue
+            rel = os.path.relpath(full, root)
+            try:
+                os.stat(full)
+            except OSError as e:
+                rows.append((rel, "loop" if e.errno == errno.ELOOP else "dangling", ""))
+                continue
+            real = os.path.realpath(full)
+            if real == root or real.startswith(root + os.sep):
+                rows.append((rel, "ok", os.path.relpath(real, root)))
+            else:
+                rows.append((rel, "outside", ""))
+    out = []
+    for rel, status, target in sorted(rows):
+        out.append(f"{{rel}}\t{{status}}\t{{target}}\n" if WITH_TARGET and status == "ok" else f"{{rel}}\t{{status}}\n")
+    return "".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(classify(sys.argv[1]))
+'''
+
+DIRS = ("docs", "static/css", "static/js", "static/img", "templates", "config", "lib/vendor", "api/v1")
+EXTRA_DIRS = (".well-known", "media files", "docs/user guide")
+EXT = {"docs": "md", "static/css": "css", "static/js": "js", "static/img": "png", "templates": "html",
+       "config": "yaml", "lib/vendor": "js", "api/v1": "json", ".well-known": "txt", "media files": "mp4",
+       "docs/user guide": "md"}
+
+
+def _rel(frm_dir, to):
+    """Relative path from directory frm_dir to path ``to`` (both relative to the same root)."""
+    a = [p for p in frm_dir.split("/") if p]
+    b = [p for p in to.split("/") if p]
+    i = 0
+    while i < len(a) and i < len(b) and a[i] == b[i]:
+        i += 1
+    return "/".join([".."] * (len(a) - i) + b[i:]) or "."
+
+
+@register
+class SymlinkHealth(Family):
+    name = "symlink_health_audit"
+    domain = "file_operations"
+    skill_types = ("Link and Permission Management", "File Discovery")
+    primitive_skills = ("symlink resolution", "broken link detection", "symlink loop detection",
+                        "recursive directory traversal", "path normalisation", "hidden file handling",
+                        "handling special characters in filenames")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    levels = {1: {"links": 10, "kinds": ("ok", "dangling"), "extra_dirs": 0, "target": False},
+              2: {"links": 18, "kinds": ("ok", "dangling", "outside", "chain"), "extra_dirs": 0, "target": False},
+              3: {"links": 28, "kinds": ("ok", "dangling", "outside", "chain", "loop", "dirlink"),
+                  "extra_dirs": 2, "target": True},
+              4: {"links": 40, "kinds": ("ok", "dangling", "outside", "chain", "loop", "dirlink", "through", "abs"),
+                  "extra_dirs": 3, "target": True}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        nums = sorted(rng.sample(range(1200, 9800), 3))
+        release = nums[rng.randrange(3)]
+        base = f"releases/{release}"
+        dirs = list(DIRS[:5 + t.level]) + list(EXTRA_DIRS[:k["extra_dirs"]])
+        spec = [["d", "shared/uploads", 0o755, epoch(2024, 1, 2)], ["f", "shared/uploads/banner.png", "PNG\n", 0o644,
+                                                                    epoch(2024, 1, 2)]]
+        files_by: dict = {}
+        for num in nums:
+            for d in dirs:
+                spec.append(["d", f"releases/{num}/{d}", 0o755, epoch(2024, 3, 1)])
+                for _ in range(rng.randrange(2, 5)):
+                    fname = f"{rng.choice(WORDS)}_{rng.randrange(10, 99)}.{EXT[d]}"
+                    if d in EXTRA_DIRS and rng.random() < 0.5:
+                        fname = f"{rng.choice(WORDS)} {fname}"
+                    p = f"{d}/{fname}"
+                    spec.append(["f", f"releases/{num}/{p}", f"{num} {p}\n", 0o644, epoch(2024, 3, 1)])
+                    if p not in files_by.setdefault(num, []):
+                        files_by[num].append(p)
+        files = files_by[release]
+        other = [n for n in nums if n != release][0]
+        spec.append(["l", "current", f"releases/{other}"])
+        links = []  # (path relative to the release, target)
+        used = set(files) | set(dirs)
+
+        def link_name(d):
+            while True:
+                w = rng.choice(WORDS)
+                name = f"{d}/{w}" + rng.choice(["", "-link", ".lnk", f"_{rng.randrange(9)}"])
+                if k["extra_dirs"] and rng.random() < 0.2:
+                    name = f"{d}/{w} {rng.choice(WORDS)}"
+                if name not in used:
+                    used.add(name)
+                    return name
+
+        kinds = list(k["kinds"])
+        made = []
+        for i in range(k["links"]):
+            kind = kinds[i % len(kinds)] if i < len(kinds) else rng.choice(kinds)
+            d = rng.choice(dirs)
+            name = link_name(d)
+            if kind == "ok":
+                links.append((name, _rel(d, rng.choice(files))))
+            elif kind == "dangling":
+                form = rng.randrange(3 if t.level >= 3 else 2)
+                if form == 0:
+                    miss = rng.choice(files).replace("_", "_old_", 1)
+                    links.append((name, _rel(d, miss)))
+                elif form == 1:
+                    links.append((name, f"/var/www-legacy/{rng.choice(WORDS)}/{rng.choice(WORDS)}.html"))
+                else:  # through a regular file: ENOTDIR
+                    links.append((name, _rel(d, rng.choice(files)) + "/index.html"))
+            elif kind == "outside":
+                form = rng.randrange(4)
+                links.append((name, ["/etc/passwd", "/usr/share", _rel(f"{base}/{d}", "shared/uploads/banner.png"),
+                                     _rel(f"{base}/{d}", f"releases/{other}/{rng.choice(files_by[other])}")][form]))
+            elif kind == "chain" and made:
+                links.append((name, _rel(d, rng.choice(made))))
+            elif kind == "loop":
+                form = rng.randrange(3)
+                if form == 0:
+                    links.append((name, name.rsplit("/", 1)[1]))
+                else:
+                    other_name = link_name(d)
+                    links.append((name, other_name.rsplit("/", 1)[1]))
+                    if form == 1:
+                        links.append((other_name, name.rsplit("/", 1)[1]))
+                    else:
+                        third = link_name(rng.choice(dirs))
+                        links.append((other_name, _rel(d, third)))
+                        links.append((third, _rel(third.rsplit("/", 1)[0], name)))
+            elif kind == "dirlink":
+                target_dir = rng.choice([x for x in dirs if x != d])
+                links.append((name, _rel(d, target_dir)))
+            elif kind == "through":
+                # a link whose target passes through a symlinked directory elsewhere in the release
+                target_dir = rng.choice(dirs)
+                alias = link_name(rng.choice(dirs))
+                links.append((alias, _rel(alias.rsplit("/", 1)[0], target_dir)))
+                f = rng.choice([x for x in files if x.startswith(target_dir + "/")] or files)
+                via = alias + "/" + f.rsplit("/", 1)[1] if f.startswith(target_dir + "/") else f
+                links.append((name, _rel(d, via)))
+            elif kind == "abs":
+                links.append((name, f"/app/deploy/{base}/{rng.choice(files + dirs)}"))
+            else:
+                links.append((name, _rel(d, rng.choice(files))))
+            if kind != "loop" or rng.random() < 0.3:
+                made.append(links[-1][0])
+        if t.level >= 2:
+            links.append(("assets", "static"))  # a top-level directory link
+        for name, target in links:
+            spec.append(["l", f"{base}/{name}", target])
+        ref = run_ref(REFERENCE.format(with_target=k["target"]))
+        with host_tree(spec, rebase="/app/deploy") as root:
+            truth = ref["classify"](f"{root}/{base}")
+        ship_tree(t, spec, "/app/deploy", "deploy")
+        finish_setup(t)
+        t.say("Our deploys live in `/app/deploy/releases/<NUMBER>/` (`/app/deploy/current` points at the live one, "
+              "which is not the one we care about). The release candidate named below is full of symbolic links "
+              "from years of hand edits. Audit every symbolic link inside that release directory, at any depth "
+              "(do not descend into linked directories to look for more).")
+        var = t.deliver(str(release), "the release number")
+        statuses = ["`ok`: following it (and any further links) reaches an existing file or directory inside the "
+                    "release directory",
+                    "`dangling`: it leads to something that does not exist"]
+        if "outside" in k["kinds"]:
+            statuses.append("`outside`: it reaches an existing file or directory outside the release directory")
+        if "loop" in k["kinds"]:
+            statuses.append("`loop`: resolving it never ends (links that lead back to each other)")
+        target = (" For `ok` links add a third field: the fully resolved path, relative to the release directory "
+                  "(`.` for the release directory itself)." if k["target"] else "")
+        t.say("Classify each link as " + "; ".join(statuses) + ". The report has one line per link: "
+              f"`<link path relative to the release directory><TAB><status>`, sorted by path in byte order.{target}")
+        t.add_solution_file("links.py", REFERENCE.format(with_target=k["target"]))
+        t.solve(f'mkdir -p /app/out\npython3 /solution/links.py "/app/deploy/releases/{var}" > /app/out/links.tsv')
+        t.expect_output("/app/out/links.tsv", truth, "the link report")

@@ -1,0 +1,325 @@
+"""Would these packets get through? Evaluate an iptables-save style INPUT ruleset (first match wins,
+user chains with jumps and RETURN, default policies, non-terminating LOG, negation, port ranges,
+multiport, conntrack state, interface wildcards) against one scan run's probes, and report each probe's
+verdict (and, higher up, the rule that decided it)."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import ipaddress
+import shlex
+import sys
+
+SHOW_RULE = {show_rule}
+RUN = {run}
+
+
+def ports(spec):
+    out = []
+    for part in spec.split(","):
+        lo, _, hi = part.partition(":")
+        out.append((int(lo), int(hi or lo)))
+    return out
+
+
+def parse(text):
+    policy, chains = {{}}, {{}}
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(":"):
+            name, pol = line[1:].split()[:2]
+            chains.setdefault(name, [])
+            if pol != "-":
+                policy[name] = pol
+        elif line.startswith("-A "):
+            tok = shlex.split(line)
+            rule, neg, i = {{"conds": [], "target": None}}, False, 0
+            while i < len(tok):
+                t = tok[i]
+                if t == "!":
+                    neg = True
+                    i += 1
+                    continue
+                arg = tok[i + 1] if i + 1 < len(tok) else ""
+                if t == "-A":
+                    chain = arg
+                elif t in ("-s", "--source"):
+                    rule["conds"].append(("src", neg, ipaddress.ip_network(arg, strict=False)))
+                elif t in ("-i", "--in-interface"):
+                    rule["conds"].append(("iface", neg, arg))
+                elif t in ("-p", "--protocol"):
+                    rule["conds"].append(("proto", neg, arg))
+                elif t in ("--dport", "--destination-port", "--dports", "--destination-ports"):
+                    rule["conds"].append(("dport", neg, ports(arg)))
+                elif t in ("--ctstate", "--state"):
+                    rule["conds"].append(("state", neg, arg.split(",")))
+                elif t in ("-j", "--jump"):
+                    rule["target"] = arg
+                elif t not in ("-m", "--match", "--log-prefix", "--log-level", "--reject-with"):
+                    raise ValueError("unknown option " + t)
+                neg = False
+                i += 2
+            chains.setdefault(chain, []).append(rule)
+    return policy, chains
+
+
+def matches(cond, probe):
+    kind, neg, value = cond
+    if kind == "src":
+        ok = probe["src"] in value
+    elif kind == "iface":
+        ok = probe["iface"].startswith(value[:-1]) if value.endswith("+") else probe["iface"] == value
+    elif kind == "proto":
+        ok = probe["proto"] == value
+    elif kind == "dport":
+        ok = probe["dport"] is not None and any(lo <= probe["dport"] <= hi for lo, hi in value)
+    else:
+        ok = probe["state"] in value
+    return ok != neg
+
+
+def run_chain(chains, name, probe):
+    """(verdict, 'CHAIN:n') or (None, None) when the chain falls off its end or RETURNs."""
+    for n, rule in enumerate(chains.get(name, []), 1):
+        if not all(matches(c, probe) for c in rule["conds"]):
+            continue
+        target = rule["target"]
+        if target in ("ACCEPT", "DROP", "REJECT"):
+            return target, f"{{name}}:{{n}}"
+        if target == "RETURN":
+            return None, None
+        if target == "LOG" or target is None:
+            continue
+        verdict, where = run_chain(chains, target, probe)
+        if verdict:
+            return verdict, where
+    return None, None
+
+
+def evaluate(rules_text, probes_text, run=None):
+    policy, chains = parse(rules_text)
+    out = []
+    for line in probes_text.splitlines():
+        f = line.strip().split(",")
+        if not line.strip() or line.startswith("#") or f[0] == "run":
+            continue
+        if run is not None:
+            if f[0] != str(run):
+                continue
+            f = f[1:]
+        pid, iface, proto, src, dport, state = f
+        probe = {{"iface": iface, "proto": proto, "src": ipaddress.ip_address(src),
+                 "dport": None if dport == "-" else int(dport), "state": state}}
+        verdict, where = run_chain(chains, "INPUT", probe)
+        if verdict is None:
+            verdict, where = policy.get("INPUT", "ACCEPT"), "INPUT:policy"
+        out.append(f"{{pid}} {{verdict}} {{where}}" if SHOW_RULE else f"{{pid}} {{verdict}}")
+    return "".join(o + "\n" for o in out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4:  # RULES PROBES RUN
+        with open(sys.argv[1]) as a, open(sys.argv[2]) as b:
+            sys.stdout.write(evaluate(a.read(), b.read(), sys.argv[3]))
+    else:
+        rules, _, probes = sys.stdin.read().partition("\n---\n")
+        sys.stdout.write(evaluate(rules, probes, RUN))
+'''
+
+IFACES = ["eth0", "eth1", "lo", "wg0"]
+SERVICE_PORTS = [22, 25, 53, 80, 110, 123, 143, 443, 993, 3306, 5432, 6379, 8080, 8443, 9090, 9100]
+
+
+def _net(rng, prefix=None):
+    prefix = prefix or rng.choice([8, 16, 24, 24, 28, 32])
+    first = rng.choice([10, 172, 192, 198, 203, 45, 185])
+    addr = ipaddress.ip_address(f"{first}.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(256)}")
+    net = ipaddress.ip_network(f"{addr}/{prefix}", strict=False)
+    return str(net) if prefix != 32 else str(net.network_address)
+
+
+class _Rules:
+    def __init__(self, rng, level):
+        self.rng, self.level = rng, level
+        self.nets: list[str] = []
+        self.ports: list[int] = []
+
+    def cidr(self, prefix=None):
+        n = _net(self.rng, prefix)
+        self.nets.append(n)
+        return n
+
+    def port(self):
+        p = self.rng.choice(SERVICE_PORTS)
+        self.ports.append(p)
+        return p
+
+    def prange(self):
+        lo = self.rng.randrange(1000, 60000)
+        hi = lo + self.rng.randrange(1, 200)
+        self.ports += [lo, hi]
+        return f"{lo}:{hi}"
+
+    def plain(self, targets):
+        rng, lv = self.rng, self.level
+        opts = [lambda: f"-s {self.cidr()} -j {rng.choice(['DROP', 'REJECT'])}",
+                lambda: f"-p tcp --dport {self.port()} -j {rng.choice(targets)}",
+                lambda: f"-s {self.cidr()} -p tcp --dport {self.port()} -j {rng.choice(targets)}",
+                lambda: f"-s {self.cidr(rng.choice([8, 16, 24]))} -p udp --dport {self.port()} -j ACCEPT",
+                lambda: f"-p icmp -j {rng.choice(['ACCEPT', 'DROP'])}",
+                lambda: f"-p tcp --dport {self.prange()} -j {rng.choice(targets)}"]
+        if lv >= 2:
+            opts += [lambda: f"-p tcp -m multiport --dports {self.port()},{self.port()},{self.prange()} "
+                             f"-j {rng.choice(targets)}",
+                     lambda: f"-i {rng.choice(['eth1', 'wg0'])} -j {rng.choice(targets)}",
+                     lambda: '-j LOG --log-prefix "fw probe: " --log-level 4']
+        if lv >= 3:
+            opts += [lambda: f"! -s {self.cidr(rng.choice([16, 24]))} -p tcp --dport {self.port()} -j REJECT "
+                             "--reject-with tcp-reset",
+                     lambda: f"-p udp ! --dport {self.port()} -j DROP"]
+        if lv >= 4:
+            opts += [lambda: f"-i eth+ -p tcp --dport {self.prange()} -j {rng.choice(targets)}",
+                     lambda: f"! -i lo -s 127.0.0.0/8 -j DROP"]
+        return rng.choice(opts)()
+
+
+def _ruleset(rng, k):
+    r = _Rules(rng, k["level"])
+    chains = [c for c in ["SSH", "WEB", "MGMT", "SCANNERS"][:k["chains"]]]
+    lines = ["# Generated by iptables-save v1.8.9 on a production edge host", "*filter",
+             f":INPUT {rng.choice(['DROP', 'DROP', 'ACCEPT'])} [0:0]", ":FORWARD DROP [0:0]", ":OUTPUT ACCEPT [0:0]"]
+    lines += [f":{c} - [0:0]" for c in chains]
+    body = []
+    if k["level"] >= 4:
+        body.append("-A INPUT -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT")
+    body.append("-A INPUT -i lo -j ACCEPT")
+    jumps = list(chains)
+    for _ in range(k["rules"]):
+        if jumps and rng.random() < 0.35:
+            c = jumps.pop(0)
+            body.append(f"-A INPUT -p tcp -m multiport --dports {r.port()},{r.port()} -j {c}" if rng.random() < 0.5
+                        else f"-A INPUT -s {r.cidr(rng.choice([8, 16]))} -j {c}")
+        else:
+            body.append("-A INPUT " + r.plain(["ACCEPT", "DROP", "REJECT"]))
+    for c in jumps:
+        body.append(f"-A INPUT -p tcp --dport {r.port()} -j {c}")
+    for i, c in enumerate(chains):
+        for _ in range(rng.randrange(2, 5)):
+            body.append(f"-A {c} " + r.plain(["ACCEPT", "DROP", "REJECT", "RETURN"]))
+        if k["level"] >= 4 and i + 1 < len(chains) and rng.random() < 0.7:
+            body.append(f"-A {c} -s {r.cidr(24)} -j {chains[i + 1]}")
+        if rng.random() < 0.5:
+            body.append(f"-A {c} -j RETURN")
+    lines += body + ["COMMIT", "# Completed"]
+    return "\n".join(lines) + "\n", r
+
+
+def _probes(rng, r, n, level):
+    out = []
+    for i in range(n):
+        proto = rng.choice(["tcp", "tcp", "tcp", "udp", "icmp"])
+        if r.nets and rng.random() < 0.6:
+            net = ipaddress.ip_network(rng.choice(r.nets), strict=False)
+            src = str(net.network_address + rng.randrange(net.num_addresses))
+            if rng.random() < 0.2:  # just outside the range
+                src = str(ipaddress.ip_address((int(net.broadcast_address) + 1) % (1 << 32)))
+        else:
+            src = _net(rng, 32)
+        if proto == "icmp":
+            dport = "-"
+        elif r.ports and rng.random() < 0.75:
+            dport = str(max(1, min(65535, rng.choice(r.ports) + rng.choice([0, 0, 0, -1, 1]))))
+        else:
+            dport = str(rng.choice(SERVICE_PORTS))
+        iface = rng.choice(IFACES + ["eth0"] * 3) if level >= 2 else rng.choice(["eth0", "eth0", "eth1"])
+        if iface == "lo" and rng.random() < 0.5:
+            src = f"127.0.0.{rng.randrange(1, 255)}"
+        state = "ESTABLISHED" if level >= 4 and rng.random() < 0.15 else "NEW"
+        out.append(f"p{i + 1:03d},{iface},{proto},{src},{dport},{state}")
+    return out
+
+
+@register
+class FirewallRuleEval(Family):
+    name = "firewall_rule_eval"
+    domain = "security"
+    skill_types = ("Network Security", "Access Control")
+    primitive_skills = ("firewall rule evaluation", "first-match rule semantics", "port range matching",
+                        "chain jumps and default policies", "CIDR and IP range matching")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"level": 1, "rules": 6, "chains": 0, "probes": 12, "runs": 2},
+              2: {"level": 2, "rules": 9, "chains": 1, "probes": 25, "runs": 3},
+              3: {"level": 3, "rules": 12, "chains": 2, "probes": 40, "runs": 3},
+              4: {"level": 4, "rules": 16, "chains": 3, "probes": 60, "runs": 4}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        show_rule = t.level >= 3
+        run = rng.randrange(1000, 10000)
+        ref_src = REFERENCE.format(show_rule=show_rule, run=run)
+        ns: dict = {}
+        exec(ref_src, ns)  # noqa: S102 - our own reference program
+        fmt = ("one line per probe, in the order given: the probe id, a space, the verdict (`ACCEPT`, `DROP` or "
+               "`REJECT`)" + (", a space, and what decided it: `<chain>:<n>` for the n-th rule (1-based, counting "
+                              "only that chain's `-A` lines in file order) whose target gave the verdict, or "
+                              "`INPUT:policy` when INPUT's default policy did" if show_rule else ""))
+        sem = ("Only the INPUT path matters (these are incoming packets). Semantics are iptables': rules of a chain "
+               "are tried in order and the first matching rule with target ACCEPT, DROP or REJECT decides; `LOG` "
+               "matches but does not stop evaluation; `-j <CHAIN>` evaluates that user chain and, if it falls off its "
+               "end or hits `RETURN`, evaluation continues with the rule after the jump; reaching the end of INPUT (or "
+               "RETURN in INPUT) applies INPUT's default policy. `!` negates the match that follows it; `--dport a:b` "
+               "and `--dports` lists are inclusive; a port match never matches a packet without a port (ICMP, shown "
+               "as `-`); `-i eth+` matches every interface whose name starts with `eth`; `--ctstate` lists the "
+               "connection states that match; options such as `--log-prefix` and `--reject-with` only tune the "
+               "action.")
+        if t.axes.verifier == "fuzz_equivalence":
+            who = t.deliver(str(run), "the scan run number")
+            cases = []
+            for _ in range(10):
+                text, r = _ruleset(rng, k)
+                others = [x for x in rng.sample(range(1000, 10000), 3) if x != run][:2]
+                probes = [f"{rng.choice([run, run] + others)},{p}"
+                          for p in _probes(rng, r, rng.randrange(5, k["probes"] + 5), t.level)]
+                inp = text + "---\n" + "".join(p + "\n" for p in probes)
+                cases.append((inp, ns["evaluate"](text, "".join(p + "\n" for p in probes), run)))
+            t.say("We are replacing our firewall review spreadsheet with a tool. Input on standard input: an "
+                  "`iptables-save` dump of the filter table, then a line `---`, then one test packet per line as "
+                  "`<scan run>,<id>,<in-interface>,<proto>,<source address>,<destination port or ->,<conntrack "
+                  f"state>`. Only the packets of the scan run given above are to be evaluated; skip the others. {sem} "
+                  f"Output {fmt}.")
+            t.expect_program("Hard-code the scan run number. The destination address is always this host.", cases,
+                             {"Python": ref_src})
+            t.solve(f'grep -q "RUN = {who}$" /app/*.py')
+            return
+        text, r = _ruleset(rng, k)
+        runs = [run] + [x for x in rng.sample(range(1000, 10000), k["runs"]) if x != run][:k["runs"] - 1]
+        rng.shuffle(runs)
+        rows = ["run,id,iface,proto,src,dport,state"]
+        for run in runs:
+            rows += [f"{run},{p}" for p in _probes(rng, r, k["probes"], t.level)]
+        chosen = run
+        # interleave the runs by time, as the scanner wrote them
+        body = rows[1:]
+        if t.level >= 2:
+            rng.shuffle(body)
+        probes_text = "\n".join([rows[0], *body]) + "\n"
+        t.add_file("/app/firewall/rules.v4", text)
+        t.add_file("/app/firewall/probes.csv", probes_text)
+        truth = ns["evaluate"](text, probes_text, chosen)
+        who = t.deliver(str(chosen), "the scan run number")
+        t.say("Before we push this ruleset to the edge hosts I want to know what it really lets in. "
+              "`/app/firewall/rules.v4` is the `iptables-save` dump of the filter table and "
+              "`/app/firewall/probes.csv` lists test packets from several scanner runs (`run,id,iface,proto,src,"
+              "dport,state`; `iface` is the incoming interface, `dport` is `-` for ICMP). Evaluate the probes of the "
+              f"scan run given above, and only those. {sem}")
+        t.add_solution_file("fwsim.py", REFERENCE.format(show_rule=show_rule, run=None))
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                f'python3 /solution/fwsim.py /app/firewall/rules.v4 /app/firewall/probes.csv "{who}" '
+                '> /app/out/verdicts.txt')
+        t.say(f"Report format: {fmt}.")
+        t.expect_output("/app/out/verdicts.txt", truth, "the verdict report")

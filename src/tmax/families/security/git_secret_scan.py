@@ -1,0 +1,395 @@
+"""Leaked credentials in git history: scan every commit reachable from one release branch (not the
+others) for AWS key IDs, GitHub tokens, Slack webhooks and Stripe live keys, and say whether each is
+still live at the branch tip or only in history. Traps: secrets on unrelated or later branches,
+deleted files, merged feature branches, documented example keys, allow pragmas and near-miss
+strings. Variant: a pre-commit secret detector judged on hidden benign and malicious files."""
+
+from __future__ import annotations
+
+import json
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import re
+import subprocess
+import sys
+
+PATTERNS = [
+    ("aws_access_key_id", re.compile(r"(?<![A-Za-z0-9])AKIA[0-9A-Z]{{16}}(?![A-Za-z0-9])")),
+    ("github_token", re.compile(r"(?<![A-Za-z0-9])ghp_[A-Za-z0-9]{{36}}(?![A-Za-z0-9])")),
+    ("slack_webhook", re.compile(r"(?<![A-Za-z0-9])https://hooks\.slack\.com/services/T[A-Z0-9]{{8}}/B[A-Z0-9]{{8}}/"
+                                 r"[A-Za-z0-9]{{24}}(?![A-Za-z0-9])")),
+    ("stripe_live_key", re.compile(r"(?<![A-Za-z0-9])sk_live_[A-Za-z0-9]{{24}}(?![A-Za-z0-9])")),
+    ("internal_token", re.compile(r"(?<![A-Za-z0-9]){prefix}_[0-9a-f]{{32}}(?![A-Za-z0-9])")),
+]
+ALLOWED = {{"AKIAIOSFODNN7EXAMPLE"}}
+PRAGMA = {pragma!r}
+
+
+def scan(text):
+    found = set()
+    for line in text.splitlines():
+        if PRAGMA and PRAGMA in line:
+            continue
+        for kind, rx in PATTERNS:
+            for m in rx.finditer(line):
+                if m.group(0) not in ALLOWED:
+                    found.add((kind, m.group(0)))
+    return found
+
+
+def report(history_texts, tip_texts):
+    seen, live = set(), set()
+    for t in history_texts:
+        seen |= scan(t)
+    for t in tip_texts:
+        live |= scan(t)
+    rows = sorted(seen, key=lambda kv: (kv[0].encode(), kv[1].encode()))
+    return "".join(f"{{k}} {{v}} {{'live' if (k, v) in live else 'removed'}}\n" for k, v in rows)
+
+
+def blobs(repo, args):
+    out = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, check=True).stdout
+    return sorted({{line.split()[2] for line in out.splitlines() if line.split()[1] == "blob"}})
+
+
+def contents(repo, ids):
+    texts = []
+    for oid in ids:
+        raw = subprocess.run(["git", "-C", repo, "cat-file", "blob", oid], capture_output=True, check=True).stdout
+        texts.append(raw.decode("utf-8", "replace"))
+    return texts
+
+
+def audit(repo, branch):
+    listing = subprocess.run(["git", "-C", repo, "rev-list", branch], capture_output=True, text=True,
+                             check=True).stdout.split()
+    history = set()
+    for commit in listing:
+        history.update(blobs(repo, ["ls-tree", "-r", commit]))
+    tip = blobs(repo, ["ls-tree", "-r", branch])
+    return report(contents(repo, sorted(history)), contents(repo, tip))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3:  # REPO BRANCH
+        sys.stdout.write(audit(sys.argv[1], sys.argv[2]))
+    else:  # pre-commit mode: one file on stdin
+        sys.exit(1 if scan(sys.stdin.read()) else 0)
+'''
+
+MKREPO = r'''
+import json
+import os
+import subprocess
+import sys
+
+spec = json.load(open(sys.argv[1]))
+repo = spec["repo"]
+base_env = dict(os.environ, GIT_AUTHOR_NAME="Build Bot", GIT_AUTHOR_EMAIL="build@example.com",
+                GIT_COMMITTER_NAME="Build Bot", GIT_COMMITTER_EMAIL="build@example.com", GIT_CONFIG_NOSYSTEM="1",
+                HOME="/tmp")
+
+
+def git(*args, date=None):
+    env = dict(base_env)
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    subprocess.run(["git", "-C", repo, *args], check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+os.makedirs(repo)
+git("init", "-q", "-b", "main")
+born = False
+for op in spec["ops"]:
+    if op["op"] == "branch":
+        git("branch", op["name"], op["from"])
+    elif op["op"] == "commit":
+        if born:
+            git("checkout", "-q", op["branch"])
+        born = True
+        for path, text in sorted(op["files"].items()):
+            full = os.path.join(repo, path)
+            if text is None:
+                os.remove(full)
+            else:
+                os.makedirs(os.path.dirname(full) or repo, exist_ok=True)
+                with open(full, "w") as f:
+                    f.write(text)
+        git("add", "-A")
+        git("commit", "-q", "-m", op["msg"], date=op["date"])
+    elif op["op"] == "merge":
+        git("checkout", "-q", op["into"])
+        git("merge", "-q", "--no-ff", "-m", op["msg"], op["from"], date=op["date"])
+git("checkout", "-q", "main")
+'''
+
+ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+UPNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+class _Secrets:
+    def __init__(self, rng, prefix):
+        self.rng, self.prefix = rng, prefix
+
+    def s(self, alphabet, n):
+        return "".join(self.rng.choice(alphabet) for _ in range(n))
+
+    def real(self, kind=None):
+        kind = kind or self.rng.choice(["aws", "gh", "slack", "stripe", "internal"])
+        if kind == "internal":
+            return f"{self.prefix}_" + self.s("0123456789abcdef", 32)
+        if kind == "aws":
+            return "AKIA" + self.s(UPNUM, 16)
+        if kind == "gh":
+            return "ghp_" + self.s(ALNUM, 36)
+        if kind == "slack":
+            return f"https://hooks.slack.com/services/T{self.s(UPNUM, 8)}/B{self.s(UPNUM, 8)}/{self.s(ALNUM, 24)}"
+        return "sk_live_" + self.s(ALNUM, 24)
+
+    def near(self):
+        rng = self.rng
+        return rng.choice([lambda: "AKIA" + self.s(UPNUM, 15), lambda: "AKIA" + self.s(UPNUM, 17),
+                           lambda: "akia" + self.s(UPNUM, 16).lower(), lambda: "ghp_" + self.s(ALNUM, 35),
+                           lambda: "sk_test_" + self.s(ALNUM, 24), lambda: "AKIAIOSFODNN7EXAMPLE",
+                           lambda: "XAKIA" + self.s(UPNUM, 16), lambda: "ghp_" + self.s(ALNUM, 36) + "x9",
+                           lambda: "https://hooks.slack.com/services/T" + self.s(UPNUM, 8) + "/B" + self.s(UPNUM, 8)
+                           + "/XXXXXXXXXXXXXXXXXXXXXXX", lambda: f"{self.prefix}_" + self.s("0123456789ABCDEF", 32),
+                           lambda: f"{self.prefix}_" + self.s("0123456789abcdef", 31),
+                           lambda: f"{self.prefix.lower()}_" + self.s("0123456789abcdef", 32)])()
+
+
+def _line(rng, secret, path):
+    key = rng.choice(["API_KEY", "TOKEN", "ACCESS_KEY", "WEBHOOK", "SECRET", "CREDENTIAL"])
+    if path.endswith(".py"):
+        return f'{key} = "{secret}"'
+    if path.endswith((".yml", ".yaml")):
+        return f"  {key.lower()}: {secret}"
+    if path.endswith(".json"):
+        return f'  "{key.lower()}": "{secret}",'
+    if path.endswith(".sh"):
+        return f'export {key}="{secret}"'
+    if path.endswith(".md"):
+        return f"Use `{secret}` for the staging account."
+    return f"{key}={secret}"
+
+
+FILES = {"app/settings.py": ["import os", "", "DEBUG = False", 'DATABASE_URL = os.environ["DATABASE_URL"]',
+                             'REGION = "eu-west-1"'],
+         "deploy/notify.sh": ["#!/bin/sh", "set -e", 'curl -fsS -X POST -d "{\\"text\\": \\"deployed\\"}" "$HOOK"'],
+         "ci/pipeline.yml": ["stages:", "  - test", "  - deploy", "vars:", "  region: eu-west-1"],
+         "config/payments.json": ["{", '  "currency": "EUR",', '  "retries": 3', "}"],
+         ".env.example": ["DATABASE_URL=postgres://localhost/app", "STRIPE_KEY=", "AWS_ACCESS_KEY_ID="],
+         "README.md": ["# shop", "", "Run `make dev` to start.",
+                       "Example AWS credentials from the docs: AKIAIOSFODNN7EXAMPLE (not real)."],
+         "docs/runbook.md": ["# Runbook", "", "Page the on-call if the queue backs up."]}
+
+
+class _Repo:
+    """Simulates the history on the host: each branch's tree and every file text reachable from it."""
+
+    def __init__(self):
+        self.ops: list[dict] = []
+        self.tree: dict[str, dict[str, str]] = {}
+        self.seen: dict[str, list[str]] = {}
+        self.day = 0
+
+    def date(self):
+        self.day += 1
+        return f"2026-{1 + (self.day // 28) % 12:02d}-{1 + self.day % 28:02d}T09:{self.day % 60:02d}:00+00:00"
+
+    def commit(self, branch, files, msg):
+        tree = self.tree.setdefault(branch, {})
+        self.seen.setdefault(branch, [])
+        for p, text in files.items():
+            if text is None:
+                tree.pop(p, None)
+            else:
+                tree[p] = text
+                self.seen[branch].append(text)
+        self.ops.append({"op": "commit", "branch": branch, "files": files, "msg": msg, "date": self.date()})
+
+    def branch(self, name, base):
+        self.tree[name] = dict(self.tree[base])
+        self.seen[name] = list(self.seen[base])
+        self.ops.append({"op": "branch", "name": name, "from": base})
+
+    def merge(self, into, frm, touched):
+        for p in touched:
+            if p in self.tree[frm]:
+                self.tree[into][p] = self.tree[frm][p]
+            else:
+                self.tree[into].pop(p, None)
+        self.seen[into] += self.seen[frm]
+        self.ops.append({"op": "merge", "into": into, "from": frm, "msg": f"Merge branch '{frm}'",
+                         "date": self.date()})
+
+
+@register
+class GitSecretScan(Family):
+    name = "git_secret_scan"
+    domain = "security"
+    skill_types = ("Secrets Management", "Forensics")
+    primitive_skills = ("secret pattern detection", "git history forensics", "false-positive suppression",
+                        "regular expressions", "allowlist and denylist matching")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"commits": 6, "removed": False, "decoy_branch": False, "pragma": False, "merge": False,
+                  "deleted_file": False, "items": 20},
+              2: {"commits": 10, "removed": True, "decoy_branch": False, "pragma": False, "merge": False,
+                  "deleted_file": False, "items": 30},
+              3: {"commits": 14, "removed": True, "decoy_branch": True, "pragma": True, "merge": False,
+                  "deleted_file": True, "items": 40},
+              4: {"commits": 20, "removed": True, "decoy_branch": True, "pragma": True, "merge": True,
+                  "deleted_file": True, "items": 60}}
+
+    def _text(self, lines):
+        return "\n".join(lines) + "\n"
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        prefix = t.code(1)
+        sec = _Secrets(rng, prefix)
+        pragma = "secretscan:allow" if k["pragma"] else ""
+        ref_src = REFERENCE.format(pragma=pragma, prefix=prefix)
+        program = t.axes.verifier == "adversarial_corpus"
+        ns: dict = {}
+        exec(ref_src, ns)  # noqa: S102 - our own reference program
+        patterns = ("`aws_access_key_id`: `AKIA` followed by 16 characters from `A-Z0-9`; `github_token`: `ghp_` "
+                    "followed by 36 characters from `A-Za-z0-9`; `slack_webhook`: `https://hooks.slack.com/services/"
+                    "T<8 of A-Z0-9>/B<8 of A-Z0-9>/<24 of A-Za-z0-9>`; `stripe_live_key`: `sk_live_` followed by 24 "
+                    "characters from `A-Za-z0-9`; `internal_token` (our own API tokens): "
+                    + ("the token prefix given above" if program else f"`{prefix}`")
+                    + ", then `_`, then 32 lowercase hex digits. A match counts only if the character just "
+                    "before it and the one "
+                    "just after it (where there is one) are not ASCII letters or digits. The AWS documentation "
+                    "example `AKIAIOSFODNN7EXAMPLE` is never a finding."
+                    + (f" A line containing `{pragma}` was reviewed and is ignored entirely." if pragma else ""))
+        if t.axes.verifier == "adversarial_corpus":
+            clean, bad = [], []
+            paths = sorted(FILES)
+            while len(clean) < k["items"] or len(bad) < k["items"]:
+                path = rng.choice(paths)
+                lines = list(FILES[path])
+                for _ in range(rng.randrange(1, 4)):
+                    lines.insert(rng.randrange(len(lines) + 1), _line(rng, sec.near(), path))
+                if rng.random() < 0.5:
+                    s = sec.real()
+                    line = _line(rng, s, path)
+                    if pragma and rng.random() < 0.25:
+                        line += f"  # {pragma}"
+                    lines.insert(rng.randrange(len(lines) + 1), line)
+                text = self._text(lines)
+                (bad if ns["scan"](text) else clean).append(text)
+            clean, bad = clean[:k["items"]], bad[:k["items"]]
+            example = self._text(FILES["app/settings.py"] + [_line(rng, sec.near(), "x.py")])
+            t.add_file("/app/examples/clean_settings.py", example)
+            who = t.deliver(prefix, "the internal token prefix")
+            t.say(f"We keep leaking credentials into git. Write a pre-commit secret detector. It reads one staged "
+                  f"file's full text on standard input and must reject it "
+                  f"if it contains a secret, and accept it otherwise. Secrets are: {patterns} Near misses (wrong "
+                  f"length, wrong case, test keys) are not secrets and must not block a commit; "
+                  f"`/app/examples/clean_settings.py` is a file that must pass.")
+            t.expect_classifier("Reject (exit 1) files with a secret, accept (exit 0) the rest.", clean, bad,
+                                {"Python": ref_src})
+            t.solve(f'grep -qF "{who}_[0-9a-f]" /app/solution.py')
+            return
+        # -- the repository -----------------------------------------------------------------
+        repo = _Repo()
+        codes = []
+        while len(codes) < 3:
+            c = t.code(1)
+            if c not in codes:
+                codes.append(c)
+        target = f"release/{codes[0]}"
+        files = {p: list(v) for p, v in FILES.items()}
+
+        def put(branch, path, line, msg, at=None):
+            lines = list(repo.tree.get(branch, {}).get(path, self._text(files.get(path, ["# " + path]))).splitlines())
+            lines.insert(at if at is not None else rng.randrange(1, len(lines) + 1), line)
+            repo.commit(branch, {path: self._text(lines)}, msg)
+
+        def scrub(branch, path, secret, msg):
+            text = repo.tree[branch][path]
+            lines = [(ln.replace(secret, "${FROM_VAULT}") if secret in ln else ln) for ln in text.splitlines()]
+            repo.commit(branch, {path: self._text(lines)}, msg)
+
+        paths = sorted(FILES)
+        repo.commit("main", {p: self._text(v) for p, v in files.items()}, "Initial import")
+        msgs = ["Fix typo", "Bump retries", "Add region", "Tidy config", "Update runbook", "Hotfix deploy script",
+                "Wire up notifications", "Rotate settings", "Add payments config", "CI tweaks"]
+        planted = []  # (branch, path, secret)
+
+        def work(branch, n, allow_secret=True, removable=True):
+            for _ in range(n):
+                path = rng.choice(paths)
+                r = rng.random()
+                if allow_secret and r < 0.45:
+                    s = sec.real()
+                    line = _line(rng, s, path)
+                    if pragma and rng.random() < 0.2:
+                        line += f"  # {pragma}"
+                    put(branch, path, line, rng.choice(msgs))
+                    planted.append((branch, path, s))
+                elif r < 0.65 and removable and k["removed"] and [p for p in planted if p[0] == branch]:
+                    b, p, s = rng.choice([p for p in planted if p[0] == branch])
+                    if p in repo.tree[branch] and s in repo.tree[branch][p]:
+                        scrub(branch, p, s, "Move credentials to the vault")
+                    else:
+                        put(branch, path, _line(rng, sec.near(), path), rng.choice(msgs))
+                else:
+                    put(branch, path, _line(rng, sec.near(), path) if rng.random() < 0.5 else
+                        f"# {rng.choice(msgs).lower()} ({rng.randrange(1000)})", rng.choice(msgs))
+
+        n = k["commits"]
+        work("main", n // 3)
+        repo.branch(target, "main")
+        repo.branch(f"release/{codes[1]}", "main")
+        work(target, n // 3)
+        s = sec.real()
+        path = rng.choice(paths)
+        put(target, path, _line(rng, s, path), "Temporary credentials for the demo")
+        if k["removed"] and rng.random() < 0.5:
+            scrub(target, path, s, "Remove demo credentials")
+        if k["deleted_file"]:
+            s = sec.real()
+            repo.commit(target, {"scripts/bootstrap.sh": self._text(["#!/bin/sh", _line(rng, s, "x.sh")])},
+                        "Add bootstrap script")
+            repo.commit(target, {"scripts/bootstrap.sh": None}, "Remove bootstrap script")
+        if k["merge"]:
+            feat = f"feature/{rng.choice(['sso', 'refunds', 'exports'])}"
+            repo.branch(feat, target)
+            s1, s2 = sec.real(), sec.real()
+            fpath = f"{feat.split('/')[1]}/client.py"
+            repo.commit(feat, {fpath: self._text(["import os", _line(rng, s1, fpath), _line(rng, s2, fpath)])},
+                        "Feature client")
+            text = repo.tree[feat][fpath].replace(s1, "${FROM_VAULT}")
+            repo.commit(feat, {fpath: text}, "Do not hard-code the key")
+            work(target, 2, removable=False)
+            repo.merge(target, feat, [fpath])
+        work(target, n // 3)
+        work("main", max(2, n // 4), removable=False)  # after the fork: not reachable from the target
+        work(f"release/{codes[1]}", 2, removable=False)
+        if k["decoy_branch"]:
+            repo.branch("experiment", "main")
+            work("experiment", 3, removable=False)
+        truth = ns["report"](repo.seen[target], [repo.tree[target][p] for p in sorted(repo.tree[target])])
+        t.add_file("/tmp/tmax-fixture/history.json", json.dumps({"repo": "/app/repo", "ops": repo.ops}, indent=0,
+                                                               sort_keys=True) + "\n")
+        t.add_file("/tmp/tmax-fixture/mkrepo.py", MKREPO)
+        t.add_setup("python3 /tmp/tmax-fixture/mkrepo.py /tmp/tmax-fixture/history.json && "
+                    "rm -f /tmp/tmax-fixture/history.json /tmp/tmax-fixture/mkrepo.py")
+        who = t.deliver(codes[0], "the release name")
+        t.say(f"Before we open-source our shop, we must know which credentials ever leaked into it. `/app/repo` is the "
+              f"git repository. Audit the branch `release/<name>` for the release named above: every commit "
+              f"reachable from its tip (merged branches included, other branches excluded), every file in every "
+              f"such commit. Secrets are: {patterns}")
+        t.add_solution_file("secrets_audit.py", ref_src)
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                f'python3 /solution/secrets_audit.py /app/repo "release/{who}" > /app/out/leaks.txt')
+        fmt = ("one line per distinct secret: `<type> <secret> <status>`, the status being `live` if the secret is "
+               "still in some file at the branch tip and `removed` if it is only in history; sorted by type, then "
+               "secret (byte order)")
+        t.say(f"Report format: {fmt}.")
+        t.expect_output("/app/out/leaks.txt", truth, "the leak report")

@@ -1,0 +1,351 @@
+"""Did the API gateway let bad tokens through? Validate the HS256 JWTs captured in a gateway log with the
+signing secret: structure, algorithm, HMAC signature, expiry, and (higher levels) not-before, issuer,
+audience, per-route scopes and clock-skew leeway. Report each allowed request whose token should have
+been refused, with the first failing check. Variants: a token classifier (adversarial corpus) and a
+reusable auditor program (fuzz equivalence)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from datetime import datetime, timezone
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import base64
+import hashlib
+import hmac
+import json
+import re
+import sys
+from datetime import datetime, timezone
+
+SECRET = "{secret}"
+ISSUER = {issuer!r}
+AUDIENCE = {audience!r}
+ROUTES = {routes!r}
+LEEWAY = {leeway}
+NOW = {now}
+SEG = re.compile(r"^[A-Za-z0-9_-]*$")
+LINE = re.compile(r"^(\S+) req=(\S+) route=(\S+) decision=(allow|deny) token=(\S+)$")
+
+
+def b64(seg):
+    if not SEG.match(seg) or len(seg) % 4 == 1:
+        return None
+    return base64.urlsafe_b64decode(seg + "=" * (-len(seg) % 4))
+
+
+def obj(seg):
+    raw = b64(seg)
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def check(token, now, route=None, secret=None):
+    """The first failing check's name, or None when the token is valid."""
+    secret = secret or SECRET
+    parts = token.split(".")
+    if len(parts) != 3:
+        return "malformed"
+    header, payload, sig = obj(parts[0]), obj(parts[1]), b64(parts[2])
+    if header is None or payload is None or sig is None:
+        return "malformed"
+    if header.get("alg") != "HS256":
+        return "alg"
+    mac = hmac.new(secret.encode(), (parts[0] + "." + parts[1]).encode(), hashlib.sha256).digest()
+    if not hmac.compare_digest(mac, sig):
+        return "signature"
+    exp = payload.get("exp")
+    if not is_int(exp) or now >= exp + LEEWAY:
+        return "expired"
+    if ISSUER is None:
+        return None
+    nbf = payload.get("nbf")
+    if nbf is not None and (not is_int(nbf) or now < nbf - LEEWAY):
+        return "not_yet_valid"
+    if payload.get("iss") != ISSUER:
+        return "issuer"
+    aud = payload.get("aud")
+    auds = aud if isinstance(aud, list) else [aud]
+    if AUDIENCE not in auds:
+        return "audience"
+    if ROUTES and route is not None:
+        need = ROUTES.get(route)
+        scope = payload.get("scope")
+        have = scope.split(" ") if isinstance(scope, str) else []
+        if need is not None and need not in have:
+            return "scope"
+    return None
+
+
+def epoch(stamp):
+    return int(datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp())
+
+
+def audit(text, secret=None):
+    out = []
+    for line in text.splitlines():
+        m = LINE.match(line)
+        if not m or m.group(4) != "allow":
+            continue
+        if m.group(5) == "-":
+            out.append(f"{{m.group(2)}} missing")
+            continue
+        why = check(m.group(5), epoch(m.group(1)), m.group(3), secret)
+        if why:
+            out.append(f"{{m.group(2)}} {{why}}")
+    return "".join(o + "\n" for o in out)
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "audit":  # audit SECRET < log
+        sys.stdout.write(audit(sys.stdin.read(), sys.argv[2]))
+    elif "{mode}" == "classify":
+        sys.exit(0 if check(sys.stdin.read().strip(), NOW) is None else 1)
+    else:
+        sys.stdout.write(audit(sys.stdin.read()))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+ROUTES = {"/v1/invoices": "invoices:read", "/v1/invoices/pay": "invoices:write", "/v1/customers": "customers:read",
+          "/v1/refunds": "refunds:write", "/v1/reports": "reports:read"}
+SCOPES = sorted(set(ROUTES.values())) + ["profile", "openid"]
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _js(obj, spaced=False) -> str:
+    return json.dumps(obj, separators=(", ", ": ") if spaced else (",", ":"))
+
+
+def _stamp(ts: int) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class _Forge:
+    """Makes tokens that are valid, or invalid in one chosen way, relative to a request time."""
+
+    def __init__(self, rng, secret, issuer, audience, leeway, level):
+        self.rng, self.secret, self.issuer, self.audience, self.leeway, self.level = \
+            rng, secret, issuer, audience, leeway, level
+
+    def sign(self, h, p, secret=None):
+        mac = hmac.new((secret or self.secret).encode(), (h + "." + p).encode(), hashlib.sha256).digest()
+        return f"{h}.{p}.{_b64(mac)}"
+
+    def claims(self, now, route):
+        rng = self.rng
+        c = {"sub": f"user-{rng.randrange(1000, 9999)}", "iat": now - rng.randrange(60, 3000),
+             "exp": now + rng.randrange(self.leeway + 1, 7200)}
+        if self.issuer:
+            c["iss"] = self.issuer
+            c["aud"] = self.audience if rng.random() < 0.5 else sorted({self.audience, rng.choice(["web", "mobile"])})
+            if rng.random() < 0.4:
+                c["nbf"] = now - rng.randrange(self.leeway, 600)
+        if self.level >= 4:
+            need = ROUTES.get(route)
+            extra = rng.sample(SCOPES, rng.randrange(0, 3))
+            c["scope"] = " ".join(sorted(set(extra + ([need] if need else []))))
+        keys = list(c)
+        rng.shuffle(keys)
+        return {key: c[key] for key in keys}
+
+    def token(self, now, route, kind):
+        rng = self.rng
+        header = {"alg": "HS256", "typ": "JWT"} if rng.random() < 0.7 else {"typ": "JWT", "alg": "HS256"}
+        spaced = self.level >= 3 and rng.random() < 0.2
+        c = self.claims(now, route)
+        if kind == "alg":
+            header["alg"] = rng.choice(["none", "HS512", "RS256", "hs256", "None"])
+            h, p = _b64(_js(header, spaced).encode()), _b64(_js(c, spaced).encode())
+            if header["alg"].lower() == "none":
+                return f"{h}.{p}." if rng.random() < 0.6 else self.sign(h, p)
+            return self.sign(h, p)
+        if kind == "expired":
+            c["exp"] = now - rng.choice([0, 1, rng.randrange(2, 5000)]) - self.leeway
+            if self.level >= 2 and rng.random() < 0.2:
+                c.pop("exp")
+        elif kind == "leeway_ok":  # inside the skew allowance: valid
+            c["exp"] = now - rng.randrange(0, self.leeway)
+        elif kind == "not_yet_valid":
+            c["nbf"] = now + self.leeway + rng.choice([1, rng.randrange(2, 900)])
+        elif kind == "issuer":
+            c["iss"] = rng.choice([self.issuer.replace("https://", "http://"), self.issuer + "/",
+                                   "https://login.evil.example", self.issuer.upper()])
+        elif kind == "audience":
+            c["aud"] = rng.choice([["web", "mobile"], "web", self.audience + "-admin", self.audience.upper()])
+        elif kind == "scope":
+            need = ROUTES[route]
+            c["scope"] = " ".join(s for s in c["scope"].split(" ") if s != need) or "profile"
+            if rng.random() < 0.3:
+                c["scope"] = c["scope"] + " " + need.split(":")[0]
+        h, p = _b64(_js(header, spaced).encode()), _b64(_js(c, spaced).encode())
+        if kind == "signature":
+            how = rng.randrange(3)
+            if how == 0:  # signed with an old key
+                return self.sign(h, p, self.secret.lower())
+            if how == 1:  # payload tampered after signing
+                good = self.sign(h, p)
+                c2 = dict(c, sub="admin")
+                return _b64(_js(header, spaced).encode()) + "." + _b64(_js(c2, spaced).encode()) + "." + \
+                    good.rsplit(".", 1)[1]
+            return f"{h}.{p}.{_b64(bytes(rng.randrange(256) for _ in range(32)))}"
+        if kind == "malformed":
+            how = rng.randrange(4)
+            good = self.sign(h, p)
+            if how == 0:
+                return good.rsplit(".", 1)[0]
+            if how == 1:
+                return good + "=" if rng.random() < 0.5 else h + "." + p + "==." + good.rsplit(".", 1)[1]
+            if how == 2:
+                return self.sign(_b64(b"not-json"), p)
+            return self.sign(h, _b64(b'["sub","admin"]'))
+        return self.sign(h, p)
+
+
+@register
+class JwtTokenAudit(Family):
+    name = "jwt_token_audit"
+    domain = "security"
+    skill_types = ("Cryptography", "Access Control", "Web Security")
+    primitive_skills = ("JWT decoding and validation", "HMAC signature verification", "base64url decoding",
+                        "token expiry and claim checks", "input validation", "allowlist and denylist matching")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"requests": 25, "kinds": ["alg", "signature", "expired"], "claims": False, "leeway": 0},
+              2: {"requests": 60, "kinds": ["alg", "signature", "expired", "malformed", "missing"],
+                  "claims": False, "leeway": 0},
+              3: {"requests": 120, "kinds": ["alg", "signature", "expired", "malformed", "missing", "not_yet_valid",
+                                             "issuer", "audience"], "claims": True, "leeway": 0},
+              4: {"requests": 200, "kinds": ["alg", "signature", "expired", "malformed", "missing", "not_yet_valid",
+                                             "issuer", "audience", "scope", "leeway_ok"], "claims": True,
+                  "leeway": 30}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        secret = t.code(3)
+        issuer = None
+        if k["claims"]:
+            issuer = f"https://{rng.choice(['auth', 'login', 'sso', 'id'])}.{rng.choice(['acme', 'globex', 'initech'])}"
+            issuer += ".internal"
+        audience = rng.choice(["billing-api", "payments-api", "ledger-api"]) if k["claims"] else None
+        routes = ROUTES if t.level >= 4 else {}
+        leeway = k["leeway"]
+        now0 = 1767225600 + rng.randrange(0, 300) * 86400 + rng.randrange(86400)
+        forge = _Forge(rng, secret, issuer, audience, leeway, t.level)
+        mode = "classify" if t.axes.verifier == "adversarial_corpus" else "audit"
+        ref_src = REFERENCE.format(secret=secret, issuer=issuer, audience=audience, routes=routes, leeway=leeway,
+                                   now=now0, mode=mode)
+        ns: dict = {}
+        exec(ref_src, ns)  # noqa: S102 - our own reference program
+        kinds = [x for x in k["kinds"] if x != "missing"]
+
+        def log(n, start):
+            lines, now = [], start
+            for i in range(n):
+                now += rng.randrange(1, 40)
+                route = rng.choice(sorted(ROUTES))
+                pool = kinds + (["missing"] if "missing" in k["kinds"] else [])
+                kind = "valid" if rng.random() < 0.45 else rng.choice(pool)
+                tok = "-" if kind == "missing" else forge.token(now, route, kind)
+                decision = "allow" if rng.random() < 0.8 else "deny"
+                lines.append(f"{_stamp(now)} req=r-{start % 100000 + i:06d} route={route} decision={decision} "
+                             f"token={tok}")
+            return "\n".join(lines) + "\n"
+
+        checks = ["`malformed`: the token is not three dot-separated segments, or the header or payload segment "
+                  "is not unpadded base64url (alphabet `A-Za-z0-9-_` only, no `=`) of a UTF-8 JSON object, or the "
+                  "signature segment is not unpadded base64url",
+                  "`alg`: the header's `alg` is not exactly `HS256`",
+                  "`signature`: the signature does not decode to HMAC-SHA256, keyed with the secret (its ASCII "
+                  "bytes), of the ASCII text `<header segment>.<payload segment>`",
+                  "`expired`: the payload has no integer `exp`, or the request time (in seconds since the epoch) "
+                  + (f"is at or after `exp` + {leeway}" if leeway else "is at or after `exp`")]
+        if k["claims"]:
+            checks += ["`not_yet_valid`: the payload has an `nbf` and the request time is "
+                       + (f"before `nbf` - {leeway}" if leeway else "before `nbf`"),
+                       f"`issuer`: `iss` is not exactly `{issuer}`",
+                       f"`audience`: `aud` (a string, or a list of strings) does not contain exactly `{audience}`"]
+        if routes:
+            checks.append("`scope`: the route requires a scope that is not one of the space-separated "
+                          "words of the payload's `scope` string")
+        check_txt = "; ".join(f"({i}) {c}" for i, c in enumerate(checks, 1))
+        route_txt = (" Scopes required per route: " + ", ".join(f"`{r}` needs `{s}`" for r, s in sorted(routes.items()))
+                     + "." if routes else "")
+        who = t.deliver(secret, "the signing secret")
+        if mode == "classify":
+            clean, bad = [], []
+            for i in range(40):
+                clean.append(forge.token(now0, None, "leeway_ok" if leeway and i % 5 == 0 else "valid") + "\n")
+            bad_kinds = [x for x in kinds if x not in ("scope", "leeway_ok")]
+            for i in range(48):
+                kind = bad_kinds[i % len(bad_kinds)]
+                bad.append(forge.token(now0, None, kind) + "\n")
+            for item in clean:
+                assert ns["check"](item.strip(), now0) is None, item
+            for item in bad:
+                assert ns["check"](item.strip(), now0) is not None, item
+            samples = "".join(forge.token(now0, None, "valid") + "\n" for _ in range(2))
+            t.add_file("/app/samples/good_tokens.txt", samples)
+            cut = [c for c in checks if not c.startswith("`scope`")]
+            t.say(f"Our services share an HS256 JWT secret (given above). We need a strict token validator to put "
+                  f"in front of a legacy service. It receives one token on standard input (ignore surrounding "
+                  f"whitespace) and must reject it if any of the following failure conditions holds, evaluated at the "
+                  f"fixed time {now0} (seconds since the epoch; use this constant, not the clock), and accept it "
+                  f"otherwise: "
+                  + "; ".join(f"({i}) {c}" for i, c in enumerate(cut, 1)).replace("the request time", "that time")
+                  + ". Two tokens known to be good are in `/app/samples/good_tokens.txt`.")
+            t.expect_classifier("Hard-code the secret and the other constants.", clean, bad, {"Python": ref_src})
+            t.solve(f'grep -q "SECRET = \\"{who}\\"" /app/*.py')
+            return
+        fmt = ("one line per such request, in log order: the request id, a space, the reason (the name of the first "
+               "check it fails, or `missing` when the request carried no token at all, `token=-`)")
+        if mode == "audit" and t.axes.verifier == "fuzz_equivalence":
+            cases = []
+            for _ in range(10):
+                text = log(rng.randrange(5, 40), now0 + rng.randrange(10 ** 6))
+                cases.append((text, ns["audit"](text)))
+            t.say(f"We need a reusable auditor for our API gateway's logs. It reads one log on standard input (lines "
+                  f"`<UTC time> req=<id> route=<path> decision=allow|deny token=<JWT or ->`, as in the examples) and "
+                  f"reports the requests the gateway allowed although their token should have been refused. Tokens "
+                  f"are HS256 JWTs signed with the secret given above. Checks, in this order: {check_txt}.{route_txt} "
+                  f"Denied requests are ignored. Output {fmt}; nothing else.")
+            t.expect_program("Hard-code the secret and the other constants.", cases, {"Python": ref_src})
+            t.solve(f'grep -q "SECRET = \\"{who}\\"" /app/*.py')
+            return
+        text = log(k["requests"], now0)
+        t.add_file("/app/logs/gateway.log", text)
+        if routes:
+            t.add_file("/app/config/routes.txt", "# route  required-scope\n"
+                       + "".join(f"{r} {s}\n" for r, s in sorted(routes.items())))
+            route_txt = " The scope each route requires is in `/app/config/routes.txt`."
+        truth = ns["audit"](text)
+        t.say(f"After a pentest finding we suspect our API gateway's JWT validation is broken. `/app/logs/gateway.log` "
+              f"has one line per request: `<UTC time> req=<id> route=<path> decision=allow|deny token=<JWT or ->`. "
+              f"Tokens should be HS256 JWTs signed with the secret given above. Find every request the gateway "
+              f"allowed although its token should have been refused, judged at that request's own time. Checks, in "
+              f"this order: {check_txt}.{route_txt} Denied requests are not our concern.")
+        t.add_solution_file("jwt_audit.py", REFERENCE.format(secret="", issuer=issuer, audience=audience,
+                                                             routes=routes, leeway=leeway, now=now0, mode=mode))
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                f'python3 /solution/jwt_audit.py audit "{who}" < /app/logs/gateway.log > /app/out/bad_tokens.txt')
+        t.say(f"Report format: {fmt}.")
+        t.expect_output("/app/out/bad_tokens.txt", truth, "the report")

@@ -1,0 +1,359 @@
+"""Open redirect prevention for a login flow: decide whether a `next=` redirect target is safe for one
+tenant (relative path or https URL to one of the tenant's hosts) after one round of percent-decoding.
+Variants: a guard program judged on hidden benign and malicious corpora, a line-by-line filter judged
+on fuzzed inputs, and an audit of an access log for redirects that went off-site. Traps: protocol-
+relative `//`, backslashes, userinfo `@`, lookalike and other tenants' hosts, ports, encoded slashes,
+control characters, malformed escapes and double encoding."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import re
+import sys
+
+HOSTS = {hosts!r}
+HEXDIGITS = b"0123456789abcdefABCDEF"
+ABS = re.compile(r"^[hH][tT][tT][pP][sS]://([^/?#]*)(.*)$", re.S)
+REQ = re.compile(r'^\S+ - - \[[^\]]*\] "GET (/[^ ?]*)\?(\S*) HTTP/1\.[01]" (\d{{3}}) \d+$')
+REDIRECTORS = {redirectors!r}
+
+
+def decode(raw):
+    data, out, i = raw.encode("utf-8"), bytearray(), 0
+    while i < len(data):
+        if data[i] == 0x25:
+            pair = data[i + 1:i + 3]
+            if len(pair) < 2 or any(c not in HEXDIGITS for c in pair):
+                return None
+            out.append(int(pair, 16))
+            i += 3
+        else:
+            out.append(data[i])
+            i += 1
+    return bytes(out)
+
+
+def safe(raw, hosts=None):
+    hosts = HOSTS if hosts is None else hosts
+    value = decode(raw)
+    if not value or any(c < 0x21 or c > 0x7E for c in value) or b"\\" in value:
+        return False
+    text = value.decode("ascii")
+    if text.startswith("/"):
+        return len(text) == 1 or text[1] != "/"
+    m = ABS.match(text)
+    if not m or "@" in m.group(1):
+        return False
+    host, sep, port = m.group(1).partition(":")
+    if sep and port != "443":
+        return False
+    return host.lower() in hosts
+
+
+def audit(text, hosts=None):
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        m = REQ.match(line)
+        if not m or m.group(1) not in REDIRECTORS:
+            continue
+        for param in m.group(2).split("&"):
+            if param.startswith("next="):
+                if not safe(param[5:], hosts):
+                    out.append(f"{{n}} {{param[5:]}}")
+                break
+    return "".join(o + "\n" for o in out)
+
+
+def hosts_from_ini(path, tenant):
+    section, hosts = None, []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("[") and line.endswith("]"):
+                section = line[1:-1]
+            elif section == tenant and line.startswith("hosts"):
+                hosts = [h.strip().lower() for h in line.split("=", 1)[1].split(",") if h.strip()]
+    return hosts
+
+
+def main():
+    if len(sys.argv) > 3 and sys.argv[1] == "audit":  # audit INI TENANT < log
+        sys.stdout.write(audit(sys.stdin.read(), hosts_from_ini(sys.argv[2], sys.argv[3])))
+    elif "{mode}" == "classify":
+        data = sys.stdin.read()
+        if data.endswith("\n"):
+            data = data[:-1]
+        sys.exit(0 if safe(data) else 1)
+    else:
+        sys.stdout.write("".join(("ALLOW" if safe(l) else "DENY") + "\n" for l in sys.stdin.read().split("\n")[:-1]))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+C_REFERENCE = r"""
+/* Open redirect guard (reference). MODE 1: classify one value; MODE 0: ALLOW/DENY per line. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MODE @MODE@
+static const char *HOSTS[] = {@HOSTS@ NULL};
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static int safe(const char *raw, size_t n) {
+  unsigned char *v = malloc(n + 1);
+  size_t m = 0, i = 0;
+  int ok = 0;
+  while (i < n) {
+    if (raw[i] == '%') {
+      if (i + 2 >= n) { free(v); return 0; }
+      int hi = hexval((unsigned char)raw[i + 1]), lo = hexval((unsigned char)raw[i + 2]);
+      if (hi < 0 || lo < 0) { free(v); return 0; }
+      v[m++] = (unsigned char)(hi * 16 + lo);
+      i += 3;
+    } else {
+      v[m++] = (unsigned char)raw[i++];
+    }
+  }
+  if (m == 0) goto done;
+  for (size_t j = 0; j < m; j++)
+    if (v[j] < 0x21 || v[j] > 0x7e || v[j] == '\\') goto done;
+  if (v[0] == '/') { ok = (m == 1 || v[1] != '/'); goto done; }
+  const char *scheme = "https://";
+  if (m < 8) goto done;
+  for (int j = 0; j < 8; j++) {
+    unsigned char c = v[j];
+    if (c >= 'A' && c <= 'Z') c = c - 'A' + 'a';
+    if (c != (unsigned char)scheme[j]) goto done;
+  }
+  size_t a = 8, e = 8;
+  while (e < m && v[e] != '/' && v[e] != '?' && v[e] != '#') e++;
+  for (size_t j = a; j < e; j++) if (v[j] == '@') goto done;
+  size_t colon = a;
+  while (colon < e && v[colon] != ':') colon++;
+  if (colon < e) {
+    if (e - colon - 1 != 3 || memcmp(v + colon + 1, "443", 3) != 0) goto done;
+  }
+  for (size_t j = a; j < colon; j++) if (v[j] >= 'A' && v[j] <= 'Z') v[j] = v[j] - 'A' + 'a';
+  for (int h = 0; HOSTS[h]; h++) {
+    size_t len = strlen(HOSTS[h]);
+    if (len == colon - a && memcmp(v + a, HOSTS[h], len) == 0) { ok = 1; break; }
+  }
+done:
+  free(v);
+  return ok;
+}
+
+int main(void) {
+  size_t cap = 1 << 16, n = 0, r;
+  char *buf = malloc(cap);
+  while ((r = fread(buf + n, 1, cap - n, stdin)) > 0) {
+    n += r;
+    if (n == cap) buf = realloc(buf, cap *= 2);
+  }
+  if (MODE == 1) {
+    if (n > 0 && buf[n - 1] == '\n') n--;
+    return safe(buf, n) ? 0 : 1;
+  }
+  size_t start = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (buf[i] == '\n') {
+      puts(safe(buf + start, i - start) ? "ALLOW" : "DENY");
+      start = i + 1;
+    }
+  }
+  return 0;
+}
+"""
+
+
+def _c_program(hosts, mode):
+    return C_REFERENCE.replace("@MODE@", "1" if mode == "classify" else "0").replace(
+        "@HOSTS@", " ".join(f'"{h}",' for h in hosts))
+
+
+PATHS = ["/", "/dashboard", "/account/settings", "/orders/2931", "/billing/invoices", "/docs/getting-started",
+         "/team/members", "/reports/q3", "/search", "/settings/security", "/a//b", "/profile/~me", "/help/faq"]
+EVIL = ["evil.example", "phish.example.net", "login-update.example.org", "attacker.test", "203.0.113.7"]
+SUFFIXES = [".com", ".io", ".app", "-cloud.net"]
+
+
+def _enc(s: str) -> str:
+    """Percent-encode what a query parameter value must not carry literally."""
+    return quote(s, safe="/:?=@~!$'()*+,;-._")
+
+
+class _Targets:
+    def __init__(self, rng, hosts, foreign, level):
+        self.rng, self.hosts, self.foreign, self.level = rng, hosts, foreign, level
+
+    def clean(self):
+        rng, host = self.rng, self.rng.choice(self.hosts)
+        opts = [lambda: _enc(rng.choice(PATHS)),
+                lambda: _enc(rng.choice(PATHS) + f"?tab={rng.randrange(9)}"),
+                lambda: _enc(f"https://{host}{rng.choice(PATHS)}"),
+                lambda: _enc(f"https://{host}")]
+        if self.level >= 2:
+            opts += [lambda: _enc(f"https://{host}:443{rng.choice(PATHS)}"),
+                     lambda: _enc(f"https://{host.upper()}/x"),
+                     lambda: _enc(f"/search?q={rng.choice(['a/b', 'x:y', 'c@d'])}")]
+        if self.level >= 3:
+            opts += [lambda: _enc(rng.choice(PATHS) + "#section-" + str(rng.randrange(9))),
+                     lambda: "/promo?code=50%25off",
+                     lambda: f"HTTPS://{host}/%7Euser"]
+        if self.level >= 4:
+            opts += [lambda: quote(f"https://{host}/next", safe=""),
+                     lambda: f"%2Fdocs%2F{rng.randrange(99)}",
+                     lambda: f"hTtPs://{host}?ref=%2F%2Fx"]
+        return rng.choice(opts)()
+
+    def bad(self):
+        rng, host, evil = self.rng, self.rng.choice(self.hosts), self.rng.choice(EVIL)
+        opts = [lambda: f"//{evil}", lambda: _enc(f"https://{evil}/"), lambda: _enc(f"http://{host}/"),
+                lambda: "javascript:alert(document.cookie)", lambda: _enc(f"https://{rng.choice(self.foreign)}/"),
+                lambda: _enc(f"{host}/dashboard")]
+        if self.level >= 2:
+            opts += [lambda: _enc(f"https://{host}@{evil}/"), lambda: _enc(f"https://{evil}@{host}/"),
+                     lambda: _enc(f"https://{host}:8443/"), lambda: _enc(f"https://{host}.{evil}/"),
+                     lambda: _enc(f"https://{host}./"), lambda: _enc(f"https:{host}/"),
+                     lambda: _enc(f"https:/{host}/"), lambda: _enc(f"https://www2.{host}/"),
+                     lambda: _enc(f"https://{host}:/x")]
+        if self.level >= 3:
+            opts += [lambda: f"/%2F{evil}", lambda: f"%2F%2F{evil}", lambda: f"/%5C{evil}",
+                     lambda: f"%5C%5C{evil}", lambda: "/account%0D%0ASet-Cookie:%20sid=1",
+                     lambda: f"https://{host}%40{evil}/", lambda: f"%09/{rng.choice(PATHS)[1:]}",
+                     lambda: f"JavaScript://{host}/%0Aalert(1)", lambda: "data:text/html;base64,PHNjcmlwdD4="]
+        if self.level >= 4:
+            opts += [lambda: f"%252F%252F{evil}", lambda: "/caf%C3%A9", lambda: f"/%zz{evil}", lambda: "/docs%2",
+                     lambda: f"https://{host}:0443/", lambda: f"ftp://{host}/", lambda: f"https:///{host}",
+                     lambda: f"/%2F%2F{evil}"]
+        return rng.choice(opts)()
+
+
+@register
+class OpenRedirectGuard(Family):
+    name = "open_redirect_guard"
+    domain = "security"
+    skill_types = ("Web Security", "Access Control")
+    primitive_skills = ("URL parsing and normalisation", "percent-decoding", "open redirect prevention",
+                        "allowlist and denylist matching", "input validation", "regular expressions")
+    verifiers = ("adversarial_corpus", "fuzz_equivalence", "exact_text", "metric_threshold")
+    programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    levels = {1: {"items": 24, "lines": 40}, 2: {"items": 40, "lines": 100}, 3: {"items": 60, "lines": 200},
+              4: {"items": 90, "lines": 320}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        tenants = []
+        while len(tenants) < 3:
+            c = t.code(1)
+            if c not in tenants:
+                tenants.append(c)
+        ini, host_sets = [], {}
+        for name in tenants:
+            base = name.lower()
+            hosts = [f"{base}{rng.choice(SUFFIXES)}", f"www.{base}.com", f"app.{base}.io",
+                     f"pay.{base}-billing.example"][:rng.randrange(2, 5)]
+            hosts = sorted(set(hosts))
+            host_sets[name] = hosts
+            ini += [f"[{name}]", "hosts = " + ", ".join(hosts), f"owner = {base}-platform-team", ""]
+        tenant = tenants[rng.randrange(3)]
+        hosts = host_sets[tenant]
+        foreign = [h for n in tenants if n != tenant for h in host_sets[n]]
+        t.add_file("/app/config/redirect_hosts.ini", "# allowed absolute redirect hosts per tenant\n" + "\n".join(ini))
+        mode = "classify" if t.axes.verifier == "adversarial_corpus" else "lines"
+        redirectors = ["/login/callback", "/logout"]
+        ref_src = REFERENCE.format(hosts=hosts, mode=mode, redirectors=redirectors)
+        ns: dict = {}
+        exec(ref_src, ns)  # noqa: S102 - our own reference program
+        gen = _Targets(rng, hosts, foreign, t.level)
+        who = t.deliver(tenant, "the tenant")
+        rules = ("A target is judged after exactly one round of percent-decoding (every `%` must start a valid "
+                 "`%XX` hex escape, otherwise the target is unsafe; `+` stays `+`). The decoded target is safe if and "
+                 "only if: it is non-empty, every byte is printable ASCII (0x21-0x7E: no spaces, control characters "
+                 "or non-ASCII) and there is no backslash; and either (a) it starts with `/` and is just `/` or its "
+                 "second character is not `/` (a local path), or (b) it is `https://` (scheme in any letter case) "
+                 "followed by an authority that runs up to the first `/`, `?`, `#` or the end, where the authority "
+                 "contains no `@`, its port, if a `:` is present, is exactly `443`, and its host, compared "
+                 "case-insensitively, is exactly one of the tenant's hosts listed in `/app/config/redirect_hosts.ini`"
+                 " (nothing else: no subdomains, no other tenant's hosts, no trailing dot). Everything else is "
+                 "unsafe.")
+        if mode == "classify":
+            clean, bad = [], []
+            while len(clean) < k["items"] or len(bad) < k["items"]:
+                raw = gen.clean() if rng.random() < 0.5 else gen.bad()
+                (clean if ns["safe"](raw) else bad).append(raw + "\n")
+            clean, bad = clean[:k["items"]], bad[:k["items"]]
+            t.say(f"Our login flow redirects users to the `next` query parameter after sign-in, and a bug bounty "
+                  f"report showed it can be abused as an open redirect. Write the guard for the tenant named above. "
+                  f"It receives the raw `next` value (as it appears in the query string) on standard input, followed "
+                  f"by a single newline that is not part of the value. {rules}")
+            t.expect_classifier("Accept (exit 0) safe targets and reject (exit 1) unsafe ones. Hard-code the "
+                                "tenant's host list.", clean, bad, {"Python": ref_src, "C": _c_program(hosts, mode)})
+            t.solve(f'grep -q "^\\[{who}\\]" /app/config/redirect_hosts.ini')
+            return
+        if t.axes.verifier == "fuzz_equivalence":
+            cases = []
+            for _ in range(10):
+                raws = [gen.clean() if rng.random() < 0.5 else gen.bad() for _ in range(rng.randrange(4, 30))]
+                text = "".join(r + "\n" for r in raws)
+                cases.append((text, "".join(("ALLOW" if ns["safe"](r) else "DENY") + "\n" for r in raws)))
+            t.say(f"Our login flow redirects users to the `next` query parameter after sign-in; we need a filter "
+                  f"for the tenant named above to check a batch of targets. Input: one raw `next` value per line "
+                  f"(as it appears in the query string). Output: one line per input line, `ALLOW` if the target is "
+                  f"safe and `DENY` otherwise. {rules}")
+            t.expect_program("Hard-code the tenant's host list.", cases,
+                             {"Python": ref_src, "C": _c_program(hosts, mode)})
+            t.solve(f'grep -q "^\\[{who}\\]" /app/config/redirect_hosts.ini')
+            return
+        lines = []
+        stamp_day = rng.randrange(1, 28)
+        for i in range(k["lines"]):
+            ip = f"198.51.100.{rng.randrange(1, 255)}"
+            sec_of_day = i * 86399 // k["lines"]
+            ts = (f"{stamp_day:02d}/Sep/2026:{sec_of_day // 3600:02d}:{sec_of_day % 3600 // 60:02d}:"
+                  f"{rng.randrange(60):02d} +0000")
+            r = rng.random()
+            raw = gen.clean() if rng.random() < 0.55 else gen.bad()
+            state = f"state={''.join(rng.choice('abcdef0123456789') for _ in range(12))}"
+            if r < 0.55:
+                path, params, status = "/login/callback", [state, f"next={raw}"], 302
+            elif r < 0.7:
+                path, params, status = "/logout", [f"next={raw}"], 302
+            elif r < 0.8 and t.level >= 3:
+                path, params, status = "/api/items", [f"limit={rng.randrange(10, 100)}", f"next={raw}"], 200
+            elif r < 0.9:
+                path, params, status = "/login/callback", [state], 302
+            else:
+                path, params, status = "/search", [f"q={rng.choice(['shoes', 'report', 'invoice'])}"], 200
+            if t.level >= 2:
+                rng.shuffle(params)
+            lines.append(f'{ip} - - [{ts}] "GET {path}?{"&".join(params)} HTTP/1.1" {status} 0')
+        text = "\n".join(lines) + "\n"
+        t.add_file("/app/logs/access.log", text)
+        truth = ns["audit"](text)
+        t.say(f"Our login flow redirects users to the `next` query parameter after sign-in, and a bug bounty report "
+              f"showed it was an open redirect. `/app/logs/access.log` is the access log of the tenant named above. "
+              f"Only `/login/callback` and `/logout` redirect to `next`; a `next` parameter on any other endpoint is "
+              f"something else (e.g. a pagination cursor) and is not a redirect. Find every request that would have "
+              f"redirected to an unsafe target. {rules}")
+        t.add_solution_file("redirects.py", REFERENCE.format(hosts=[], mode="lines", redirectors=redirectors))
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                f'python3 /solution/redirects.py audit /app/config/redirect_hosts.ini "{who}" < /app/logs/access.log '
+                '> /app/out/unsafe_redirects.txt')
+        fmt = ("one line per such request, in log order: its line number in the log (1-based), a space, the raw "
+               "`next` value exactly as it appears in the log")
+        t.say(f"Report format: {fmt}.")
+        t.expect_output("/app/out/unsafe_redirects.txt", truth, "the report")

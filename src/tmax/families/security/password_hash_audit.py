@@ -1,0 +1,206 @@
+"""Password audit: recover weak passwords from an application's peppered, salted hash dump with a
+wordlist and mangling rules, skipping locked accounts. Higher levels add legacy SHA-1 and unsalted MD5
+schemes, a messy (CRLF, duplicated, gzipped) wordlist, and rule combinations (capitalised / leetspeak
+bases with digit, year and `!` suffixes)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import gzip
+import hashlib
+import sys
+
+FORMS = {forms!r}        # any of: plain, cap, leet
+SUFFIXES = {suffixes!r}  # any of: none, digit, twodigit, year, bang
+LEET = str.maketrans("aeios", "43105")
+ALGOS = {{"s256": hashlib.sha256, "s1": hashlib.sha1, "md5": hashlib.md5}}
+
+
+def words_from(text):
+    out = []
+    for line in text.splitlines():
+        w = line.strip()
+        if w:
+            out.append(w)
+    return list(dict.fromkeys(out))
+
+
+def candidates(words):
+    sfx = [""]
+    if "digit" in SUFFIXES:
+        sfx += [str(d) for d in range(10)]
+    if "twodigit" in SUFFIXES:
+        sfx += [f"{{d:02d}}" for d in range(100)]
+    if "year" in SUFFIXES:
+        sfx += [str(y) for y in range(1990, 2030)]
+    if "bang" in SUFFIXES:
+        sfx += ["!"]
+    sfx = list(dict.fromkeys(sfx))
+    out = []
+    for w in words:
+        forms = [w]
+        if "cap" in FORMS:
+            forms.append(w[:1].upper() + w[1:])
+        if "leet" in FORMS:
+            forms.append(w.translate(LEET))
+        for f in dict.fromkeys(forms):
+            out += [f + s for s in sfx]
+    return list(dict.fromkeys(out))
+
+
+def parse(text):
+    accounts = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        user, field = line.split(":")[:2]
+        if field.startswith("!") or field.startswith("*"):
+            continue
+        parts = field.split("$")  # ['', scheme, salt, hex] or ['', 'md5', hex]
+        if parts[1] == "md5":
+            accounts.append((user, "md5", "", parts[2]))
+        else:
+            accounts.append((user, parts[1], parts[2], parts[3]))
+    return accounts
+
+
+def crack(accounts_text, words_text, pepper):
+    cands = [(c, (c + pepper).encode()) for c in candidates(words_from(words_text))]
+    found = {{}}
+    for user, scheme, salt, digest in parse(accounts_text):
+        base = ALGOS[scheme](salt.encode())
+        for plain, tail in cands:
+            h = base.copy()
+            h.update(tail)
+            if h.hexdigest() == digest:
+                found[user] = plain
+                break
+    return "".join(f"{{u}}:{{found[u]}}\n" for u in sorted(found))
+
+
+def read(path):
+    if path.endswith(".gz"):
+        with gzip.open(path, "rb") as f:
+            return f.read().decode("utf-8")
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+if __name__ == "__main__":  # ACCOUNTS WORDLIST PEPPER
+    sys.stdout.write(crack(read(sys.argv[1]), read(sys.argv[2]), sys.argv[3]))
+'''
+
+COMMON = ["dragon", "monkey", "sunshine", "football", "princess", "shadow", "master", "welcome", "letmein", "qwerty",
+          "baseball", "summer", "winter", "freedom", "secret", "hunter", "ranger", "thunder", "silver", "tigger",
+          "pepper", "cookie", "banana", "orange", "purple", "soccer", "hockey", "matrix", "phoenix", "falcon",
+          "coffee", "rocket", "dolphin", "garden", "marina", "oliver", "sophie", "charlie", "maverick", "buster"]
+SYL = ["ka", "lo", "mi", "ra", "te", "no", "vi", "sa", "du", "pe", "ri", "go", "ba", "ne", "zo", "lu", "fa", "mo"]
+STRONG = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789#%&*+=?"
+LEVEL_RULES = {1: (["plain"], ["none"]),
+               2: (["plain", "cap"], ["none", "digit"]),
+               3: (["plain", "cap"], ["none", "digit", "twodigit", "bang"]),
+               4: (["plain", "cap", "leet"], ["none", "digit", "twodigit", "year", "bang"])}
+RULE_TEXT = {"cap": "the word with its first letter upper-cased", "leet": "the word in leetspeak (every a, e, i, o, s "
+             "replaced by 4, 3, 1, 0, 5 respectively)", "digit": "one digit", "twodigit": "two digits (00-99)",
+             "year": "a year from 1990 to 2029", "bang": "a single `!`"}
+
+
+def _wordlist(rng, n):
+    words = list(COMMON)
+    while len(words) < n:
+        w = "".join(rng.choice(SYL) for _ in range(rng.randrange(2, 5)))
+        if w not in words:
+            words.append(w)
+    rng.shuffle(words)
+    return words[:n]
+
+
+@register
+class PasswordHashAudit(Family):
+    name = "password_hash_audit"
+    domain = "security"
+    skill_types = ("Cryptography", "Secrets Management")
+    primitive_skills = ("salted password hashing", "dictionary attacks with mangling rules",
+                        "credential audit reporting", "checksum verification")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    levels = {1: {"users": 8, "words": 150, "schemes": ["s256"], "locked": 0, "messy": False},
+              2: {"users": 12, "words": 250, "schemes": ["s256"], "locked": 2, "messy": False},
+              3: {"users": 14, "words": 300, "schemes": ["s256", "s1"], "locked": 2, "messy": True},
+              4: {"users": 16, "words": 300, "schemes": ["s256", "s1", "md5"], "locked": 3, "messy": True}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        forms, suffixes = LEVEL_RULES[t.level]
+        pepper = t.code(2)
+        ref_src = REFERENCE.format(forms=forms, suffixes=suffixes)
+        ns: dict = {}
+        exec(ref_src, ns)  # noqa: S102 - our own reference program
+        words = _wordlist(rng, k["words"])
+        cands = ns["candidates"](words)
+        first = ["ana", "ben", "chen", "dara", "eli", "fatima", "gus", "hiro", "ines", "jon", "kim", "lena", "mo",
+                 "nia", "omar", "pia", "quinn", "raj", "sara", "tom", "uma", "vic", "wen", "yusuf", "zoe"]
+        users = sorted(rng.sample(first, k["users"] + k["locked"]))
+        locked = set(rng.sample(users, k["locked"]))
+        must_crack = set(rng.sample([u for u in users if u not in locked], 2))
+        lines = ["# export of app_users.password_hash, taken for the credential audit", "# user:hash:last_login"]
+        for u in users:
+            scheme = rng.choice(k["schemes"])
+            weak = rng.random() < 0.6 or u in locked or u in must_crack
+            pw = rng.choice(cands) if weak else "".join(rng.choice(STRONG) for _ in range(14))
+            salt = "" if scheme == "md5" else "".join(rng.choice(STRONG[:-8]) for _ in range(8))
+            digest = {"s256": hashlib.sha256, "s1": hashlib.sha1, "md5": hashlib.md5}[scheme](
+                (salt + pw + pepper).encode()).hexdigest()
+            field = f"$md5${digest}" if scheme == "md5" else f"${scheme}${salt}${digest}"
+            if u in locked:
+                field = rng.choice(["!", "*", "!!"]) + field if rng.random() < 0.7 else "!" + field
+            lines.append(f"{u}.{rng.choice(['ops', 'eng', 'fin', 'hr'])}:{field}:2026-{rng.randrange(1, 13):02d}-"
+                         f"{rng.randrange(1, 29):02d}")
+        accounts = "\n".join(lines) + "\n"
+        t.add_file("/app/audit/accounts.txt", accounts)
+        wl = list(words)
+        if k["messy"]:
+            wl += rng.sample(words, len(words) // 10)
+            rng.shuffle(wl)
+            wl.insert(rng.randrange(len(wl)), "")
+            wtext = "".join(w + "\r\n" for w in wl)
+        else:
+            wtext = "".join(w + "\n" for w in wl)
+        if t.level >= 4:
+            t.add_file("/app/audit/wordlist.txt.src", wtext)
+            t.add_setup("gzip -n /app/audit/wordlist.txt.src && mv /app/audit/wordlist.txt.src.gz "
+                        "/app/audit/wordlist.txt.gz")
+            wpath = "/app/audit/wordlist.txt.gz"
+        else:
+            t.add_file("/app/audit/wordlist.txt", wtext)
+            wpath = "/app/audit/wordlist.txt"
+        truth = ns["crack"](accounts, wtext, pepper)
+        who = t.deliver(pepper, "the pepper")
+        schemes = {"s256": "`$s256$<salt>$<hex>` = SHA-256 of salt + password + pepper",
+                   "s1": "`$s1$<salt>$<hex>` = SHA-1 of salt + password + pepper (legacy)",
+                   "md5": "`$md5$<hex>` = MD5 of password + pepper (an ancient import, unsalted)"}
+        scheme_txt = "; ".join(schemes[s] for s in k["schemes"])
+        base_forms = ["the word itself"] + [RULE_TEXT[f] for f in forms[1:]]
+        sfx = [RULE_TEXT[s] for s in suffixes[1:]]
+        if sfx:
+            tail = (f"optionally followed by {sfx[0]}" if len(sfx) == 1 else
+                    f"followed by either nothing or exactly one of: {'; '.join(sfx)}")
+            rule_txt = f"Candidates are built from each word as a base ({'; or '.join(base_forms)}), {tail}."
+        else:
+            rule_txt = "Candidates are the words themselves, unchanged."
+        t.say(f"We are running a credential audit of our web app. `/app/audit/accounts.txt` is the export of the "
+              f"user table (`<user>:<hash>:<last login>`, `#` lines are comments). Hash formats: {scheme_txt}; all "
+              f"strings are UTF-8, concatenated without separators, digests in lowercase hex. The pepper, given above, "
+              f"is a server-side secret appended to every password before hashing. A hash field starting with `!` or "
+              f"`*` marks a locked account: leave those out entirely. Find every other account whose password "
+              f"comes from our list of known-bad passwords, `{wpath}` (one word per line; ignore surrounding "
+              f"whitespace, carriage returns and blank lines). {rule_txt}")
+        t.add_solution_file("audit.py", ref_src)
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                f'python3 /solution/audit.py /app/audit/accounts.txt {wpath} "{who}" > /app/out/cracked.txt')
+        fmt = "one line per cracked account, sorted by user name: `<user>:<password>`"
+        t.say(f"Report format: {fmt}.")
+        t.expect_output("/app/out/cracked.txt", truth, "the list of cracked accounts")

@@ -1,0 +1,369 @@
+"""Which addresses brute-forced our SSH server? Parse sshd lines out of rotated syslog auth logs (some
+gzipped), count failed logins per source, find the densest burst inside a sliding window, drop trusted
+ranges, and (higher levels) flag sources that later logged in successfully. Traps: pam and "Invalid
+user" lines that must not be double counted, "message repeated N times" lines, slow attackers whose
+total is high but never dense enough, bursts exactly one window long, usernames that contain text
+looking like a second source address, IPv6 sources, and a year rollover in year-less timestamps."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import gzip
+import ipaddress
+import re
+import sys
+
+THRESHOLD = {threshold}
+WINDOW = {window}
+TRUSTED = {trusted!r}
+START_YEAR = {year}
+SHOW_LOGIN = {show_login}
+MONTHS = {{m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}}
+HEAD = re.compile(r"^([A-Z][a-z][a-z]) +(\d{{1,2}}) (\d\d):(\d\d):(\d\d) \S+ sshd\[\d+\]: (.*)$")
+FAIL = re.compile(r"^Failed (?:password|publickey) for (.*) from (\S+) port \d+ ssh2$")
+REPEAT = re.compile(r"^message repeated (\d+) times: \[ (.*)\]$")
+OK = re.compile(r"^Accepted (?:password|publickey) for (.*) from (\S+) port \d+ ssh2(?:: .*)?$")
+DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+
+def epoch(year, month, day, hh, mm, ss):
+    days = sum(366 if (y % 4 == 0 and y % 100 != 0) or y % 400 == 0 else 365 for y in range(1970, year))
+    leap = (year % 4 == 0 and year % 100 != 0) or year % 400 == 0
+    days += sum(DAYS[:month - 1]) + (1 if leap and month > 2 else 0) + day - 1
+    return ((days * 24 + hh) * 60 + mm) * 60 + ss
+
+
+def addr(text):
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
+
+
+def analyse(text, window=None):
+    window = window or WINDOW
+    trusted = [ipaddress.ip_network(n) for n in TRUSTED]
+    fails, logins = {{}}, {{}}
+    year, prev = START_YEAR, None
+    for line in text.splitlines():
+        m = HEAD.match(line)
+        if not m or m.group(1) not in MONTHS:
+            continue
+        month = MONTHS[m.group(1)]
+        if prev is not None and month < prev:
+            year += 1
+        prev = month
+        ts = epoch(year, month, int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)))
+        msg, times = m.group(6), 1
+        r = REPEAT.match(msg)
+        if r:
+            times, msg = int(r.group(1)), r.group(2)
+        f = FAIL.match(msg)
+        if f and addr(f.group(2)) is not None:
+            fails.setdefault(addr(f.group(2)), []).extend([ts] * times)
+            continue
+        o = OK.match(msg)
+        if o and addr(o.group(2)) is not None:
+            logins.setdefault(addr(o.group(2)), []).append(ts)
+    rows = []
+    for ip, stamps in fails.items():
+        if any(ip.version == n.version and ip in n for n in trusted):
+            continue
+        stamps.sort()
+        best, lo = 0, 0
+        for hi in range(len(stamps)):
+            while stamps[hi] - stamps[lo] >= window:
+                lo += 1
+            best = max(best, hi - lo + 1)
+        if best < THRESHOLD:
+            continue
+        row = f"{{ip}} {{best}} {{len(stamps)}}"
+        if SHOW_LOGIN:
+            row += " yes" if any(t >= stamps[0] for t in logins.get(ip, [])) else " no"
+        rows.append(((-best, -len(stamps), ip.version, int(ip)), row))
+    rows.sort()
+    return "".join(row + "\n" for _, row in rows)
+
+
+def read(path):
+    if path.endswith(".gz"):
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
+            return f.read()
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:  # WINDOW FILE... (oldest first)
+        sys.stdout.write(analyse("".join(read(p) for p in sys.argv[2:]), int(sys.argv[1])))
+    else:
+        sys.stdout.write(analyse(sys.stdin.read()))
+'''
+
+USERS = ["root", "admin", "ubuntu", "test", "oracle", "postgres", "git", "pi", "user", "ftp", "guest", "support",
+         "deploy", "jenkins", "ansible", "www-data", "mysql", "hadoop", "backup", "minecraft"]
+STAFF = ["alice", "bob", "carol", "deploy", "svc-backup", "dave", "erin"]
+MONTH_NAMES = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+
+def _ipv4(rng, public=True):
+    if public:
+        first = rng.choice([23, 45, 61, 77, 89, 103, 118, 141, 159, 176, 185, 193, 203, 212, 222])
+        return f"{first}.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+    return f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
+
+
+def _ipv6(rng):
+    groups = [0x2001, 0xdb8, rng.randrange(1 << 16), rng.randrange(1 << 16), 0, 0, 0, rng.randrange(1, 1 << 16)]
+    return str(ipaddress.ip_address(":".join(f"{g:x}" for g in groups)))
+
+
+def _stamp(year, month, day, secs):
+    """(month, day) plus seconds into that day, rolled over month/year ends."""
+    day_extra, secs = divmod(secs, 86400)
+    day += day_extra
+    while day > DAYS[month - 1]:
+        day -= DAYS[month - 1]
+        month += 1
+        if month > 12:
+            month, year = 1, year + 1
+    hh, rest = divmod(secs, 3600)
+    mm, ss = divmod(rest, 60)
+    return f"{MONTH_NAMES[month - 1]} {day:>2} {hh:02d}:{mm:02d}:{ss:02d}"
+
+
+@register
+class SshBruteforceSources(Family):
+    name = "ssh_bruteforce_sources"
+    domain = "security"
+    skill_types = ("Forensics", "Network Security")
+    primitive_skills = ("auth log analysis", "brute-force detection", "sliding time windows",
+                        "CIDR and IP range matching", "syslog timestamp parsing", "regular expressions",
+                        "timeline reconstruction")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"attackers": 3, "noise": 120, "files": 1, "gzip": False, "trusted": False, "repeat": False,
+                  "ipv6": False, "login": False, "rollover": False, "inject": False},
+              2: {"attackers": 5, "noise": 400, "files": 2, "gzip": False, "trusted": True, "repeat": False,
+                  "ipv6": False, "login": False, "rollover": False, "inject": False},
+              3: {"attackers": 7, "noise": 900, "files": 3, "gzip": True, "trusted": True, "repeat": True,
+                  "ipv6": True, "login": True, "rollover": False, "inject": False},
+              4: {"attackers": 9, "noise": 1600, "files": 4, "gzip": True, "trusted": True, "repeat": True,
+                  "ipv6": True, "login": True, "rollover": True, "inject": True}}
+
+    def _events(self, rng, k, threshold, window, span, trusted_nets):
+        n_att = k["attackers"]
+        """(seconds since start, sshd message) events; attackers are built around the threshold."""
+        ev = []
+        internal = [f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}" for _ in range(4)]
+
+        def fail(t, ip, user=None):
+            user = user or rng.choice(USERS)
+            inv = "invalid user " if user not in ("root", "deploy") and rng.random() < 0.7 else ""
+            port = rng.randrange(1024, 65535)
+            if inv and rng.random() < 0.5:
+                ev.append((t, f"Invalid user {user} from {ip} port {port}"))
+            ev.append((t, f"Failed password for {inv}{user} from {ip} port {port} ssh2"))
+            if rng.random() < 0.3:
+                ev.append((t, f"pam_unix(sshd:auth): authentication failure; logname= uid=0 euid=0 tty=ssh "
+                              f"ruser= rhost={ip}  user={user}"))
+
+        def burst(ip, n, gap_lo, gap_hi, start=None):
+            t = start if start is not None else rng.randrange(0, max(1, span - n * gap_hi))
+            out = []
+            for _ in range(n):
+                out.append(t)
+                t += rng.randint(gap_lo, gap_hi)
+            return out
+
+        used = set()
+        kinds = ["dense", "dense", "slow", "edge", "dense", "slow", "trusted", "dense", "edge"][:n_att]
+        for i, kind in enumerate(kinds):
+            ip = _ipv6(rng) if k["ipv6"] and i % 3 == 2 else _ipv4(rng)
+            if kind == "trusted" and trusted_nets:
+                net = rng.choice(trusted_nets)
+                ip = str(ipaddress.ip_network(net)[rng.randrange(1, 200)])
+            while ip in used:
+                ip = _ipv4(rng)
+            used.add(ip)
+            if kind in ("dense", "trusted"):
+                times = burst(ip, threshold + rng.randrange(0, 12), 1, max(2, window // (threshold * 2)))
+                if rng.random() < 0.5:
+                    times += burst(ip, rng.randrange(1, threshold), window, window * 2)
+            elif kind == "slow":  # many failures, never threshold of them inside one window
+                gap = window // (threshold - 1) + rng.randrange(1, 30)
+                times = burst(ip, threshold + rng.randrange(3, 10), gap, gap + 20)
+            else:  # edge: exactly threshold failures spanning the window (+0 or -1 seconds)
+                start = rng.randrange(0, max(1, span - window - 10))
+                last = start + window - rng.choice([0, 1])
+                mids = sorted(rng.randrange(start + 1, last) for _ in range(threshold - 2))
+                times = [start, *mids, last]
+            if k["rollover"] and i == 0:  # straddle the new year
+                times = [span // 2 - 30 * len(times) // 2 + 30 * j for j in range(len(times))]
+            times.sort()
+            j = 0
+            while j < len(times):
+                if k["repeat"] and j + 2 < len(times) and rng.random() < 0.25:
+                    n = rng.randrange(2, min(5, len(times) - j) + 1)
+                    user = rng.choice(USERS[:3])
+                    port = rng.randrange(1024, 65535)
+                    ev.append((times[j], f"message repeated {n} times: [ Failed password for {user} from {ip} "
+                                         f"port {port} ssh2]"))
+                    j += n
+                    continue
+                user = None
+                if k["inject"] and rng.random() < 0.15:
+                    fake = _ipv4(rng)
+                    user = f"admin from {fake} port 22 ssh2 user"
+                    ev.append((times[j], f"Failed password for invalid user {user} from {ip} port "
+                                         f"{rng.randrange(1024, 65535)} ssh2"))
+                else:
+                    fail(times[j], ip, user)
+                j += 1
+            if k["login"] and kind != "trusted" and rng.random() < 0.6:
+                before = rng.random() < 0.35
+                t = times[0] - rng.randrange(60, 3000) if before else times[-1] + rng.randrange(1, 600)
+                ev.append((max(0, t), f"Accepted password for {rng.choice(USERS[:4])} from {ip} port "
+                                      f"{rng.randrange(1024, 65535)} ssh2"))
+        # staff logins and the odd typo, background chatter
+        for _ in range(k["noise"]):
+            t = rng.randrange(span)
+            r = rng.random()
+            ip = rng.choice(internal)
+            if r < 0.35:
+                ev.append((t, f"Accepted publickey for {rng.choice(STAFF)} from {ip} port "
+                              f"{rng.randrange(1024, 65535)} ssh2: ED25519 SHA256:"
+                              + "".join(rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij0123456789") for _ in range(20))))
+            elif r < 0.5:
+                ev.append((t, f"pam_unix(sshd:session): session opened for user {rng.choice(STAFF)}(uid=1000) by (uid=0)"))
+            elif r < 0.6:
+                ev.append((t, f"Failed password for {rng.choice(STAFF)} from {ip} port {rng.randrange(1024, 65535)} ssh2"))
+            elif r < 0.75:
+                ext = _ipv4(rng)
+                ev.append((t, f"Connection closed by {ext} port {rng.randrange(1024, 65535)} [preauth]"))
+            elif r < 0.85:
+                ev.append((t, f"Received disconnect from {ip} port {rng.randrange(1024, 65535)}:11: disconnected by user"))
+            elif r < 0.92:
+                ext = _ipv4(rng)
+                ev.append((t, f"Failed password for invalid user {rng.choice(USERS)} from {ext} port "
+                              f"{rng.randrange(1024, 65535)} ssh2"))
+            else:
+                ev.append((t, "CRON"))
+        return ev
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        threshold = rng.randrange(5, 11)
+        window = rng.randrange(4, 16) * 60
+        trusted = []
+        if k["trusted"]:
+            trusted = [f"10.0.0.0/8", f"192.168.{rng.randrange(256)}.0/24",
+                       f"{rng.choice([45, 77, 185])}.{rng.randrange(256)}.{rng.randrange(0, 256, 16)}.0/20"]
+            if k["ipv6"]:
+                trusted.append(f"2001:db8:{rng.randrange(1 << 16):x}::/48")
+            trusted = [str(ipaddress.ip_network(n, strict=False)) for n in trusted]
+        if k["rollover"]:
+            year, month, day = 2025, 12, rng.randrange(29, 31)
+        else:
+            year, month, day = 2026, rng.randrange(1, 13), rng.randrange(1, 20)
+        program = t.axes.verifier == "fuzz_equivalence"
+        span = 2 * 86400 if k["rollover"] else rng.randrange(1, 3) * 86400
+        if k["rollover"]:  # the log starts so that midnight on New Year's Eve lies mid-span
+            start_secs = 86400 * (31 - day + 1) - span // 2
+        else:
+            start_secs = rng.randrange(0, 6 * 3600)
+        ref_src = REFERENCE.format(threshold=threshold, window=window, trusted=trusted,
+                                   year=year, show_login=k["login"])
+        ns: dict = {}
+        exec(ref_src, ns)  # noqa: S102 - our own reference program
+        host = rng.choice(["bastion", "gw-01", "edge-ssh", "jump1", "vpn-gw"])
+
+        def render(events):
+            lines = []
+            for secs, msg in sorted(events, key=lambda e: e[0]):
+                stamp = _stamp(year, month, day, start_secs + secs)
+                if msg == "CRON":
+                    lines.append(f"{stamp} {host} CRON[{rng.randrange(1000, 99999)}]: pam_unix(cron:session): "
+                                 "session opened for user root(uid=0) by (uid=0)")
+                else:
+                    lines.append(f"{stamp} {host} sshd[{rng.randrange(1000, 99999)}]: {msg}")
+            return lines
+
+        kk = dict(k)
+        fmt_rows = ("one line per flagged source: the address, a space, the largest number of failed attempts "
+                    f"from it inside one window, a space, its total number of failed attempts"
+                    + (", a space, then `yes` if the logs show a successful login (`Accepted ...`) from that "
+                       "address at or after its first failed attempt, otherwise `no`" if k["login"] else "")
+                    + ". Sort by the window count (highest first), then the total (highest first), then the "
+                    "address (IPv4 before IPv6, each in numeric order, not text order)")
+        rules = (f"A failed attempt is a `Failed password ...` or `Failed publickey ...` line from sshd; "
+                 "`Invalid user ...`, `pam_unix(sshd:auth): authentication failure ...` and `Connection closed "
+                 "...` lines describe the same attempts or none at all and must not be counted. The source is the "
+                 "address after the final `from` in the line (just before `port <n> ssh2`)."
+                 + (" Attacker-chosen usernames can contain spaces and text that looks like an address; only the "
+                    "final `from <address> port <n> ssh2` counts." if k["inject"] else "")
+                 + (" rsyslog compresses duplicates as `message repeated N times: [ <message>]`: that stands for N "
+                    "identical messages at that timestamp." if k["repeat"] else "")
+                 + f" A source is flagged when at least {threshold} of its failed attempts fall inside one window, "
+                 "i.e. the last of them less than the window length (given above, in seconds) after the first "
+                 "(timestamps have one-second resolution).")
+        if program:
+            who = t.deliver(str(window), "the window length in seconds")
+            kk.update(rollover=False, inject=k["inject"])
+            cases = []
+            for _ in range(10):
+                ev = self._events(rng, kk, threshold, window, 86400 // 2, trusted)
+                text = "\n".join(render(ev)) + "\n"
+                cases.append((text, ns["analyse"](text)))
+            trust_txt = (" Sources inside these trusted ranges are never flagged: " + ", ".join(f"`{n}`" for n in trusted)
+                         + "." if trusted else "")
+            t.say(f"We want a reusable brute-force detector for sshd logs. Given one syslog-format auth log on "
+                  f"standard input (the examples show the format; all lines are from {year}), report the SSH "
+                  f"brute-force sources. {rules}{trust_txt} "
+                  f"Output {fmt_rows}. Output nothing else (no output at all when nothing is flagged).")
+            t.expect_program("Hard-code the threshold, window and trusted ranges.", cases, {"Python": ref_src})
+            t.solve(f'grep -q "WINDOW = {who}$" /app/*.py')
+            return
+        ev = self._events(rng, k, threshold, window, span, trusted)
+        lines = render(ev)
+        # rotate: oldest chunk is auth.log.<files-1>, newest is auth.log
+        n = k["files"]
+        cuts = [0] + sorted(rng.sample(range(len(lines) // 4, len(lines) - 1), n - 1)) + [len(lines)] if n > 1 \
+            else [0, len(lines)]
+        chunks = [lines[cuts[i]:cuts[i + 1]] for i in range(n)]
+        order = []
+        for i, chunk in enumerate(chunks):
+            idx = n - 1 - i
+            name = "auth.log" if idx == 0 else f"auth.log.{idx}"
+            text = "\n".join(chunk) + "\n"
+            if k["gzip"] and idx >= 2:
+                t.add_file(f"/app/logs/{name}.src", text)
+                t.add_setup(f"gzip -n /app/logs/{name}.src && mv /app/logs/{name}.src.gz /app/logs/{name}.gz")
+                order.append(f"/app/logs/{name}.gz")
+            else:
+                t.add_file(f"/app/logs/{name}", text)
+                order.append(f"/app/logs/{name}")
+        if trusted:
+            t.add_file("/app/config/trusted_ranges.txt",
+                       "# ranges owned by us or our scanners; never block these\n" + "\n".join(trusted) + "\n")
+        truth = ns["analyse"]("".join("\n".join(c) + "\n" for c in chunks))
+        who = t.deliver(str(window), "the window length in seconds")
+        rotated = (f" The logs are rotated: `auth.log` is the newest, then `auth.log.1`, `auth.log.2`, ... going back "
+                   "in time" + (" (the older ones gzipped)" if k["gzip"] else "") + "." if n > 1 else "")
+        yr = (f" The logs begin in December {year} and run into January {year + 1}; syslog timestamps carry no year."
+              if k["rollover"] else f" All timestamps are from {year}.")
+        trust_txt = (" Addresses inside any range listed in `/app/config/trusted_ranges.txt` (CIDR, one per line, "
+                     "`#` comments) belong to us and must never be flagged." if trusted else "")
+        t.say(f"Our SSH bastion's auth logs are in `/app/logs/`.{rotated}{yr} Find the sources that brute-forced "
+              f"the SSH daemon. {rules}{trust_txt}")
+        t.add_solution_file("bruteforce.py", REFERENCE.format(threshold=threshold, window=0, trusted=trusted, year=year,
+                                                              show_login=k["login"]))
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                f'python3 /solution/bruteforce.py "{who}" {" ".join(order)} > /app/out/bruteforce.txt')
+        t.say(f"Report format: {fmt_rows}.")
+        t.expect_output("/app/out/bruteforce.txt", truth, "the report")

@@ -56,8 +56,6 @@ class TrainConfig:
     backend: str = "bwrap"
     seed: int = 0
     checkpoint_every: int = 10
-    sft_warm_start: str | None = None  # a job dir: fine-tune on its passing trajectories first
-    sft_epochs: int = 1
 
     @property
     def loss_kwargs(self) -> dict[str, float]:

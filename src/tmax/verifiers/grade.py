@@ -87,6 +87,8 @@ def number_score(expected, text, rel_tol):
     err = abs(value - expected) / max(abs(expected), 1e-12)
     if err <= rel_tol:
         return 1.0, err
+    if rel_tol <= 0:
+        return 0.0, err
     # Partial credit falls off with each decade of error past the tolerance, to 0 at 1000x.
     return max(0.0, 1.0 - math.log10(err / rel_tol) / 3.0), err
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
+import stat
 import threading
 import time
 
@@ -181,3 +181,40 @@ def test_apptainer_command_line(tmp_path):
     assert argv[-5:-3] == [str(tmp_path / "rootfs"), "/bin/bash"]
     spec.network = True
     assert "--net" not in sb._argv(tmp_path / "rootfs")
+
+
+# -- engine-free: how layers become images and work areas ------------------------------------------
+
+def _whiteout(p):
+    try:
+        os.mknod(p, 0o600 | stat.S_IFCHR, os.makedev(0, 0))
+    except PermissionError:
+        pytest.skip("creating overlay whiteouts (mknod) needs root")
+
+
+def test_work_area_filled_from_layers_with_whiteouts_and_opaque_dirs(tmp_path):
+    from tmax.sandbox.container import fill_work_area, set_opaque, touches_outside
+
+    base, mid, top = (tmp_path / n for n in ("base", "mid", "top"))
+    for f, text in {"app/keep": "k", "app/gone": "g", "app/sub/old": "o", "etc/conf": "c"}.items():
+        (base / f).parent.mkdir(parents=True, exist_ok=True)
+        (base / f).write_text(text)
+    (mid / "app" / "sub").mkdir(parents=True)
+    (mid / "app" / "sub" / "new").write_text("n")
+    set_opaque(mid / "app" / "sub")  # hides base's app/sub/old
+    _whiteout(mid / "app" / "gone")
+    (mid / "etc").mkdir()  # empty, and the base has etc: changes nothing outside the work areas
+    (top / "app").mkdir(parents=True)
+    (top / "app" / "keep").write_text("k2")
+    (top / ".tmax-done").write_text("x")
+    layers = [top, mid, base]
+    dst = tmp_path / "wa"
+    fill_work_area(layers, "/app", dst)
+    got = sorted(str(p.relative_to(dst)) for p in dst.rglob("*"))
+    assert got == ["keep", "sub", "sub/new"]
+    assert (dst / "keep").read_text() == "k2"
+    assert not touches_outside(top, ["/app"], [mid, base])
+    assert not touches_outside(mid, ["/app"], [base])
+    assert touches_outside(mid, ["/app"], [])  # without a lower etc/, the empty etc/ adds a directory
+    assert touches_outside(base, ["/app"], [])
+    assert not touches_outside(base, ["/app", "/etc"], [])

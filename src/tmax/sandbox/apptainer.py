@@ -75,7 +75,8 @@ def sandbox_image(spec: SandboxSpec) -> Path:
                 if x.returncode != 0:
                     tar.kill()
                     tar.wait()
-                    raise SandboxError(f"extracting the environment failed: {x.stderr.decode(errors='replace')[-1500:]}")
+                    why = x.stderr.decode(errors="replace")[-1500:]
+                    raise SandboxError(f"extracting the environment failed: {why}")
                 finish_tar(tar, f"flattening {spec.env_hash or 'the environment'}")
             for d in ("proc", "dev", "sys", "tmp", "run", "root"):
                 (tmp / "rootfs" / d).mkdir(exist_ok=True)
@@ -101,8 +102,10 @@ class ApptainerSandbox:
         self.closed = False
         self.proc: subprocess.Popen | None = None
         self.work: WorkAreas | None = None
+        self.started = False
         try:
             self._start()
+            self.started = True
         except BaseException:
             self.close()
             raise
@@ -197,7 +200,7 @@ class ApptainerSandbox:
             for f in (self.proc.stdin, self.proc.stdout):
                 with contextlib.suppress(OSError):
                     f.close()
-        if not self.spec.keep_changes or self.work is None:
+        if not (self.spec.keep_changes and self.started):
             self.remove_dir()
 
     def remove_dir(self) -> None:
@@ -211,7 +214,7 @@ class ApptainerSandbox:
         if not self.closed:
             raise SandboxError("export_work_areas needs a closed sandbox")
         if self.work is None or not self.dir.exists():
-            raise SandboxError("nothing to export: the sandbox did not keep its changes (keep_changes=False)")
+            return  # keep_changes=False: nothing was kept (as with the native backends)
         self.work.export(dest)
         self.remove_dir()
 

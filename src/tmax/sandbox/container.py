@@ -21,6 +21,9 @@ backend writes its own ``containers.conf`` under ``$TMAX_HOME`` and points ``CON
 for every podman command it runs. Every ``--ulimit`` is passed explicitly: podman replaces all its
 default ulimits as soon as one is given, and its built-in defaults exceed this host's hard limits.
 
+Images of the ``host`` environment are keyed by the host's package state, so installing a package on
+the host makes a new one; the stale ones (a full copy of /usr each) are removed after each import.
+
 Closing removes the container forcibly (``rm -f``), always. A small guard process per sandbox
 removes it too if this Python process dies without closing (its stdin is a pipe we hold; EOF means
 we are gone), so containers never leak and never spin on a closed stdin.
@@ -153,18 +156,28 @@ def _layer_entry(layer, parts: tuple[str, ...]) -> Path | None:
     return Path(layer).joinpath(*parts)
 
 
-def touches_outside(layer, work_areas: Iterable[str]) -> bool:
-    """Whether ``layer`` holds anything outside the work areas that a sandbox would show.
+def touches_outside(layer, work_areas: Iterable[str], lowers: Iterable = ()) -> bool:
+    """Whether ``layer`` changes anything outside the work areas that a sandbox would show.
 
     Top-level plain files and the names the sandbox mounts itself (``rootfs.SPECIAL``) are not shown,
-    as in :func:`rootfs.plan`."""
+    as in :func:`rootfs.plan`. A directory holding nothing that matters (such as the empty top-level
+    directories a native sandbox's upper dir always has) changes nothing if a lower layer has it too.
+    """
     was = [_parts(w) for w in outer_work_areas(work_areas)]
+    lowers = list(lowers)
 
     def covered(parts):
         return any(parts[:len(w)] == w for w in was)
 
     def ancestor(parts):
         return any(len(w) > len(parts) and w[:len(parts)] == parts for w in was)
+
+    def lower_is_dir(parts) -> bool:
+        for low in lowers:
+            e = _layer_entry(low, parts)
+            if e is not None and os.path.lexists(e):
+                return e.is_dir() and not e.is_symlink()
+        return False
 
     def walk(d: Path, rel: tuple[str, ...]) -> bool:
         try:
@@ -178,10 +191,11 @@ def touches_outside(layer, work_areas: Iterable[str]) -> bool:
                 continue
             if not rel and (name in rootfs.SPECIAL or (e.is_file() and not e.is_symlink())):
                 continue
-            if ancestor(parts) and e.is_dir() and not e.is_symlink() and not _is_opaque(e):
+            if e.is_dir() and not e.is_symlink() and not _is_opaque(e):
                 if walk(e, parts):
                     return True
-                continue
+                if ancestor(parts) or lower_is_dir(parts):
+                    continue
             return True
         return False
 
@@ -190,18 +204,20 @@ def touches_outside(layer, work_areas: Iterable[str]) -> bool:
             parts = (name,)
             if covered(parts) or name in rootfs.SPECIAL:
                 continue
-            if ancestor(parts) and os.path.isdir(src) and not os.path.islink(src):
+            if os.path.isdir(src) and not os.path.islink(src):
                 if walk(Path(src), parts):
                     return True
-                continue
+                if ancestor(parts) or lower_is_dir(parts):
+                    continue
             return True
         return False
     return walk(Path(layer), ())
 
 
 def image_layers(spec: SandboxSpec) -> list:
-    """The layers an image must hold: those with something outside the work areas."""
-    return [layer for layer in spec.layers if touches_outside(layer, spec.work_areas)]
+    """The layers an image must hold: those that change something outside the work areas."""
+    layers = list(spec.layers)
+    return [layer for i, layer in enumerate(layers) if touches_outside(layer, spec.work_areas, layers[i + 1:])]
 
 
 def _identity(layer) -> str:
@@ -354,16 +370,16 @@ class WorkAreas:
         self.dir = sandbox_dir
         self.areas = outer_work_areas(spec.work_areas)
         self.paths = [sandbox_dir / "wa" / str(i) for i in range(len(self.areas))]
-        for wa, p in zip(self.areas, self.paths):
+        for wa, p in zip(self.areas, self.paths, strict=True):
             fill_work_area(spec.layers, wa, p)
 
     def binds(self) -> list[tuple[str, str]]:
-        return [(str(p), wa) for p, wa in zip(self.paths, self.areas)]
+        return [(str(p), wa) for p, wa in zip(self.paths, self.areas, strict=True)]
 
     def export(self, dest: Path) -> None:
         """Move the final content of each work area to ``dest`` as an overlay layer: the full
         content, marked opaque, so that stacked on the environment it shows exactly this."""
-        for wa, p in zip(self.areas, self.paths):
+        for wa, p in zip(self.areas, self.paths, strict=True):
             if not p.is_dir():
                 continue
             target = dest / wa.strip("/")
@@ -396,6 +412,8 @@ def check_bind_path(path: str, forbidden: str = ":") -> None:
 
 _conf_lock = threading.Lock()
 _conf_path: Path | None = None
+_known_images: dict[str, set[str]] = {}  # engine -> image tags known to exist
+_versions: dict[str, str] = {}  # engine -> version, once it answered
 
 
 def containers_conf() -> Path:
@@ -433,8 +451,12 @@ class Engine:
         if name not in ENGINES:
             raise ValueError(f"unknown container engine {name!r}; expected one of {', '.join(ENGINES)}")
         self.name = name
-        self.known_images: set[str] = set()
-        self._lock = threading.Lock()
+        # Shared by every Engine of this name in the process (get_backend makes a new one per call).
+        self.known_images: set[str] = _known_images.setdefault(name, set())
+
+    @property
+    def version(self) -> str:
+        return _versions.get(self.name, "")
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -455,6 +477,13 @@ class Engine:
             raise SandboxError(f"{self.name} {' '.join(args[:2])} failed (exit {r.returncode}): "
                                f"{r.stderr.decode('utf-8', 'replace').strip()[-1500:]}")
         return r
+
+    def log_driver(self) -> str:
+        """Podman >= 4 passes the container's stdio straight through (no conmon in the data path);
+        otherwise keep no log (the output is read over the attached pipe anyway)."""
+        if self.name == "podman" and (self.version.split(".")[0].isdigit() and int(self.version.split(".")[0]) >= 4):
+            return "passthrough"
+        return "none"
 
     def image_exists(self, tag: str) -> bool:
         if tag in self.known_images:
@@ -491,7 +520,27 @@ class Engine:
                                        f"{imp.stderr.decode('utf-8', 'replace').strip()[-1500:]}")
                 finish_tar(tar, f"flattening {spec.env_hash or 'the environment'}")
             self.known_images.add(tag)
+            self.prune_stale_host_images(tag)
         return tag
+
+    def prune_stale_host_images(self, tag: str) -> None:
+        """Remove images of the host environment from before the host's packages changed: the host's
+        hash can never come back, and each image is a full copy of /usr (gigabytes). An image still
+        used by a container is kept (no ``-f``)."""
+        key = tag.rsplit(":", 1)[1]
+        if not key.startswith("host-"):
+            return
+        prefix = key.rsplit("-", 1)[0]
+        try:
+            r = self.run("images", "--format", "{{.Repository}}:{{.Tag}}", check=False)
+        except SandboxError:
+            return
+        for line in r.stdout.decode("utf-8", "replace").split():
+            repo, _, other = line.rpartition(":")
+            if repo == IMAGE_REPO and other.startswith("host-") and other.rsplit("-", 1)[0] != prefix:
+                self.known_images.discard(line)
+                with contextlib.suppress(SandboxError):  # best effort: never fails a start
+                    self.run("rmi", line, check=False, timeout=IMPORT_TIMEOUT)
 
 
 class ContainerSandbox:
@@ -506,8 +555,10 @@ class ContainerSandbox:
         self.proc: subprocess.Popen | None = None
         self.guard: subprocess.Popen | None = None
         self.work: WorkAreas | None = None
+        self.started = False
         try:
             self._start()
+            self.started = True
         except BaseException:
             self.close()
             raise
@@ -515,14 +566,16 @@ class ContainerSandbox:
     # -- launch ---------------------------------------------------------------------------------
     def _start(self) -> None:
         spec = self.spec
-        image = self.engine.ensure_image(spec)
+        self.image = image = self.engine.ensure_image(spec)
         self.work = WorkAreas(spec, self.dir)
         self.nonce = ShellSession.new_nonce()
         argv = self._argv(image)
         env = self.engine.env()
-        # The guard removes the container if we die without closing (EOF on its stdin).
+        # The guard removes the container and this sandbox's directory if we die without closing
+        # (EOF on its stdin).
         rm = [self.engine.name, "rm", "-f"] + (["-t", "0"] if self.engine.name == "podman" else []) + [self.name]
-        self.guard = subprocess.Popen(["sh", "-c", 'read _; exec "$@" >/dev/null 2>&1', "guard", *rm],
+        self.guard = subprocess.Popen(["sh", "-c", 'd=$1; shift; read _; "$@" >/dev/null 2>&1; rm -rf -- "$d"',
+                                       "guard", str(self.dir), *rm],
                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       env=env, start_new_session=True, close_fds=True)
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -530,7 +583,11 @@ class ContainerSandbox:
         self.shell = ShellSession(self.proc.stdin.fileno(), self.proc.stdout.fileno(), self.nonce,
                                   kill_children=self._kill_children, kill_shell=self._kill_shell,
                                   limit=spec.limits.output_bytes, alive=lambda: self.proc.poll() is None)
-        self.shell.start(timeout=120.0)
+        try:
+            self.shell.start(timeout=120.0)
+        except SandboxError:
+            self.engine.known_images.discard(image)  # re-check next time (removed behind our back?)
+            raise
 
     def _argv(self, image: str) -> list[str]:
         spec, lim = self.spec, self.spec.limits
@@ -540,7 +597,7 @@ class ContainerSandbox:
                 "--memory", f"{lim.memory_mb}m", "--memory-swap", f"{lim.memory_mb}m",
                 "--pids-limit", str(lim.max_pids),
                 "--tmpfs", "/tmp:rw,exec,nosuid,nodev,mode=1777",
-                "--log-driver", "passthrough" if eng == "podman" else "none"]
+                "--log-driver", self.engine.log_driver()]
         if not spec.network:
             argv += ["--network", "none"]
         # Every ulimit explicitly (see the module docstring), within the host's hard limits.
@@ -611,7 +668,7 @@ class ContainerSandbox:
                 with contextlib.suppress(OSError):
                     f.close()
         if self.guard is not None:
-            if errors:  # let the guard try once more, on its own
+            if errors and not self.spec.keep_changes:  # let the guard try once more, on its own
                 with contextlib.suppress(OSError):
                     self.guard.stdin.close()
             else:
@@ -619,7 +676,7 @@ class ContainerSandbox:
                 self.guard.wait()
                 with contextlib.suppress(OSError):
                     self.guard.stdin.close()
-        if not self.spec.keep_changes or self.work is None:
+        if not (self.spec.keep_changes and self.started):
             self.remove_dir()
         if errors:
             raise SandboxError(f"{self.engine.name} rm -f {self.name} failed: {errors[0][-500:]}")
@@ -636,7 +693,7 @@ class ContainerSandbox:
         if not self.closed:
             raise SandboxError("export_work_areas needs a closed sandbox")
         if self.work is None or not self.dir.exists():
-            raise SandboxError("nothing to export: the sandbox did not keep its changes (keep_changes=False)")
+            return  # keep_changes=False: nothing was kept (as with the native backends)
         self.work.export(dest)
         self.remove_dir()
 
@@ -665,7 +722,7 @@ class ContainerBackend:
         if shutil.which(self.name) is None:
             hint = " (run scripts/setup-podman.sh)" if self.name == "podman" else " (apt-get install docker.io)"
             return False, f"{self.name} not found on PATH{hint}"
-        args = (["info", "--format", "{{.Host.OCIRuntime.Name}}"] if self.name == "podman"
+        args = (["info", "--format", "{{.Version.Version}}"] if self.name == "podman"
                 else ["version", "--format", "{{.Server.Version}}"])
         try:
             r = self.engine.run(*args, timeout=20, check=False)
@@ -677,6 +734,7 @@ class ContainerBackend:
             if self.name == "docker":
                 msg += " (dockerd must be running; see docs/MACHINE.md)"
             return False, f"{self.name} engine does not answer: {msg}"
+        _versions[self.name] = r.stdout.decode("utf-8", "replace").strip()
         _available[self.name] = (True, "")
         return True, ""
 

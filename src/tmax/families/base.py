@@ -262,6 +262,10 @@ def build_task(family: Family, axes: Axes, seed: int, index: int, dest: Path) ->
                     seed=seed, index=index)
     family.build(t)
     files = t.files()
+    if dest.exists():  # a rebuild must not keep files the new build no longer writes
+        import shutil
+
+        shutil.rmtree(dest)
     timeout = 600.0 + 300.0 * (level - 1)
     write_task(dest, name=dest.name, instruction=t.instruction(), files=files, metadata=t.metadata(),
                agent_timeout=timeout, verifier_timeout=300.0)

@@ -24,6 +24,7 @@ CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+PR_SET_PDEATHSIG = 1
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
@@ -210,6 +211,9 @@ def _loopback_up() -> None:
 def apply(p: Plan) -> None:
     """Runs in the child after fork: private mount namespace, mounts, cgroup, rlimits."""
     try:
+        # If the tmax process dies without closing, the launcher dies too (and with it the sandbox's
+        # pid namespace); bwrap adds --die-with-parent for its own child.
+        _check(_libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
         for procs in p.cgroup_procs:
             with open(procs, "w") as f:
                 f.write(str(os.getpid()))

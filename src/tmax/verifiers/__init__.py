@@ -84,6 +84,8 @@ def grade_number(t: TaskBuilder, path: str, value: float, rel_tol: float, what: 
     text = f"{value:.10g}\n"
     if kind == "multi_protocol":
         _serve(t, path, text, what)
+        t.requirements.append("Serve the number alone, written with 10 significant digits and no trailing "
+                              "zeros (printf's %.10g), followed by a newline.")
     elif kind in ("metric_threshold", "exact_text"):
         _write(t, {"mode": "number", "path": path, "expected": value, "rel_tol": rel_tol})
         t.requirements.append(

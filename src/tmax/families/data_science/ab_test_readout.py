@@ -1,0 +1,416 @@
+"""Is the treatment arm better than control? Join experiment assignments to purchase events, clean the
+exposure log (duplicates, users seen in two arms, internal testers, events before exposure, a
+conversion window, mixed timestamp units at higher levels) and report a pooled two-proportion z-test."""
+
+from __future__ import annotations
+
+from tmax.families.base import Family, TaskBuilder, register
+
+# One source of truth: the oracle ships it, the truth is computed with it on the host, and the
+# program-writing variant uses it as the hidden reference. Placeholders are replaced per task.
+REFERENCE = r'''
+import calendar
+import math
+import sys
+import time
+
+ARM = "__ARM__"
+WINDOW_DAYS = __WINDOW__  # 0: no conversion window
+SRM = __SRM__  # also report the sample-ratio-mismatch statistic
+QA_PREFIX = "qa_"
+
+
+def parse_ts(text):
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
+
+
+def fmt(x):
+    s = "%.4f" % x
+    return "0.0000" if s == "-0.0000" else s
+
+
+def rows(text):
+    lines = text.splitlines()
+    for line in lines[1:]:
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 3 and all(parts):
+            yield parts
+
+
+def readout(assign_text, events_text, arm=None):
+    arm = arm or ARM
+    first = {}
+    arms = {}
+    for user, a, ts in rows(assign_text):
+        if user.startswith(QA_PREFIX):
+            continue
+        t = parse_ts(ts)
+        seen = arms.setdefault(user, [])
+        if a not in seen:
+            seen.append(a)
+        if user not in first or t < first[user]:
+            first[user] = t
+    members = {u: al[0] for u, al in arms.items() if len(al) == 1}
+    converted = set()
+    for user, event, ts in rows(events_text):
+        if event != "purchase" or user not in members:
+            continue
+        t = parse_ts(ts)
+        if t < first[user]:
+            continue
+        if WINDOW_DAYS and t >= first[user] + WINDOW_DAYS * 86400:
+            continue
+        converted.add(user)
+    n = {"CONTROL": 0, arm: 0}
+    x = {"CONTROL": 0, arm: 0}
+    for user, a in members.items():
+        if a in n:
+            n[a] += 1
+            if user in converted:
+                x[a] += 1
+    n1, x1, n2, x2 = n["CONTROL"], x["CONTROL"], n[arm], x[arm]
+    r1 = x1 / n1 if n1 else 0.0
+    r2 = x2 / n2 if n2 else 0.0
+    z, p = 0.0, 1.0
+    if n1 and n2:
+        pool = (x1 + x2) / (n1 + n2)
+        se = math.sqrt(pool * (1 - pool) * (1 / n1 + 1 / n2))
+        if se > 0:
+            z = (r2 - r1) / se
+            p = math.erfc(abs(z) / math.sqrt(2))
+    out = ["arm=" + arm, "control_users=%d" % n1, "control_conversions=%d" % x1,
+           "treatment_users=%d" % n2, "treatment_conversions=%d" % x2,
+           "control_rate=" + fmt(r1), "treatment_rate=" + fmt(r2), "absolute_lift=" + fmt(r2 - r1),
+           "z_score=" + fmt(z), "p_value=" + fmt(p)]
+    if SRM:
+        chi2 = (n1 - n2) ** 2 / (n1 + n2) if n1 + n2 else 0.0
+        out.append("srm_chi2=" + fmt(chi2))
+    return "\n".join(out) + "\n"
+
+
+def split_stream(text):
+    head, _, tail = text.partition("\n---\n")
+    return head + "\n", tail
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        with open(sys.argv[1]) as fa, open(sys.argv[2]) as fe:
+            sys.stdout.write(readout(fa.read(), fe.read(), sys.argv[3] if len(sys.argv) > 3 else None))
+    else:
+        sys.stdout.write(readout(*split_stream(sys.stdin.read())))
+'''
+
+C_REFERENCE = r'''
+/* Conversion experiment readout: treatment arm vs CONTROL (see the task statement). */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WINDOW_DAYS __WINDOW__
+#define SRM __SRM__
+static const char *ARM = "__ARM__";
+
+typedef struct {
+    char *id;
+    char *arms[2]; /* the first two distinct arms are enough to know "more than one" */
+    int narms;
+    long long first;
+    int converted;
+} User;
+
+static char *trim(char *s) {
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    return s;
+}
+
+static long long days_from_civil(long long y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    long long era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (long long)doe - 719468;
+}
+
+static long long parse_ts(const char *t) {
+    int digits = *t != 0;
+    for (const char *p = t; *p; p++) digits &= isdigit((unsigned char)*p) != 0;
+    if (digits) return atoll(t);
+    int y, mo, d, h, mi, s;
+    sscanf(t, "%d-%d-%dT%d:%d:%d", &y, &mo, &d, &h, &mi, &s);
+    return days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 + h * 3600 + mi * 60 + s;
+}
+
+/* Calls fn(fields) for every data line (header skipped) with exactly 3 non-empty fields. */
+static void rows(char *text, void (*fn)(char **)) {
+    int line = 0;
+    for (char *p = text; p && *p;) {
+        char *nl = strchr(p, '\n');
+        if (nl) *nl = 0;
+        if (line++ > 0) {
+            char *f[3];
+            int n = 0;
+            char *q = p;
+            for (;;) {
+                char *c = strchr(q, ',');
+                if (c) *c = 0;
+                if (n < 3) f[n] = trim(q);
+                n++;
+                if (!c) break;
+                q = c + 1;
+            }
+            if (n == 3 && *f[0] && *f[1] && *f[2]) fn(f);
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+}
+
+static User *users;
+static int nusers, ucap;
+
+static User *find(const char *id) {
+    for (int i = 0; i < nusers; i++)
+        if (!strcmp(users[i].id, id)) return &users[i];
+    return NULL;
+}
+
+static void on_assign(char **f) {
+    if (!strncmp(f[0], "qa_", 3)) return;
+    long long t = parse_ts(f[2]);
+    User *u = find(f[0]);
+    if (!u) {
+        if (nusers == ucap) users = realloc(users, (ucap = ucap ? ucap * 2 : 256) * sizeof(User));
+        u = &users[nusers++];
+        u->id = f[0];
+        u->narms = 0;
+        u->first = t;
+        u->converted = 0;
+    }
+    int known = 0;
+    for (int i = 0; i < u->narms && i < 2; i++) known |= !strcmp(u->arms[i], f[1]);
+    if (!known) {
+        if (u->narms < 2) u->arms[u->narms] = f[1];
+        u->narms++;
+    }
+    if (t < u->first) u->first = t;
+}
+
+static void on_event(char **f) {
+    if (strcmp(f[1], "purchase")) return;
+    User *u = find(f[0]);
+    if (!u || u->narms != 1) return;
+    long long t = parse_ts(f[2]);
+    if (t < u->first) return;
+    if (WINDOW_DAYS && t >= u->first + (long long)WINDOW_DAYS * 86400) return;
+    u->converted = 1;
+}
+
+static void fmt(const char *key, double x) {
+    char buf[64];
+    sprintf(buf, "%.4f", x);
+    printf("%s=%s\n", key, strcmp(buf, "-0.0000") ? buf : "0.0000");
+}
+
+int main(void) {
+    size_t cap = 1 << 16, len = 0, r;
+    char *buf = malloc(cap);
+    while ((r = fread(buf + len, 1, cap - len - 1, stdin)) > 0) {
+        len += r;
+        if (len + 1 >= cap) buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = 0;
+    char *sep = strstr(buf, "\n---\n"), *events = "";
+    if (sep) {
+        sep[1] = 0;
+        events = sep + 5;
+    }
+    rows(buf, on_assign);
+    rows(events, on_event);
+    long n1 = 0, x1 = 0, n2 = 0, x2 = 0;
+    for (int i = 0; i < nusers; i++) {
+        User *u = &users[i];
+        if (u->narms != 1) continue;
+        if (!strcmp(u->arms[0], "CONTROL")) { n1++; x1 += u->converted; }
+        else if (!strcmp(u->arms[0], ARM)) { n2++; x2 += u->converted; }
+    }
+    double r1 = n1 ? (double)x1 / (double)n1 : 0.0, r2 = n2 ? (double)x2 / (double)n2 : 0.0, z = 0.0, p = 1.0;
+    if (n1 && n2) {
+        double pool = (double)(x1 + x2) / (double)(n1 + n2);
+        double se = sqrt(pool * (1 - pool) * (1.0 / n1 + 1.0 / n2));
+        if (se > 0) {
+            z = (r2 - r1) / se;
+            p = erfc(fabs(z) / sqrt(2.0));
+        }
+    }
+    printf("arm=%s\ncontrol_users=%ld\ncontrol_conversions=%ld\ntreatment_users=%ld\ntreatment_conversions=%ld\n", ARM,
+           n1, x1, n2, x2);
+    fmt("control_rate", r1);
+    fmt("treatment_rate", r2);
+    fmt("absolute_lift", r2 - r1);
+    fmt("z_score", z);
+    fmt("p_value", p);
+    if (SRM) fmt("srm_chi2", n1 + n2 ? (double)((n1 - n2) * (n1 - n2)) / (double)(n1 + n2) : 0.0);
+    return 0;
+}
+'''
+
+EVENTS = ("page_view", "page_view", "add_to_cart", "search")
+
+
+def iso(ts: int) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts))
+
+
+def make_data(rng, k: dict, arms: list[str], n_users: int) -> tuple[str, str]:
+    """Assignment and event CSVs with the level's traps."""
+    start = 1704067200 + rng.randrange(0, 300) * 86400  # some day in 2024-2025
+    base = rng.uniform(0.08, 0.2)
+    rates = {a: (base if a == "CONTROL" else max(0.02, base + rng.uniform(-0.03, 0.07))) for a in arms}
+    assign: list[tuple[int, str, str]] = []
+    events: list[tuple[int, str, str]] = []
+    used = set()
+    for _ in range(n_users):
+        while True:
+            uid = f"u{rng.randrange(100000, 999999)}"
+            if uid not in used:
+                used.add(uid)
+                break
+        if k["traps"] >= 3 and rng.random() < 0.03:
+            uid = "qa_" + uid[1:]
+        arm = rng.choice(arms)
+        t0 = start + rng.randrange(0, 14 * 86400)
+        assign.append((t0, uid, arm))
+        if rng.random() < 0.06:  # re-exposure: same arm, later (or identical) row
+            assign.append((t0 + (rng.randrange(3600, 5 * 86400) if k["traps"] >= 3 else 0), uid, arm))
+        if k["traps"] >= 3 and rng.random() < 0.03:  # contaminated: also exposed to another arm
+            other = rng.choice([a for a in arms if a != arm])
+            assign.append((t0 + rng.randrange(600, 3 * 86400), uid, other))
+        for _ in range(rng.randrange(0, 4)):
+            events.append((t0 + rng.randrange(0, 10 * 86400), uid, rng.choice(EVENTS)))
+        rate = rates[arm] * (3 if uid.startswith("qa_") else 1)
+        if rng.random() < rate:
+            if k["window"]:
+                delay = rng.randrange(0, 6 * 86400) if rng.random() < 0.8 else rng.randrange(7 * 86400, 20 * 86400)
+            else:
+                delay = rng.randrange(0, 9 * 86400)
+            events.append((t0 + delay, uid, "purchase"))
+            if rng.random() < 0.2:
+                events.append((t0 + delay + rng.randrange(60, 86400), uid, "purchase"))
+        if k["traps"] >= 2 and rng.random() < 0.05:  # bought before being exposed: not a conversion
+            events.append((t0 - rng.randrange(3600, 5 * 86400), uid, "purchase"))
+    # A few events from users outside the experiment.
+    for _ in range(max(3, n_users // 40)):
+        events.append((start + rng.randrange(0, 14 * 86400), f"u{rng.randrange(100000, 999999)}", "purchase"))
+    assign.sort()
+    events.sort()
+    if k["traps"] >= 2:
+        rng.shuffle(events)
+
+    def stamp(ts: int) -> str:
+        return str(ts) if k["epoch"] and rng.random() < 0.12 else iso(ts)
+
+    a_text = "user_id,arm,assigned_at\n" + "".join(f"{u},{a},{iso(ts)}\n" for ts, u, a in assign)
+    e_text = "user_id,event,ts\n" + "".join(f"{u},{e},{stamp(ts)}\n" for ts, u, e in events)
+    return a_text, e_text
+
+
+@register
+class AbTestReadout(Family):
+    name = "ab_test_readout"
+    domain = "data_science"
+    skill_types = ("Experimentation", "Statistical Inference")
+    primitive_skills = ("two-proportion z-test", "p-value from the normal distribution", "duplicate record removal",
+                        "cohort filtering", "sample ratio mismatch check", "group-by aggregation")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    levels = {1: {"users": 300, "arms": 1, "traps": 1, "window": 0, "epoch": False, "srm": True},
+              2: {"users": 800, "arms": 2, "traps": 2, "window": 0, "epoch": False, "srm": True},
+              3: {"users": 1500, "arms": 3, "traps": 3, "window": 0, "epoch": False, "srm": True},
+              4: {"users": 2500, "arms": 3, "traps": 3, "window": 7, "epoch": True, "srm": True}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        arms = ["CONTROL"]
+        while len(arms) < k["arms"] + 1:
+            c = t.code(1)
+            if c not in arms:
+                arms.append(c)
+        arm = arms[1 + rng.randrange(k["arms"])]
+        src = (REFERENCE.replace("__WINDOW__", str(k["window"])).replace("__SRM__", str(k["srm"])))
+        ns: dict = {}
+        exec(src.replace("__ARM__", arm), ns)  # noqa: S102 - our own reference program
+
+        rules = [("A user counts once, in the arm they were assigned to; their assignment time is their "
+                  "earliest row in the assignment log (it has repeated rows for some users: re-exposures).")]
+        if k["traps"] >= 3:
+            rules.append("Users who were assigned to more than one arm are contaminated: drop them entirely. "
+                         "Accounts whose `user_id` starts with `qa_` are internal testers: drop them too.")
+        conv = "A user converts if they have at least one `purchase` event at or after their assignment time"
+        if k["window"]:
+            conv += (f" and strictly less than {k['window']} days ({k['window'] * 86400} seconds) after it "
+                     "(the conversion window)")
+        rules.append(conv + ". Other event types never count, and events of users who are not in the "
+                     "experiment are ignored.")
+        if k["epoch"]:
+            rules.append("Beware: the event exporter wrote some `ts` values as Unix epoch seconds instead of "
+                         "ISO 8601; both denote UTC.")
+        fields = ("`key=value` lines in exactly this order: `arm` (the treatment arm's name), `control_users`, "
+                  "`control_conversions`, `treatment_users`, `treatment_conversions` (integers), then "
+                  "`control_rate` and `treatment_rate` (conversions / users), `absolute_lift` (treatment rate "
+                  "minus control rate, from the unrounded rates), `z_score` (pooled two-proportion z statistic, "
+                  "treatment minus control; 0 if the pooled standard error is 0) and `p_value` (two-sided, from "
+                  "the standard normal distribution; 1 if the standard error is 0)")
+        if k["srm"]:
+            fields += (", and last `srm_chi2`: the sample-ratio-mismatch chi-square statistic of the two arms' "
+                       "user counts against an even 50/50 split")
+        fields += (". Every non-integer value is rounded to exactly 4 decimal places (e.g. `0.1250`; write "
+                   "`0.0000`, never `-0.0000`)")
+        what = "the readout (format above)"
+
+        if t.axes.verifier == "fuzz_equivalence":
+            cases = []
+            for _ in range(10):
+                a_text, e_text = make_data(rng, k, arms, rng.randrange(25, 160))
+                cases.append((a_text + "---\n" + e_text, ns["readout"](a_text, e_text)))
+            t.say("We run a lot of conversion experiments with a control arm called `CONTROL` and one or more "
+                  "treatment arms, and I want a reusable readout tool. Its input (standard input) is one stream: "
+                  "the assignment log (CSV with header `user_id,arm,assigned_at`), a line holding just `---`, then "
+                  "the event log (CSV with header `user_id,event,ts`). Times are UTC, written "
+                  "`YYYY-MM-DDTHH:MM:SS`. The tool compares the treatment arm named below with CONTROL.")
+            v = t.deliver(arm, "the treatment arm")
+            t.say(" ".join(rules) + f" The output is {fields}.")
+            c_src = C_REFERENCE.replace("__WINDOW__", str(k["window"])).replace("__SRM__", str(int(k["srm"])))
+            t.expect_program("The treatment arm is always the one named above: hard-code it.", cases,
+                             {"Python": src, "C": c_src})
+            # The shipped references have a placeholder; the oracle fills it with the delivered arm.
+            t.solve(f'for f in /app/solution.*; do sed -i "s/__ARM__/{v}/" "$f"; done')
+            return
+
+        a_text, e_text = make_data(rng, k, arms, k["users"])
+        t.add_file("/app/data/assignments.csv", a_text)
+        t.add_file("/app/data/events.csv", e_text)
+        truth = ns["readout"](a_text, e_text)
+        names = ", ".join(f"`{a}`" for a in arms[1:])
+        t.say(f"Our checkout experiment split users between a control arm (`CONTROL`) and "
+              f"{'a treatment arm' if k['arms'] == 1 else 'several treatment arms'} ({names}). The exposure log is "
+              "`/app/data/assignments.csv` (`user_id,arm,assigned_at`) and the product events are in "
+              "`/app/data/events.csv` (`user_id,event,ts`); times are UTC, written `YYYY-MM-DDTHH:MM:SS`. "
+              "I need the readout of the treatment arm named below against CONTROL.")
+        v = t.deliver(arm, "the treatment arm")
+        t.say("Rules: " + " ".join(rules))
+        t.say(f"Output format: {fields}.")
+        t.add_solution_file("readout.py", src)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'python3 /solution/readout.py /app/data/assignments.csv /app/data/events.csv "{v}" '
+                '> /app/out/readout.txt')
+        t.expect_output("/app/out/readout.txt", truth, what)

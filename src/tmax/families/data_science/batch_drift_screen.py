@@ -1,0 +1,397 @@
+"""Is a vendor's labelled batch safe to train on? Screen batches against a reference profile: padded
+duplicates, too many invalid rows, a label distribution that fails a chi-square goodness-of-fit test,
+or a feature whose batch mean drifted too many standard errors from the reference mean."""
+
+from __future__ import annotations
+
+import json
+import math
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import json
+import math
+import sys
+
+PROFILE = __PROFILE__
+Z_LIMIT = __Z__
+CHI2_LIMIT = __CHI2__
+CHECK_INVALID = __INVALID__
+CHECK_DUPES = __DUPES__
+
+
+def parse(text, prof):
+    """-> (ids of all data rows, valid rows as (feature values in profile order, label))."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    header = [h.strip() for h in lines[0].split(",")]
+    cols = [header.index(f) for f in prof["features"]]
+    ids, valid = [], []
+    for line in lines[1:]:
+        r = [p.strip() for p in line.split(",")]
+        ids.append(r[0])
+        if len(r) != len(header) or r[header.index("label")] not in prof["labels"]:
+            continue
+        try:
+            xs = [float(r[c]) for c in cols]
+        except ValueError:
+            continue
+        if all(math.isfinite(x) for x in xs):
+            valid.append((xs, r[header.index("label")]))
+    return ids, valid
+
+
+def stats(valid, prof):
+    """(chi-square statistic of the labels, largest feature z) of the valid rows."""
+    n = len(valid)
+    chi2 = 0.0
+    for c, p in prof["labels"].items():
+        observed = sum(1 for _, lab in valid if lab == c)
+        chi2 += (observed - n * p) ** 2 / (n * p)
+    zs = []
+    for j, f in enumerate(prof["features"].values()):
+        mean = sum(xs[j] for xs, _ in valid) / n
+        zs.append(abs(mean - f["mean"]) / (f["std"] / math.sqrt(n)))
+    return chi2, max(zs)
+
+
+def verdict(text, profile=None):
+    prof = profile or PROFILE
+    ids, valid = parse(text, prof)
+    if CHECK_DUPES and len(set(ids)) != len(ids):
+        return "duplicates"
+    if CHECK_INVALID and 10 * (len(ids) - len(valid)) > len(ids):
+        return "invalid"
+    chi2, z = stats(valid, prof)
+    if chi2 > CHI2_LIMIT:
+        return "label_shift"
+    if z > Z_LIMIT:
+        return "feature_drift"
+    return "ok"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--screen":
+        sys.exit(0 if verdict(sys.stdin.read()) == "ok" else 1)
+    if len(sys.argv) > 1:
+        Z_LIMIT = float(sys.argv[2])
+        with open(sys.argv[1]) as f:
+            prof = json.load(f)
+        for path in sys.argv[3:]:
+            with open(path) as f:
+                print(path.rsplit("/", 1)[-1], verdict(f.read(), prof))
+'''
+
+# The screen in C, for program-writing variants in C or in two languages; the profile is filled in per task.
+C_REFERENCE = r'''
+/* Screens one labelled batch (standard input) against the reference profile: exit 0 = ok, 1 = rejected. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define Z_LIMIT __Z__
+#define CHI2_LIMIT __CHI2__
+#define CHECK_INVALID __INVALID__
+#define CHECK_DUPES __DUPES__
+#define NFEAT __NFEAT__
+#define NCLASS __NCLASS__
+static const char *FEATURES[NFEAT] = {__FEATNAMES__};
+static const double MEANS[NFEAT] = {__MEANS__};
+static const double STDS[NFEAT] = {__STDS__};
+static const char *CLASSES[NCLASS] = {__CLASSES__};
+static const double PROPS[NCLASS] = {__PROPS__};
+
+static char *trim(char *s) {
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    return s;
+}
+
+static int split(char *line, char ***out) {
+    int n = 1;
+    for (char *p = line; *p; p++) n += *p == ',';
+    char **f = malloc(n * sizeof(char *));
+    int i = 0;
+    char *p = line;
+    for (;;) {
+        char *c = strchr(p, ',');
+        if (c) *c = 0;
+        f[i++] = trim(p);
+        if (!c) break;
+        p = c + 1;
+    }
+    *out = f;
+    return n;
+}
+
+static int is_blank(const char *s) {
+    for (; *s; s++)
+        if (!isspace((unsigned char)*s)) return 0;
+    return 1;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int main(void) {
+    size_t cap = 1 << 16, len = 0, r;
+    char *buf = malloc(cap);
+    while ((r = fread(buf + len, 1, cap - len - 1, stdin)) > 0) {
+        len += r;
+        if (len + 1 >= cap) buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = 0;
+    int nlines = 0, lcap = 1024;
+    char **lines = malloc(lcap * sizeof(char *));
+    for (char *p = buf; p;) {
+        char *nl = strchr(p, '\n');
+        if (nl) *nl = 0;
+        if (!is_blank(p)) {
+            if (nlines == lcap) lines = realloc(lines, (lcap *= 2) * sizeof(char *));
+            lines[nlines++] = p;
+        }
+        p = nl ? nl + 1 : NULL;
+    }
+    if (nlines == 0) return 1;
+    char **header;
+    int nh = split(lines[0], &header), col[NFEAT], lab_col = -1;
+    for (int j = 0; j < nh; j++)
+        if (!strcmp(header[j], "label")) { lab_col = j; break; }
+    for (int f = 0; f < NFEAT; f++) {
+        col[f] = -1;
+        for (int j = 0; j < nh; j++)
+            if (!strcmp(header[j], FEATURES[f])) { col[f] = j; break; }
+        if (col[f] < 0 || lab_col < 0) return 1;
+    }
+    int nrows = nlines - 1, nvalid = 0;
+    char **ids = malloc((nrows + 1) * sizeof(char *));
+    double *x = malloc(((size_t)nrows * NFEAT + 1) * sizeof(double));
+    int *lab = malloc((nrows + 1) * sizeof(int));
+    for (int i = 0; i < nrows; i++) {
+        char **f;
+        int n = split(lines[i + 1], &f);
+        ids[i] = f[0];
+        if (n != nh) continue;
+        int c = -1;
+        for (int k = 0; k < NCLASS; k++)
+            if (!strcmp(f[lab_col], CLASSES[k])) c = k;
+        if (c < 0) continue;
+        int ok = 1;
+        for (int k = 0; k < NFEAT && ok; k++) {
+            char *end;
+            const char *t = f[col[k]];
+            double v = strtod(t, &end);
+            if (!*t || *end || !isfinite(v)) ok = 0;
+            x[(size_t)nvalid * NFEAT + k] = v;
+        }
+        if (!ok) continue;
+        lab[nvalid++] = c;
+    }
+    if (CHECK_DUPES) {
+        char **sorted = malloc((nrows + 1) * sizeof(char *));
+        memcpy(sorted, ids, nrows * sizeof(char *));
+        qsort(sorted, nrows, sizeof(char *), cmp_str);
+        for (int i = 1; i < nrows; i++)
+            if (!strcmp(sorted[i], sorted[i - 1])) return 1;
+    }
+    if (CHECK_INVALID && 10 * (nrows - nvalid) > nrows) return 1;
+    double chi2 = 0.0;
+    for (int k = 0; k < NCLASS; k++) {
+        int obs = 0;
+        for (int i = 0; i < nvalid; i++) obs += lab[i] == k;
+        double e = nvalid * PROPS[k];
+        chi2 += (obs - e) * (obs - e) / e;
+    }
+    if (chi2 > CHI2_LIMIT) return 1;
+    for (int k = 0; k < NFEAT; k++) {
+        double sum = 0;
+        for (int i = 0; i < nvalid; i++) sum += x[(size_t)i * NFEAT + k];
+        if (fabs(sum / nvalid - MEANS[k]) / (STDS[k] / sqrt((double)nvalid)) > Z_LIMIT) return 1;
+    }
+    return 0;
+}
+'''
+
+
+def c_screen(prof: dict, chi2: float, invalid: bool, dupes: bool) -> str:
+    feats, classes = list(prof["features"]), list(prof["labels"])
+    fill = {"__CHI2__": repr(chi2), "__INVALID__": str(int(invalid)), "__DUPES__": str(int(dupes)),
+            "__NFEAT__": str(len(feats)), "__NCLASS__": str(len(classes)),
+            "__FEATNAMES__": ", ".join(f'"{f}"' for f in feats),
+            "__MEANS__": ", ".join(repr(float(prof["features"][f]["mean"])) for f in feats),
+            "__STDS__": ", ".join(repr(float(prof["features"][f]["std"])) for f in feats),
+            "__CLASSES__": ", ".join(f'"{c}"' for c in classes),
+            "__PROPS__": ", ".join(repr(float(prof["labels"][c])) for c in classes)}
+    src = C_REFERENCE
+    for key, value in fill.items():
+        src = src.replace(key, value)
+    return src
+
+
+SCREEN = REFERENCE.replace('if len(sys.argv) > 1 and sys.argv[1] == "--screen":', "if True:")
+FEATURES = ("brightness", "contrast", "blur_score", "edge_density", "saturation", "aspect_ratio")
+CLASSES = ("cat", "dog", "bird", "fish")
+CHI2_CRIT = {2: 13.816, 3: 16.266}  # chi-square critical values at alpha = 0.001 for 2 and 3 degrees of freedom
+
+
+def make_profile(rng, k: dict) -> dict:
+    classes = list(CLASSES[:k["classes"]])
+    weights = [rng.uniform(1, 3) for _ in classes]
+    props = [round(w / sum(weights), 2) for w in weights]
+    props[-1] = round(1 - sum(props[:-1]), 2)
+    feats = rng.sample(FEATURES, k["features"])
+    return {"labels": dict(zip(classes, props)),
+            "features": {f: {"mean": round(rng.uniform(0.5, 120), 2), "std": round(rng.uniform(0.2, 25), 2)}
+                         for f in feats}}
+
+
+def make_batch(rng, prof: dict, k: dict, kind: str) -> str:
+    """kind: ok, ok_noisy (clean but wider spread / a few invalid rows), label_shift, feature_drift, invalid,
+    duplicates."""
+    classes, feats = list(prof["labels"]), list(prof["features"])
+    n = rng.randrange(k["rows"][0], k["rows"][1])
+    props = [prof["labels"][c] for c in classes]
+    if kind == "label_shift":
+        boost = rng.randrange(len(classes))
+        props = [p * (rng.uniform(1.6, 2.6) if i == boost else 1) for i, p in enumerate(props)]
+    shift = {}
+    if kind == "feature_drift":
+        f = rng.choice(feats)
+        se = prof["features"][f]["std"] / math.sqrt(n)
+        shift[f] = rng.choice([-1, 1]) * rng.uniform(k["z"] + 0.8, k["z"] + 4) * se
+    spread = rng.uniform(1.0, 1.4) if kind == "ok_noisy" else 1.0
+    rows = []
+    for i in rng.sample(range(10000, 99999), n):
+        lab = rng.choices(classes, props)[0]
+        xs = [rng.gauss(prof["features"][f]["mean"] + shift.get(f, 0.0), prof["features"][f]["std"] * spread)
+              for f in feats]
+        rows.append([f"s{i}"] + [f"{x:.3f}" for x in xs] + [lab])
+    if k["invalid"]:
+        share = rng.uniform(0.13, 0.3) if kind == "invalid" else rng.uniform(0.0, 0.07)
+        for _ in range(int(n * share)):
+            r = list(rows[rng.randrange(n)])
+            r[0] = f"s{rng.randrange(100000, 999999)}"
+            fault = rng.randrange(3)
+            if fault == 0:
+                r[-1] = rng.choice(["", "unknown", "Cat?", "n/a"])
+                r[1] = f"{prof['features'][feats[0]]['mean'] * 40:.3f}"  # garbage that would drag a mean
+            elif fault == 1:
+                r[1 + rng.randrange(len(feats))] = rng.choice(["", "NaN", "err"])
+            else:
+                r = r[:-1]
+            rows.insert(rng.randrange(len(rows) + 1), r)
+    if kind == "duplicates":
+        for _ in range(rng.randrange(1, 4)):
+            rows.insert(rng.randrange(len(rows) + 1), list(rows[rng.randrange(len(rows))]))
+    return "id," + ",".join(feats) + ",label\n" + "".join(",".join(r) + "\n" for r in rows)
+
+
+@register
+class BatchDriftScreen(Family):
+    name = "batch_drift_screen"
+    domain = "data_science"
+    skill_types = ("Data Quality", "Statistical Inference")
+    primitive_skills = ("chi-square goodness of fit", "distribution drift detection", "standard error of the mean",
+                        "descriptive statistics")
+    verifiers = ("adversarial_corpus", "exact_text", "metric_threshold", "multi_protocol")
+    programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    levels = {1: {"batches": 8, "rows": (80, 160), "classes": 3, "features": 2, "invalid": False, "dupes": False,
+                  "z": 4},
+              2: {"batches": 14, "rows": (120, 260), "classes": 3, "features": 3, "invalid": False, "dupes": False,
+                  "z": 4},
+              3: {"batches": 20, "rows": (150, 300), "classes": 4, "features": 4, "invalid": True, "dupes": False,
+                  "z": 5},
+              4: {"batches": 24, "rows": (120, 240), "classes": 4, "features": 5, "invalid": True, "dupes": True,
+                  "z": 5}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        prof = make_profile(rng, k)
+        chi2_lim = CHI2_CRIT[k["classes"] - 1]
+        src = (REFERENCE.replace("__PROFILE__", repr(prof)).replace("__CHI2__", repr(chi2_lim))
+               .replace("__INVALID__", str(k["invalid"])).replace("__DUPES__", str(k["dupes"])))
+        ns: dict = {}
+        exec(src.replace("__Z__", str(k["z"])), ns)  # noqa: S102 - our own reference program
+        kinds = ["label_shift", "feature_drift"] + (["invalid"] if k["invalid"] else []) + \
+            (["duplicates"] if k["dupes"] else [])
+
+        def batch(kind: str) -> str:
+            """A batch whose verdict is ``kind`` with a margin on every statistic (floats cannot flip it)."""
+            while True:
+                text = make_batch(rng, prof, k, kind)
+                chi2, z = ns["stats"](ns["parse"](text, prof)[1], prof)
+                want = "ok" if kind.startswith("ok") else kind
+                if ns["verdict"](text) != want:
+                    continue
+                if kind.startswith("ok") and (chi2 > 0.8 * chi2_lim or z > k["z"] - 0.4):
+                    continue
+                if kind == "label_shift" and chi2 < 1.2 * chi2_lim:
+                    continue
+                if kind == "feature_drift" and (z < k["z"] + 0.4 or chi2 > 0.8 * chi2_lim):
+                    continue
+                return text
+
+        checks = []
+        if k["dupes"]:
+            checks.append("`duplicates`: some `id` occurs on more than one data line (vendors pad batches by "
+                          "repeating rows).")
+        if k["invalid"]:
+            checks.append("`invalid`: more than 10% of the batch's data lines are invalid. A line is invalid if it "
+                          "has the wrong number of fields, a label that is not one of the profile's classes (exact, "
+                          "lower case), or a feature value that is not a finite number. The remaining lines are the "
+                          "valid rows.")
+        checks.append("`label_shift`: the chi-square goodness-of-fit statistic of the label counts of the valid rows "
+                      "against the profile's class proportions (sum over classes of (observed - expected)^2 / "
+                      f"expected, expected = number of valid rows x proportion) exceeds {chi2_lim}.")
+        checks.append("`feature_drift`: for at least one feature, |mean over the valid rows - profile mean| / "
+                      "(profile std / sqrt(number of valid rows)) exceeds the drift threshold Z given below.")
+        intro = ("Our vendors deliver labelled image-feature batches as CSV (header `id,<features...>,label`; a data "
+                 "line is any line after the header). The reference profile of the clean training data is "
+                 "`/app/reference/profile.json`: each class's expected proportion and each feature's mean and "
+                 "standard deviation. A batch is screened with these checks, in order; the first one that fires is "
+                 "its verdict, and a batch none of them fires on is `ok`.")
+        if not k["invalid"]:
+            intro += " In these batches every data line is a valid row."
+        t.add_file("/app/reference/profile.json", json.dumps(prof, indent=1, sort_keys=True) + "\n")
+
+        if t.axes.verifier == "adversarial_corpus":
+            k = dict(k, rows=(k["rows"][0] // 2, k["rows"][1] // 2))  # smaller batches keep the corpora light
+            clean = [batch(rng.choice(["ok", "ok", "ok_noisy"])) for _ in range(20)]
+            malicious = [batch(kinds[i % len(kinds)]) for i in range(20)]
+            for i, kind in enumerate(["ok", "ok_noisy"] + kinds, 1):
+                t.add_file(f"/app/samples/batch{i}_{'accepted' if kind.startswith('ok') else 'rejected'}.csv",
+                           batch(kind))
+            t.say(intro)
+            t.say(" ".join(f"({i}) {c}" for i, c in enumerate(checks, 1)))
+            v = t.deliver(str(k["z"]), "the drift threshold Z")
+            t.say("A batch is accepted only if its verdict is `ok`. Some past batches with their outcome are in "
+                  "`/app/samples/`.")
+            screen = (SCREEN.replace("__PROFILE__", repr(prof)).replace("__CHI2__", repr(chi2_lim))
+                      .replace("__INVALID__", str(k["invalid"])).replace("__DUPES__", str(k["dupes"])))
+            t.expect_classifier("Write the screen as a program (hard-code Z; the profile may be hard-coded too or "
+                                "read from `/app/reference/profile.json`): one batch arrives on standard input.",
+                                clean, malicious,
+                                {"Python": screen, "C": c_screen(prof, chi2_lim, k["invalid"], k["dupes"])})
+            t.solve(f'for f in /app/solution.*; do sed -i "s/__Z__/{v}/" "$f"; done')
+            return
+
+        pool = ["ok", "ok_noisy"] * max(2, k["batches"] // 4) + kinds * 2
+        pool += [rng.choice(["ok", "ok_noisy"] + kinds) for _ in range(k["batches"] - len(pool))]
+        pool = pool[:k["batches"]]
+        rng.shuffle(pool)  # the verdicts are spread over the file names
+        truth = []
+        for i, kind in enumerate(pool, 1):
+            text = batch(kind)
+            t.add_file(f"/app/incoming/batch_{i:03d}.csv", text)
+            truth.append(f"batch_{i:03d}.csv {ns['verdict'](text)}")
+        t.say(intro)
+        t.say(" ".join(f"({i}) {c}" for i, c in enumerate(checks, 1)))
+        v = t.deliver(str(k["z"]), "the drift threshold Z")
+        t.say("Screen every batch in `/app/incoming/`. Output format: one line per batch file, sorted by file "
+              "name: the file name, a space, and its verdict (`ok` or the name of the check that fired).")
+        t.add_solution_file("screen.py", src.replace("__Z__", "0"))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/screen.py /app/reference/profile.json "{v}" '
+                '$(ls /app/incoming/*.csv | sort) > /app/out/screening.txt')
+        t.expect_output("/app/out/screening.txt", "\n".join(truth) + "\n", "the screening report (format above)")

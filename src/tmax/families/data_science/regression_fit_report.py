@@ -1,0 +1,391 @@
+"""What drives listing prices in one region? Clean a property listings export (duplicates, missing
+values, square feet mixed with square metres, placeholder prices), one-hot encode the condition at
+higher levels, fit ordinary least squares and report the coefficients, R^2 and a prediction."""
+
+from __future__ import annotations
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import sys
+
+REGION = "__REGION__"
+CONDITION = __CONDITION__  # one-hot encode `condition` (baseline: fair)
+QUERY = __QUERY__  # None, or (size_m2, age_years, distance_km, condition) to predict
+SQFT_TO_M2 = 0.09290304
+MISSING = ("", "NA")
+
+
+def solve(a, b):
+    """Gaussian elimination with partial pivoting; a is n x n, b has n entries."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for col in range(n):
+        piv = max(range(col, n), key=lambda r: abs(m[r][col]))
+        m[col], m[piv] = m[piv], m[col]
+        for r in range(col + 1, n):
+            f = m[r][col] / m[col][col]
+            for c in range(col, n + 1):
+                m[r][c] -= f * m[col][c]
+    x = [0.0] * n
+    for r in range(n - 1, -1, -1):
+        x[r] = (m[r][n] - sum(m[r][c] * x[c] for c in range(r + 1, n))) / m[r][r]
+    return x
+
+
+def features(size, age, dist, cond):
+    row = [1.0, size, age, dist]
+    if CONDITION:
+        row += [1.0 if cond == "good" else 0.0, 1.0 if cond == "excellent" else 0.0]
+    return row
+
+
+def money(x):
+    s = "%.2f" % x
+    return "0.00" if s == "-0.00" else s
+
+
+def report(text, region=None):
+    region = region or REGION
+    lines = text.splitlines()
+    header = [h.strip() for h in lines[0].split(",")]
+    seen = set()
+    xs, ys = [], []
+    for line in lines[1:]:
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != len(header):
+            continue
+        rec = dict(zip(header, parts))
+        if rec["listing_id"] in seen:
+            continue
+        seen.add(rec["listing_id"])
+        if rec["region"] != region:
+            continue
+        used = ("size", "age_years", "distance_km", "price") + (("condition",) if CONDITION else ())
+        if any(rec[c] in MISSING for c in used):
+            continue
+        size = float(rec["size"])
+        if rec["size_unit"] == "sqft":
+            size *= SQFT_TO_M2
+        price = float(rec["price"])
+        if price <= 0:
+            continue
+        xs.append(features(size, float(rec["age_years"]), float(rec["distance_km"]), rec["condition"]))
+        ys.append(price)
+    k = len(xs[0])
+    xtx = [[sum(r[i] * r[j] for r in xs) for j in range(k)] for i in range(k)]
+    xty = [sum(r[i] * y for r, y in zip(xs, ys)) for i in range(k)]
+    beta = solve(xtx, xty)
+    mean = sum(ys) / len(ys)
+    ss_res = sum((y - sum(b * v for b, v in zip(beta, r))) ** 2 for r, y in zip(xs, ys))
+    ss_tot = sum((y - mean) ** 2 for y in ys)
+    names = ["intercept", "size_m2", "age_years", "distance_km"]
+    if CONDITION:
+        names += ["condition_good", "condition_excellent"]
+    out = ["n=%d" % len(ys)] + ["%s=%s" % (nm, money(b)) for nm, b in zip(names, beta)]
+    out.append("r_squared=%.4f" % (1 - ss_res / ss_tot))
+    if QUERY is not None:
+        q = features(*QUERY)
+        out.append("predicted_price=" + money(sum(b * v for b, v in zip(beta, q))))
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        with open(sys.argv[1]) as f:
+            sys.stdout.write(report(f.read(), sys.argv[2] if len(sys.argv) > 2 else None))
+    else:
+        sys.stdout.write(report(sys.stdin.read()))
+'''
+
+C_REFERENCE = r'''
+/* Ordinary least squares fit of listing prices for one region (see the task statement). */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONDITION __CONDITION__
+#define HAS_QUERY __HASQ__
+#define NP (CONDITION ? 6 : 4)
+static const char *REGION = "__REGION__";
+static const double QUERY[3] = {__QV__};
+static const char *QUERY_CONDITION = "__QC__";
+static const double SQFT_TO_M2 = 0.09290304;
+
+static char *trim(char *s) {
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    return s;
+}
+
+static int split(char *line, char **f, int max) {
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        char *c = strchr(p, ',');
+        if (c) *c = 0;
+        if (n < max) f[n] = trim(p);
+        n++;
+        if (!c) break;
+        p = c + 1;
+    }
+    return n;
+}
+
+static int missing(const char *v) { return !*v || !strcmp(v, "NA"); }
+
+static void features(double size, double age, double dist, const char *cond, double *row) {
+    row[0] = 1.0; row[1] = size; row[2] = age; row[3] = dist;
+    if (CONDITION) {
+        row[4] = !strcmp(cond, "good") ? 1.0 : 0.0;
+        row[5] = !strcmp(cond, "excellent") ? 1.0 : 0.0;
+    }
+}
+
+static void money(double x, char *out) {
+    sprintf(out, "%.2f", x);
+    if (!strcmp(out, "-0.00")) strcpy(out, "0.00");
+}
+
+int main(void) {
+    char *line = NULL, *f[32], *h[32];
+    size_t cap = 0;
+    if (getline(&line, &cap, stdin) == -1) return 0;
+    char *hline = strdup(line);
+    int nh = split(hline, h, 32), c_id = 0, c_region = 0, c_size = 0, c_unit = 0, c_age = 0, c_dist = 0, c_cond = 0,
+        c_price = 0;
+    for (int j = 0; j < nh && j < 32; j++) {
+        if (!strcmp(h[j], "listing_id")) c_id = j;
+        else if (!strcmp(h[j], "region")) c_region = j;
+        else if (!strcmp(h[j], "size")) c_size = j;
+        else if (!strcmp(h[j], "size_unit")) c_unit = j;
+        else if (!strcmp(h[j], "age_years")) c_age = j;
+        else if (!strcmp(h[j], "distance_km")) c_dist = j;
+        else if (!strcmp(h[j], "condition")) c_cond = j;
+        else if (!strcmp(h[j], "price")) c_price = j;
+    }
+    int nseen = 0, seen_cap = 256, n = 0, rcap = 256;
+    char **seen = malloc(seen_cap * sizeof(char *));
+    double *xs = malloc(rcap * NP * sizeof(double)), *ys = malloc(rcap * sizeof(double));
+    while (getline(&line, &cap, stdin) != -1) {
+        char *copy = strdup(line);
+        if (split(copy, f, 32) != nh) continue;
+        int dup = 0;
+        for (int i = 0; i < nseen && !dup; i++) dup = !strcmp(seen[i], f[c_id]);
+        if (dup) continue;
+        if (nseen == seen_cap) seen = realloc(seen, (seen_cap *= 2) * sizeof(char *));
+        seen[nseen++] = f[c_id];
+        if (strcmp(f[c_region], REGION)) continue;
+        if (missing(f[c_size]) || missing(f[c_age]) || missing(f[c_dist]) || missing(f[c_price])) continue;
+        if (CONDITION && missing(f[c_cond])) continue;
+        double size = strtod(f[c_size], NULL);
+        if (!strcmp(f[c_unit], "sqft")) size *= SQFT_TO_M2;
+        double price = strtod(f[c_price], NULL);
+        if (price <= 0) continue;
+        if (n == rcap) {
+            rcap *= 2;
+            xs = realloc(xs, rcap * NP * sizeof(double));
+            ys = realloc(ys, rcap * sizeof(double));
+        }
+        features(size, strtod(f[c_age], NULL), strtod(f[c_dist], NULL), f[c_cond], xs + n * NP);
+        ys[n++] = price;
+    }
+    double m[NP][NP + 1], beta[NP];
+    for (int i = 0; i < NP; i++) {
+        for (int j = 0; j < NP; j++) {
+            double s = 0;
+            for (int r = 0; r < n; r++) s += xs[r * NP + i] * xs[r * NP + j];
+            m[i][j] = s;
+        }
+        double s = 0;
+        for (int r = 0; r < n; r++) s += xs[r * NP + i] * ys[r];
+        m[i][NP] = s;
+    }
+    for (int col = 0; col < NP; col++) {
+        int piv = col;
+        for (int r = col + 1; r < NP; r++)
+            if (fabs(m[r][col]) > fabs(m[piv][col])) piv = r;
+        for (int c = 0; c <= NP; c++) {
+            double t = m[col][c];
+            m[col][c] = m[piv][c];
+            m[piv][c] = t;
+        }
+        for (int r = col + 1; r < NP; r++) {
+            double fct = m[r][col] / m[col][col];
+            for (int c = col; c <= NP; c++) m[r][c] -= fct * m[col][c];
+        }
+    }
+    for (int r = NP - 1; r >= 0; r--) {
+        double s = 0;
+        for (int c = r + 1; c < NP; c++) s += m[r][c] * beta[c];
+        beta[r] = (m[r][NP] - s) / m[r][r];
+    }
+    double mean = 0, ss_res = 0, ss_tot = 0;
+    for (int r = 0; r < n; r++) mean += ys[r];
+    mean /= n;
+    for (int r = 0; r < n; r++) {
+        double fit = 0;
+        for (int j = 0; j < NP; j++) fit += beta[j] * xs[r * NP + j];
+        ss_res += pow(ys[r] - fit, 2);
+        ss_tot += pow(ys[r] - mean, 2);
+    }
+    static const char *names[] = {"intercept", "size_m2", "age_years", "distance_km", "condition_good",
+                                  "condition_excellent"};
+    char buf[64];
+    printf("n=%d\n", n);
+    for (int j = 0; j < NP; j++) {
+        money(beta[j], buf);
+        printf("%s=%s\n", names[j], buf);
+    }
+    printf("r_squared=%.4f\n", 1 - ss_res / ss_tot);
+    if (HAS_QUERY) {
+        double q[6], p = 0;
+        features(QUERY[0], QUERY[1], QUERY[2], QUERY_CONDITION, q);
+        for (int j = 0; j < NP; j++) p += beta[j] * q[j];
+        money(p, buf);
+        printf("predicted_price=%s\n", buf);
+    }
+    return 0;
+}
+'''
+
+CONDITIONS = ("fair", "good", "excellent")
+
+
+def c_source(condition: bool, query) -> str:
+    q = query or (0.0, 0.0, 0.0, "fair")
+    return (C_REFERENCE.replace("__CONDITION__", str(int(condition))).replace("__HASQ__", str(int(query is not None)))
+            .replace("__QV__", ", ".join(repr(float(v)) for v in q[:3])).replace("__QC__", q[3]))
+
+
+def make_listings(rng, k: dict, regions: list[str], per_region: int) -> str:
+    rows: list[list[str]] = []
+    params = {}
+    for r in regions:
+        params[r] = (rng.uniform(20000, 90000), rng.uniform(1500, 5200), -rng.uniform(200, 1500),
+                     -rng.uniform(800, 4500), rng.uniform(5000, 20000), rng.uniform(15000, 45000))
+    ids = rng.sample(range(10000, 99999), per_region * len(regions))
+    for i, lid in enumerate(ids):
+        region = regions[i % len(regions)]
+        b0, b_size, b_age, b_dist, b_good, b_exc = params[region]
+        size = round(rng.uniform(35, 220), 1)
+        age = rng.randrange(0, 80)
+        dist = round(rng.uniform(0.3, 35), 2)
+        cond = rng.choice(CONDITIONS)
+        price = b0 + b_size * size + b_age * age + b_dist * dist
+        if k["condition"]:
+            price += {"fair": 0.0, "good": b_good, "excellent": b_exc}[cond]
+        price = max(5000, round(price + rng.gauss(0, 0.06 * price)))
+        unit, shown = "m2", f"{size:.1f}"
+        if k["sqft"] and rng.random() < 0.25:
+            unit, shown = "sqft", f"{size / 0.09290304:.1f}"
+        row = [f"L{lid}", region, shown, unit, str(age), f"{dist:.2f}", cond, str(price)]
+        if k["missing"] and rng.random() < 0.05:
+            row[rng.choice([2, 4, 5, 6, 7])] = rng.choice(["", "NA"] if k["sqft"] else [""])
+        if k["placeholders"] and rng.random() < 0.04:
+            row[7] = "0"
+        rows.append(row)
+    if k["dupes"]:
+        for _ in range(max(2, len(rows) // 30)):
+            pos = rng.randrange(len(rows))
+            rows.insert(rng.randrange(pos, len(rows) + 1), list(rows[pos]))
+    return ("listing_id,region,size,size_unit,age_years,distance_km,condition,price\n"
+            + "".join(",".join(r) + "\n" for r in rows))
+
+
+@register
+class RegressionFitReport(Family):
+    name = "regression_fit_report"
+    domain = "data_science"
+    skill_types = ("Statistical Inference", "Machine Learning", "Feature Engineering")
+    primitive_skills = ("linear regression fit", "coefficient of determination", "one-hot encoding",
+                        "Gaussian elimination", "cohort filtering")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    levels = {1: {"rows": 40, "regions": 2, "missing": False, "dupes": False, "sqft": False, "condition": True,
+                  "placeholders": False, "query": False},
+              2: {"rows": 90, "regions": 3, "missing": True, "dupes": True, "sqft": False, "condition": True,
+                  "placeholders": False, "query": False},
+              3: {"rows": 160, "regions": 3, "missing": True, "dupes": True, "sqft": True, "condition": True,
+                  "placeholders": False, "query": False},
+              4: {"rows": 260, "regions": 4, "missing": True, "dupes": True, "sqft": True, "condition": True,
+                  "placeholders": True, "query": True}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        regions: list[str] = []
+        while len(regions) < k["regions"]:
+            c = t.code(1)
+            if c not in regions:
+                regions.append(c)
+        region = rng.choice(regions)
+        query = None
+        if k["query"]:
+            query = (float(rng.randrange(45, 180)), float(rng.randrange(1, 60)), round(rng.uniform(1, 25), 1),
+                     rng.choice(CONDITIONS))
+        src = REFERENCE.replace("__CONDITION__", str(k["condition"])).replace("__QUERY__", repr(query))
+        ns: dict = {}
+        exec(src.replace("__REGION__", region), ns)  # noqa: S102 - our own reference program
+
+        model = ("an ordinary least squares linear regression of `price` on an intercept, the floor area in "
+                 "square metres, `age_years` and `distance_km`")
+        if k["condition"]:
+            model += (", plus the one-hot encoded `condition` with `fair` as the baseline (two indicator columns, "
+                      "`condition_good` and `condition_excellent`)")
+        rules = ["Each `listing_id` counts once: if it appears again, keep the first occurrence."] if k["dupes"] \
+            else []
+        if k["missing"]:
+            miss = "empty or `NA`" if k["sqft"] else "empty"
+            rules.append(f"Rows with any {miss} field among the columns the model uses are dropped (no imputation).")
+        if k["sqft"]:
+            rules.append("`size_unit` says whether `size` is in `m2` or `sqft`; convert square feet with "
+                         "1 sqft = 0.09290304 m2 before fitting.")
+        else:
+            rules.append("`size` is in square metres (`size_unit` is always `m2`).")
+        if k["placeholders"]:
+            rules.append("A `price` of 0 is a placeholder for an unsold listing: drop those rows.")
+        fields = ["`n` (number of listings used in the fit)", "`intercept`", "`size_m2`", "`age_years`",
+                  "`distance_km`"]
+        if k["condition"]:
+            fields += ["`condition_good`", "`condition_excellent`"]
+        fields.append("`r_squared` (coefficient of determination of the fit, on the rows used)")
+        if query:
+            fields.append(f"`predicted_price` (the model's price for a {query[0]:g} m2, {query[1]:g}-year-old "
+                          f"listing {query[2]:g} km from the centre in `{query[3]}` condition)")
+        fmt = ("`key=value` lines in this order: " + ", ".join(fields) + ". Coefficients"
+               + (" and the predicted price" if query else "") + " are rounded to 2 decimals, `r_squared` to 4 "
+               "decimals, `n` is an integer; never write a negative zero.")
+
+        if t.axes.verifier == "fuzz_equivalence":
+            cases = []
+            while len(cases) < 10:
+                text = make_listings(rng, k, regions, rng.randrange(18, 40))
+                mine = [line.split(",")[6] for line in text.splitlines() if f",{region}," in line]
+                if min(mine.count(c) for c in CONDITIONS) >= 3:  # keep the design matrix well-posed
+                    cases.append((text, ns["report"](text)))
+            t.say("Every week our brokers export property listings as CSV (header `listing_id,region,size,"
+                  "size_unit,age_years,distance_km,condition,price`) and I want a small tool that reads one export "
+                  f"on standard input and fits {model}, using only the listings of the region named below.")
+            v = t.deliver(region, "the region")
+            t.say(" ".join(rules) + f" The output is {fmt}")
+            t.expect_program("The region is always the one named above: hard-code it.", cases,
+                             {"Python": src, "C": c_source(k["condition"], query)})
+            t.solve(f'for f in /app/solution.*; do sed -i "s/__REGION__/{v}/" "$f"; done')
+            return
+
+        text = make_listings(rng, k, regions, k["rows"])
+        t.add_file("/app/data/listings.csv", text)
+        truth = ns["report"](text)
+        t.say("`/app/data/listings.csv` is our brokers' listings export (columns `listing_id,region,size,size_unit,"
+              f"age_years,distance_km,condition,price`). Fit {model}, using only the listings of the region named "
+              "below.")
+        v = t.deliver(region, "the region")
+        t.say("Cleaning rules: " + " ".join(rules))
+        t.say(f"Output format: {fmt}")
+        t.add_solution_file("fit.py", src)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/fit.py /app/data/listings.csv "{v}" '
+                '> /app/out/model.txt')
+        t.expect_output("/app/out/model.txt", truth, "the model report (format above)")

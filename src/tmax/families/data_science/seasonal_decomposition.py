@@ -1,0 +1,376 @@
+"""What does a store's week look like? Classical additive decomposition of daily sales with a weekly
+period: corrections that replace earlier rows, gaps filled by linear interpolation, quantities
+logged in dozens, a centred 7-day moving-average trend, normalised weekday indices and, at the top
+level, a trend-plus-season forecast of the next week."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import datetime
+import sys
+
+STORE = "__STORE__"
+FORECAST = __FORECAST__  # also forecast the 7 days after the last date
+DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+def series(text, store):
+    """Daily units of one store, gaps interpolated: [(date, units)] from its first to its last date."""
+    lines = text.splitlines()
+    header = [h.strip() for h in lines[0].split(",")]
+    known = {}
+    for line in lines[1:]:
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != len(header):
+            continue
+        rec = dict(zip(header, parts))
+        if rec["store"] != store:
+            continue
+        day = datetime.date.fromisoformat(rec["date"])
+        if rec["units"] == "":
+            known.pop(day, None)  # the latest row for the day says: unknown
+            continue
+        units = float(rec["units"])
+        if rec.get("unit") == "dozen":
+            units *= 12
+        known[day] = units
+    days = sorted(known)
+    out = []
+    for a, b in zip(days, days[1:]):
+        gap = (b - a).days
+        for i in range(gap):
+            out.append((a + datetime.timedelta(days=i), known[a] + (known[b] - known[a]) * i / gap))
+    out.append((days[-1], known[days[-1]]))
+    return out
+
+
+def decompose(text, store=None):
+    s = series(text, store or STORE)
+    ys = [y for _, y in s]
+    trend = [None] * len(ys)
+    for i in range(3, len(ys) - 3):
+        trend[i] = sum(ys[i - 3:i + 4]) / 7
+    sums, counts = [0.0] * 7, [0] * 7
+    for (day, y), tr in zip(s, trend):
+        if tr is not None:
+            sums[day.weekday()] += y - tr
+            counts[day.weekday()] += 1
+    raw = [sums[d] / counts[d] for d in range(7)]
+    centre = sum(raw) / 7
+    season = [r - centre for r in raw]
+    rows = [(DAYS[d], season[d]) for d in range(7)]
+    if FORECAST:
+        last = len(ys) - 4
+        slope = (trend[last] - trend[last - 7]) / 7
+        rows.append(("trend_last", trend[last]))
+        rows.append(("trend_slope", slope))
+        for h in range(1, 8):
+            day = s[-1][0] + datetime.timedelta(days=h)
+            steps = (day - s[last][0]).days
+            rows.append((day.isoformat(), trend[last] + slope * steps + season[day.weekday()]))
+    return rows
+
+
+def fmt(x):
+    s = "%.2f" % x
+    return "0.00" if s == "-0.00" else s
+
+
+def report(text, store=None):
+    return "".join("%s %s\n" % (name, fmt(v)) for name, v in decompose(text, store))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        with open(sys.argv[1]) as f:
+            sys.stdout.write(report(f.read(), sys.argv[2] if len(sys.argv) > 2 else None))
+    else:
+        sys.stdout.write(report(sys.stdin.read()))
+'''
+
+
+C_REFERENCE = r'''
+/* Classical additive decomposition (weekly period) of one store's daily sales (see the task statement). */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FORECAST __FORECAST__
+static const char *STORE = "__STORE__";
+static const char *DAYS[7] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+
+static char *trim(char *s) {
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    return s;
+}
+
+static int split(char *line, char **f, int max) {
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        char *c = strchr(p, ',');
+        if (c) *c = 0;
+        if (n < max) f[n] = trim(p);
+        n++;
+        if (!c) break;
+        p = c + 1;
+    }
+    return n;
+}
+
+static long days_from_civil(long y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    long era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (long)doe - 719468;
+}
+
+static void civil_from_days(long z, char *out) {
+    z += 719468;
+    long era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    long y = (long)yoe + era * 400;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    unsigned d = doy - (153 * mp + 2) / 5 + 1;
+    unsigned m = mp < 10 ? mp + 3 : mp - 9;
+    sprintf(out, "%04ld-%02u-%02u", y + (m <= 2), m, d);
+}
+
+static int weekday(long days) { return (int)(((days % 7) + 7 + 3) % 7); } /* 1970-01-01 was a Thursday */
+
+static void line_out(const char *name, double x) {
+    char buf[64];
+    sprintf(buf, "%.2f", x);
+    printf("%s %s\n", name, strcmp(buf, "-0.00") ? buf : "0.00");
+}
+
+typedef struct { long day; int known; double units; } Row;
+
+int main(void) {
+    char *line = NULL, *f[16], *h[16];
+    size_t cap = 0;
+    if (getline(&line, &cap, stdin) == -1) return 0;
+    char *hline = strdup(line);
+    int nh = split(hline, h, 16), c_date = 0, c_store = 0, c_units = 0, c_unit = -1;
+    for (int j = 0; j < nh && j < 16; j++) {
+        if (!strcmp(h[j], "date")) c_date = j;
+        else if (!strcmp(h[j], "store")) c_store = j;
+        else if (!strcmp(h[j], "units")) c_units = j;
+        else if (!strcmp(h[j], "unit")) c_unit = j;
+    }
+    int n = 0, rcap = 256;
+    Row *rows = malloc(rcap * sizeof(Row));
+    long lo = 0, hi = 0;
+    while (getline(&line, &cap, stdin) != -1) {
+        char *copy = strdup(line);
+        if (split(copy, f, 16) != nh || strcmp(f[c_store], STORE)) continue;
+        int y, m, d;
+        sscanf(f[c_date], "%d-%d-%d", &y, &m, &d);
+        Row r = {days_from_civil(y, (unsigned)m, (unsigned)d), *f[c_units] != 0, 0.0};
+        if (r.known) {
+            r.units = strtod(f[c_units], NULL);
+            if (c_unit >= 0 && !strcmp(f[c_unit], "dozen")) r.units *= 12;
+        }
+        if (n == rcap) rows = realloc(rows, (rcap *= 2) * sizeof(Row));
+        if (n == 0 || r.day < lo) lo = r.day;
+        if (n == 0 || r.day > hi) hi = r.day;
+        rows[n++] = r;
+    }
+    long span = hi - lo + 1;
+    int *known = calloc(span, sizeof(int));
+    double *val = calloc(span, sizeof(double));
+    for (int i = 0; i < n; i++) { /* the latest row for a day wins */
+        known[rows[i].day - lo] = rows[i].known;
+        val[rows[i].day - lo] = rows[i].units;
+    }
+    long first = -1, last = -1;
+    for (long i = 0; i < span; i++)
+        if (known[i]) { if (first < 0) first = i; last = i; }
+    long len = last - first + 1;
+    double *ys = malloc(len * sizeof(double));
+    long a = first;
+    for (long i = first + 1; i <= last; i++) {
+        if (!known[i]) continue;
+        long gap = i - a;
+        for (long k = 0; k < gap; k++) ys[a - first + k] = val[a] + (val[i] - val[a]) * k / gap;
+        a = i;
+    }
+    ys[len - 1] = val[last];
+    long day0 = lo + first;
+    double *trend = malloc(len * sizeof(double)), sums[7] = {0};
+    int counts[7] = {0};
+    for (long i = 3; i < len - 3; i++) {
+        double s = 0;
+        for (long j = i - 3; j <= i + 3; j++) s += ys[j];
+        trend[i] = s / 7;
+        int wd = weekday(day0 + i);
+        sums[wd] += ys[i] - trend[i];
+        counts[wd]++;
+    }
+    double raw[7], centre = 0, season[7];
+    for (int d = 0; d < 7; d++) raw[d] = sums[d] / counts[d];
+    for (int d = 0; d < 7; d++) centre += raw[d];
+    centre /= 7;
+    for (int d = 0; d < 7; d++) {
+        season[d] = raw[d] - centre;
+        line_out(DAYS[d], season[d]);
+    }
+    if (FORECAST) {
+        long lt = len - 4;
+        double slope = (trend[lt] - trend[lt - 7]) / 7;
+        line_out("trend_last", trend[lt]);
+        line_out("trend_slope", slope);
+        for (int hh = 1; hh <= 7; hh++) {
+            long day = day0 + len - 1 + hh;
+            char name[32];
+            civil_from_days(day, name);
+            line_out(name, trend[lt] + slope * (double)(day - (day0 + lt)) + season[weekday(day)]);
+        }
+    }
+    return 0;
+}
+'''
+
+
+def near_tie(x: float, decimals: int = 2) -> bool:
+    """True when x is within 1e-6 of a rounding boundary at ``decimals`` places (float noise could flip it)."""
+    scaled = abs(x) * 10 ** decimals
+    return abs(scaled - int(scaled) - 0.5) < 1e-6
+
+
+def make_sales(rng, k: dict, stores: list[str], weeks: int) -> str:
+    start = dt.date(2023, 1, 2) + dt.timedelta(days=rng.randrange(0, 500))
+    n = weeks * 7 + rng.randrange(0, 7)
+    header = "date,store,units" + (",unit" if k["dozens"] else "")
+    rows: list[list[str]] = []
+    fixes: list[list[str]] = []
+    for store in stores:
+        base = rng.uniform(80, 400)
+        slope = rng.uniform(-1.0, 1.5)
+        season = [rng.uniform(-0.35, 0.35) * base for _ in range(7)]
+        noise = base * rng.uniform(0.02, 0.08)
+        for i in range(n):
+            day = start + dt.timedelta(days=i)
+            y = max(0, round(base + slope * i + season[day.weekday()] + rng.gauss(0, noise)))
+            row = [day.isoformat(), store, str(y)]
+            if k["dozens"]:
+                if rng.random() < 0.15:
+                    row[2] = str(max(1, round(y / 12)))
+                    row.append("dozen")
+                else:
+                    row.append("each")
+            interior = 0 < i < n - 1
+            if k["gaps"] and interior and rng.random() < 0.06:
+                if rng.random() < 0.5:
+                    continue  # the day is simply absent
+                row[2] = ""  # logged, but the count is missing
+            if k["fixes"] and rng.random() < 0.05:  # a wrong first entry, corrected later in the file
+                wrong = list(row)
+                wrong[2] = str(max(0, round(y * rng.uniform(1.5, 3)))) if row[2] else str(rng.randrange(1, 50))
+                rows.append(wrong)
+                fixes.append(row)
+                continue
+            rows.append(row)
+    if k["interleave"]:
+        rows.sort(key=lambda r: (r[0], r[1]))
+    text = header + "\n" + "".join(",".join(r) + "\n" for r in rows + fixes)
+    return text
+
+
+@register
+class SeasonalDecomposition(Family):
+    name = "seasonal_decomposition"
+    domain = "data_science"
+    skill_types = ("Time Series",)
+    primitive_skills = ("seasonal decomposition", "centered moving average", "gap filling by interpolation",
+                        "duplicate record removal")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    levels = {1: {"weeks": 8, "stores": 2, "fixes": True, "gaps": True, "dozens": False, "interleave": False,
+                  "forecast": False},
+              2: {"weeks": 12, "stores": 3, "fixes": True, "gaps": True, "dozens": False, "interleave": True,
+                  "forecast": False},
+              3: {"weeks": 16, "stores": 3, "fixes": True, "gaps": True, "dozens": False, "interleave": True,
+                  "forecast": False},
+              4: {"weeks": 20, "stores": 4, "fixes": True, "gaps": True, "dozens": True, "interleave": True,
+                  "forecast": True}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        stores: list[str] = []
+        while len(stores) < k["stores"]:
+            c = t.code(1)
+            if c not in stores:
+                stores.append(c)
+        store = rng.choice(stores)
+        src = REFERENCE.replace("__FORECAST__", str(k["forecast"]))
+        ns: dict = {}
+        exec(src.replace("__STORE__", store), ns)  # noqa: S102 - our own reference program
+
+        def generate(weeks: int) -> tuple[str, str]:
+            while True:
+                text = make_sales(rng, k, stores, weeks)
+                if not any(near_tie(v) for _, v in ns["decompose"](text)):
+                    return text, ns["report"](text)
+
+        cols = "`date,store,units`" + (" plus `unit`" if k["dozens"] else "")
+        steps = ["Take the rows of the store named above."]
+        if k["fixes"]:
+            steps.append("A later row for the same date is a correction: it replaces every earlier row for that "
+                         "date (file order).")
+        if k["dozens"]:
+            steps.append("`unit` is `each` or `dozen`; multiply dozens by 12.")
+        if k["gaps"]:
+            steps.append("The daily series runs from the store's first date to its last. Some days are absent and "
+                         "some have an empty `units` (unknown, after any correction): fill every such day by linear "
+                         "interpolation in time between the nearest known days before and after it.")
+        steps.append("Trend: the centred 7-day moving average (the mean of the day itself and the 3 days on each "
+                     "side); it is undefined for the first 3 and last 3 days.")
+        steps.append("Seasonal index of a weekday: the mean of (units - trend) over the days of that weekday where "
+                     "the trend is defined; then subtract the mean of the seven indices from each, so they sum to "
+                     "zero.")
+        fmt = "seven lines `Mon <index>` through `Sun <index>` (Monday first, these three-letter names)"
+        if k["forecast"]:
+            steps.append("Forecast: let T be the trend on the last day where it is defined and slope = (T - the trend "
+                         "7 days earlier) / 7. The forecast for a day h days after that trend day is T + slope * h "
+                         "+ the seasonal index of its weekday.")
+            fmt += (", then `trend_last <T>`, `trend_slope <slope>`, then one line `<YYYY-MM-DD> <forecast>` for "
+                    "each of the 7 days after the series' last date, in date order")
+        fmt += "; every number rounded to 2 decimals, and never a negative zero"
+
+        if t.axes.verifier == "fuzz_equivalence":
+            cases = [generate(rng.randrange(4, 9)) for _ in range(10)]
+            t.say("Every store manager sends me a daily sales CSV (header " + cols + ", ISO dates) and I want a "
+                  "tool that reads one on standard input and does a classical additive decomposition with a weekly "
+                  "period for the store named below.")
+            v = t.deliver(store, "the store")
+            t.say("Steps: " + " ".join(steps) + f" Output: {fmt}.")
+            t.expect_program("The store is always the one named above: hard-code it.", cases,
+                             {"Python": src, "C": C_REFERENCE.replace("__FORECAST__", str(int(k["forecast"])))})
+            t.solve(f'for f in /app/solution.*; do sed -i "s/__STORE__/{v}/" "$f"; done')
+            return
+
+        text, truth = generate(k["weeks"])
+        t.add_file("/app/data/sales.csv", text)
+        t.say(f"`/app/data/sales.csv` has daily unit sales of all our stores (columns {cols}; ISO dates). I want "
+              "the weekly pattern of the store named below, from a classical additive decomposition with a period "
+              "of 7 days.")
+        v = t.deliver(store, "the store")
+        t.say("Steps: " + " ".join(steps))
+        t.say(f"Output format: {fmt}.")
+        t.add_solution_file("decompose.py", src)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decompose.py /app/data/sales.csv "{v}" '
+                '> /app/out/weekly_pattern.txt')
+        t.expect_output("/app/out/weekly_pattern.txt", truth, "the decomposition (format above)")

@@ -1,0 +1,377 @@
+"""Which simulation runs broke the physics? Logs of a 2-D system of colliding particles must conserve total
+momentum and kinetic energy within a tolerance (delivered separately); corrupted runs drift, kick a
+particle, skip or repeat time stamps, contain NaN/inf, declare a non-positive mass or lose rows. As a
+screening program it must reject every corrupted log and keep every sound one."""
+
+from __future__ import annotations
+
+import math
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import math
+import sys
+
+TOL_PPM = __TOL_PPM__
+RULES = __RULES__
+
+
+def parse(text):
+    masses, dt, rows = None, None, []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("#"):
+            key, _, value = line[1:].partition(":")
+            if key.strip() == "masses":
+                masses = [float(v) for v in value.split()]
+            elif key.strip() == "dt":
+                dt = float(value)
+        elif line and not line.startswith("step"):
+            f = line.split(",")
+            rows.append((int(f[0]), float(f[1]), int(f[2]), [float(v) for v in f[3:7]]))
+    return masses, dt, rows
+
+
+def check(text, tol_ppm=None):
+    """(first failing rule or None, momentum drift, energy drift) -- drifts relative, None if not reached."""
+    tol = (TOL_PPM if tol_ppm is None else tol_ppm) * 1e-6
+    masses, dt, rows = parse(text)
+    n = len(masses)
+    steps = {}
+    for s, t, i, vals in rows:
+        steps.setdefault(s, []).append((i, t, vals))
+    if "rows" in RULES:
+        if sorted(steps) != list(range(len(steps))):
+            return "rows", None, None
+        for s in steps:
+            if sorted(i for i, _, _ in steps[s]) != list(range(n)):
+                return "rows", None, None
+    if "time" in RULES:
+        for s in steps:
+            if any(abs(t - s * dt) > 1e-6 for _, t, _ in steps[s]):
+                return "time", None, None
+    if "nonfinite" in RULES:
+        if any(not math.isfinite(v) for _, _, _, vals in rows for v in vals):
+            return "nonfinite", None, None
+    if "mass" in RULES:
+        if any(m <= 0 for m in masses):
+            return "mass", None, None
+    series = []
+    for s in sorted(steps):
+        by_id = {i: vals for i, _, vals in steps[s]}
+        px = sum(masses[i] * by_id[i][2] for i in range(n))
+        py = sum(masses[i] * by_id[i][3] for i in range(n))
+        e = sum(0.5 * masses[i] * (by_id[i][2] ** 2 + by_id[i][3] ** 2) for i in range(n))
+        scale = sum(masses[i] * math.hypot(by_id[i][2], by_id[i][3]) for i in range(n))
+        series.append((px, py, e, scale))
+    px0, py0, e0, s0 = series[0]
+    mom = max(math.hypot(px - px0, py - py0) for px, py, _, _ in series) / s0
+    en = max(abs(e - e0) for _, _, e, _ in series) / e0
+    if "momentum" in RULES and mom > tol:
+        return "momentum", mom, en
+    if "energy" in RULES and en > tol:
+        return "energy", mom, en
+    return None, mom, en
+
+
+def verdict(text, tol_ppm=None):
+    return check(text, tol_ppm)[0]
+
+
+def report(named, tol_ppm=None, reasons=True):
+    out = []
+    for name in sorted(named):
+        why = verdict(named[name], tol_ppm)
+        if why:
+            out.append("%s %s\n" % (name, why) if reasons else name + "\n")
+    return "".join(out)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args and args[0] == "--dir":
+        import os
+        files = {f: open(os.path.join(args[1], f)).read() for f in os.listdir(args[1]) if f.endswith(".csv")}
+        sys.stdout.write(report(files, int(args[2]), args[3] == "reasons"))
+    else:
+        sys.exit(1 if verdict(sys.stdin.read()) else 0)
+'''
+
+C_REFERENCE = r'''
+/* Screen one particle-run log (stdin): exit 0 if sound, 1 if it fails a check (see the task statement). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL_PPM __TOL_PPM__
+#define R_ROWS __R_ROWS__
+#define R_TIME __R_TIME__
+#define R_NONFINITE __R_NONFINITE__
+#define R_MASS __R_MASS__
+#define R_MOMENTUM __R_MOMENTUM__
+#define R_ENERGY __R_ENERGY__
+
+typedef struct { long step; double t; long id; double v[4]; } Row;
+
+int main(void) {
+    double tol = TOL_PPM * 1e-6, dt = 0, masses[64];
+    int n = 0;
+    size_t cap = 256, nrows = 0, lcap = 0;
+    Row *rows = malloc(cap * sizeof(Row));
+    char *line = NULL;
+    while (getline(&line, &lcap, stdin) != -1) {
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p == '#') {
+            p++;
+            while (*p == ' ') p++;
+            if (strncmp(p, "masses", 6) == 0 && strchr(p, ':')) {
+                char *q = strchr(p, ':') + 1, *end;
+                for (;;) {
+                    double m = strtod(q, &end);
+                    if (end == q || n >= 64) break;
+                    masses[n++] = m;
+                    q = end;
+                }
+            } else if (strncmp(p, "dt", 2) == 0 && strchr(p, ':')) {
+                dt = strtod(strchr(p, ':') + 1, NULL);
+            }
+            continue;
+        }
+        if (*p == 0 || *p == '\n' || *p == '\r' || strncmp(p, "step", 4) == 0) continue;
+        Row r;
+        char *f = p, *end;
+        r.step = strtol(f, &end, 10); f = end + 1;
+        r.t = strtod(f, &end); f = end + 1;
+        r.id = strtol(f, &end, 10); f = end + 1;
+        for (int k = 0; k < 4; k++) { r.v[k] = strtod(f, &end); f = end + 1; }
+        if (nrows == cap) rows = realloc(rows, (cap *= 2) * sizeof(Row));
+        rows[nrows++] = r;
+    }
+    long maxs = -1;
+    for (size_t i = 0; i < nrows; i++) if (rows[i].step > maxs) maxs = rows[i].step;
+    long nsteps = maxs + 1;
+    /* by_step[s * n + id]: the last row of (step, id), as the checks read them; count of rows per (step, id) */
+    Row **by = calloc((size_t)(nsteps > 0 ? nsteps : 1) * (n > 0 ? n : 1), sizeof(Row *));
+    int *cnt = calloc((size_t)(nsteps > 0 ? nsteps : 1) * (n > 0 ? n : 1), sizeof(int));
+    int *seen = calloc((size_t)(nsteps > 0 ? nsteps : 1), sizeof(int));
+    int rows_bad = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        Row *r = &rows[i];
+        if (r->step < 0 || r->id < 0 || r->id >= n) { rows_bad = 1; continue; }
+        seen[r->step] = 1;
+        cnt[r->step * n + r->id]++;
+        by[r->step * n + r->id] = r;
+    }
+    for (long s = 0; s < nsteps; s++) {
+        if (!seen[s]) rows_bad = 1;
+        else for (int i = 0; i < n; i++) if (cnt[s * n + i] != 1) rows_bad = 1;
+    }
+    if (R_ROWS && rows_bad) return 1;
+    if (R_TIME)
+        for (size_t i = 0; i < nrows; i++) if (fabs(rows[i].t - rows[i].step * dt) > 1e-6) return 1;
+    if (R_NONFINITE)
+        for (size_t i = 0; i < nrows; i++) for (int k = 0; k < 4; k++) if (!isfinite(rows[i].v[k])) return 1;
+    if (R_MASS)
+        for (int i = 0; i < n; i++) if (masses[i] <= 0) return 1;
+    double px0 = 0, py0 = 0, e0 = 0, s0 = 0, mom = 0, en = 0;
+    for (long s = 0; s < nsteps; s++) {
+        if (!seen[s]) continue;
+        double px = 0, py = 0, e = 0, sc = 0;
+        for (int i = 0; i < n; i++) {
+            Row *r = by[s * n + i];
+            if (!r) return 1;
+            px += masses[i] * r->v[2];
+            py += masses[i] * r->v[3];
+            e += 0.5 * masses[i] * (r->v[2] * r->v[2] + r->v[3] * r->v[3]);
+            sc += masses[i] * hypot(r->v[2], r->v[3]);
+        }
+        if (s == 0) { px0 = px; py0 = py; e0 = e; s0 = sc; }
+        double dm = hypot(px - px0, py - py0), de = fabs(e - e0);
+        if (dm > mom) mom = dm;
+        if (de > en) en = de;
+    }
+    if (R_MOMENTUM && mom / s0 > tol) return 1;
+    if (R_ENERGY && en / e0 > tol) return 1;
+    return 0;
+}
+'''
+
+RULE_TEXT = {
+    "rows": "`rows`: the steps present must be exactly 0, 1, ..., S with no gap, and every step must have exactly one "
+            "row for each particle id 0 .. P-1 (P = the number of masses); otherwise the run is broken",
+    "time": "`time`: every row's `t` must equal step * dt within 1e-6",
+    "nonfinite": "`nonfinite`: every x, y, vx, vy must be a finite number (`nan`, `inf`, `-inf` are not)",
+    "mass": "`mass`: every mass must be strictly positive",
+    "momentum": "`momentum`: with P_s = sum m_i * (vx_i, vy_i) the total momentum at step s, the largest "
+                "|P_s - P_0| (Euclidean norm) over all steps, divided by sum m_i * |v_i| at step 0, must not exceed "
+                "the tolerance",
+    "energy": "`energy`: with E_s = sum m_i * (vx_i^2 + vy_i^2) / 2 the kinetic energy at step s, the largest "
+              "|E_s - E_0| over all steps, divided by E_0, must not exceed the tolerance",
+}
+ORDER = ("rows", "time", "nonfinite", "mass", "momentum", "energy")
+
+
+def fmt_row(s: int, dt: float, i: int, p: list[float], v: list[float]) -> list:
+    return [s, f"{s * dt:.4f}", i, f"{p[0]:.6f}", f"{p[1]:.6f}", f"{v[0]:.6f}", f"{v[1]:.6f}"]
+
+
+def simulate(rng, tol: float, fault: str | None, small: bool) -> str:
+    """A 2-D run with elastic collisions (momentum and energy conserved), a little energy noise below the
+    tolerance, and at most one planted fault."""
+    n = rng.randint(2, 3 if small else 4)
+    masses = [round(rng.uniform(0.5, 3.0), 3) for _ in range(n)]
+    dt = rng.choice([0.005, 0.01, 0.02, 0.025])
+    steps = rng.randint(8, 14) if small else rng.randint(15, 30)
+    pos = [[rng.uniform(-5, 5), rng.uniform(-5, 5)] for _ in range(n)]
+    vel = [[rng.uniform(-2, 2), rng.uniform(-2, 2)] for _ in range(n)]
+    fault_step = rng.randint(2, steps)
+    noise = rng.uniform(0.05, 0.3) * tol  # total energy wobble allowed in a sound run (relative)
+    rows = []
+    for s in range(steps + 1):
+        if s:
+            for i in range(n):
+                pos[i][0] += vel[i][0] * dt
+                pos[i][1] += vel[i][1] * dt
+            if rng.random() < 0.35:  # an elastic collision along a random normal
+                a, b = rng.sample(range(n), 2)
+                ang = rng.uniform(0, 2 * math.pi)
+                nx, ny = math.cos(ang), math.sin(ang)
+                rel = (vel[a][0] - vel[b][0]) * nx + (vel[a][1] - vel[b][1]) * ny
+                ma, mb = masses[a], masses[b]
+                for c, (w, sign) in enumerate(((2 * mb / (ma + mb), -1), (2 * ma / (ma + mb), 1))):
+                    k = (a, b)[c]
+                    vel[k][0] += sign * w * rel * nx
+                    vel[k][1] += sign * w * rel * ny
+            if rng.random() < 0.3:  # integration noise: rescale about the centre of mass (momentum kept)
+                _scale_internal(vel, masses, 1 + rng.uniform(-0.5, 0.5) * noise / 4)
+            if fault == "energy" and s == fault_step:
+                _scale_internal(vel, masses, 1 + rng.choice([-1, 1]) * rng.uniform(1.5, 10) * tol)
+            if fault == "momentum" and s == fault_step:
+                i = rng.randrange(n)
+                s0 = sum(m * math.hypot(*v) for m, v in zip(masses, vel))
+                want = rng.uniform(2, 12) * tol * s0 / (masses[i] * math.hypot(*vel[i]))
+                th = 2 * math.asin(min(1.0, want / 2)) * rng.choice([-1, 1])
+                c, sn = math.cos(th), math.sin(th)
+                vel[i] = [vel[i][0] * c - vel[i][1] * sn, vel[i][0] * sn + vel[i][1] * c]
+        for i in range(n):
+            rows.append(fmt_row(s, dt, i, pos[i], vel[i]))
+    if fault == "time":
+        bad = [r for r in rows if r[0] == fault_step]
+        new_t = rng.choice([f"{(fault_step - 1) * dt:.4f}", f"{(fault_step + 0.5) * dt:.4f}",
+                            f"{(fault_step - 2) * dt:.4f}"])
+        for r in bad:
+            r[1] = new_t
+    if fault == "nonfinite":
+        r = rng.choice(rows[n:])
+        r[rng.randrange(3, 7)] = rng.choice(["nan", "inf", "-inf", "NaN"])
+    if fault == "mass":
+        masses[rng.randrange(n)] = rng.choice([0.0, -round(rng.uniform(0.5, 3.0), 3)])
+    if fault == "rows":
+        j = rng.randrange(n, len(rows))
+        if rng.random() < 0.5:
+            del rows[j]
+        else:
+            rows.insert(j, list(rows[j]))
+    head = f"# masses: {' '.join(f'{m:.3f}' for m in masses)}\n# dt: {dt:g}\nstep,t,id,x,y,vx,vy\n"
+    return head + "".join(",".join(str(x) for x in r) + "\n" for r in rows)
+
+
+def _scale_internal(vel: list[list[float]], masses: list[float], f: float) -> None:
+    mt = sum(masses)
+    cx = sum(m * v[0] for m, v in zip(masses, vel)) / mt
+    cy = sum(m * v[1] for m, v in zip(masses, vel)) / mt
+    for v in vel:
+        v[0] = cx + f * (v[0] - cx)
+        v[1] = cy + f * (v[1] - cy)
+
+
+@register
+class ConservationLogScreen(Family):
+    name = "conservation_log_screen"
+    domain = "scientific_computing"
+    skill_types = ("Experimental Data", "Simulation")
+    primitive_skills = ("energy conservation checks", "momentum conservation checks", "tolerance-based comparison",
+                        "measurement validation", "floating-point rounding control")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
+    levels = {1: {"rules": ["energy"], "runs": 8, "reasons": False},
+              2: {"rules": ["momentum", "energy"], "runs": 12, "reasons": True},
+              3: {"rules": ["time", "nonfinite", "momentum", "energy"], "runs": 16, "reasons": True},
+              4: {"rules": list(ORDER), "runs": 20, "reasons": True}}
+    programs = {"Python": REFERENCE, "C": C_REFERENCE}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        tol_ppm = rng.choice([200, 250, 400, 500, 800, 1000, 2000])
+        tol = tol_ppm * 1e-6
+        rules = [r for r in ORDER if r in k["rules"]]
+        src = REFERENCE.replace("__RULES__", repr(rules))
+        ns: dict = {}
+        exec(src.replace("__TOL_PPM__", str(tol_ppm)), ns)  # noqa: S102 - our own reference program
+        small = t.axes.verifier == "adversarial_corpus"
+
+        def run(fault: str | None) -> str:
+            while True:
+                text = simulate(rng, tol, fault, small)
+                why, mom, en = ns["check"](text)
+                if why != fault:
+                    continue
+                # keep sound quantities well inside the tolerance and broken ones well outside it
+                if (mom is not None and (0.5 * tol < mom < 1.5 * tol)) or \
+                        (en is not None and (0.5 * tol < en < 1.5 * tol)):
+                    continue
+                return text
+
+        desc = ("Each run log starts with two header lines, `# masses: m_0 m_1 ...` (one mass per particle) and "
+                "`# dt: <seconds>`, then a CSV with header `step,t,id,x,y,vx,vy`: one row per particle per time step. "
+                "The particles only interact through elastic collisions, so a sound run conserves total momentum and "
+                "total kinetic energy up to small numerical noise. The tolerance, in parts per million (ppm; "
+                "500 ppm = 0.0005), is given below.")
+        checks = ("A run is rejected when it fails one of these checks" + (", taken in this order (the first one "
+                  "it fails is its reason)" if len(rules) > 1 else "") + ": " + "; ".join(RULE_TEXT[r] for r in rules)
+                  + ".")
+        what = "the tolerance in ppm"
+        if t.axes.verifier == "adversarial_corpus":
+            faults = rules
+            clean = [run(None) for _ in range(24)]
+            malicious = [run(faults[i % len(faults)]) for i in range(24)]
+            for i, fault in enumerate([None, None] + faults[:2], 1):
+                verdict = "accepted" if fault is None else "rejected"
+                t.add_file(f"/app/samples/run{i}_{verdict}.csv", run(fault))
+            t.say("Our particle simulation code has been producing the odd corrupted run and we want a gate in the "
+                  "pipeline that refuses them before analysis. " + desc)
+            v = t.deliver(str(tol_ppm), what)
+            t.say(checks + " A few past runs with their verdicts are in `/app/samples/`.")
+            c_src = C_REFERENCE
+            for r in ORDER:
+                c_src = c_src.replace(f"__R_{r.upper()}__", "1" if r in rules else "0")
+            t.expect_classifier("Write that gate as a program (hard-code the tolerance): one run log arrives on "
+                                "standard input.", clean, malicious, {"Python": src, "C": c_src})
+            t.solve(f'test -n "{v}"\nfor f in /app/solution.*; do sed -i "s/__TOL_PPM__/{v}/" "$f"; done')
+            return
+        n_bad = max(2, k["runs"] // 3)
+        kinds = [None] * (k["runs"] - n_bad) + [rules[i % len(rules)] for i in range(n_bad)]
+        rng.shuffle(kinds)
+        named = {}
+        for i, fault in enumerate(kinds, 1):
+            named[f"run_{i:02d}.csv"] = run(fault)
+            t.add_file(f"/app/runs/run_{i:02d}.csv", named[f"run_{i:02d}.csv"])
+        t.say(f"The last batch of our particle simulation wrote {k['runs']} run logs to `/app/runs/`. " + desc)
+        v = t.deliver(str(tol_ppm), what)
+        t.say(checks)
+        if k["reasons"]:
+            fmt = ("one line per rejected run, sorted by file name: the file name (e.g. `run_07.csv`), a space, and "
+                   "the reason (the name of the first check it fails, e.g. `" + rules[-1] + "`). Sound runs are not "
+                   "listed.")
+        else:
+            fmt = ("the file names of the rejected runs (e.g. `run_07.csv`), one per line, sorted. Sound runs are not "
+                   "listed.")
+        t.say(f"Output format: {fmt}")
+        mode = "reasons" if k["reasons"] else "names"
+        t.add_solution_file("screen.py", src.replace("__TOL_PPM__", "None"))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/screen.py --dir /app/runs "{v}" {mode} '
+                '> /app/out/rejected.txt')
+        t.expect_output("/app/out/rejected.txt", ns["report"](named, None, k["reasons"]),
+                        "the list of rejected runs (format above)")

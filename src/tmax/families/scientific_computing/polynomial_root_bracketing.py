@@ -1,0 +1,258 @@
+"""Where are the equilibria? A file of named polynomials, each with its own interval; for the one named
+separately, every real root inside the interval (simple roots, some close together at higher levels),
+then each root's stability from the sign of the derivative and the work integral between the outermost
+equilibria from the exact antiderivative."""
+
+from __future__ import annotations
+
+import math
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import sys
+
+NAME = "__NAME__"
+FIELDS = __FIELDS__
+
+
+def horner(c, x):
+    acc = 0.0
+    for k in c:
+        acc = acc * x + k
+    return acc
+
+
+def deriv(c):
+    n = len(c) - 1
+    return [k * (n - i) for i, k in enumerate(c[:-1])]
+
+
+def bisect(c, lo, hi):
+    flo = horner(c, lo)
+    for _ in range(300):
+        mid = (lo + hi) / 2
+        if mid == lo or mid == hi:
+            break
+        fm = horner(c, mid)
+        if fm == 0:
+            return mid
+        if (fm < 0) == (flo < 0):
+            lo, flo = mid, fm
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def roots(c, a, b):
+    """Real roots of c (highest degree first) in [a, b], ascending; all roots assumed simple."""
+    while len(c) > 1 and c[0] == 0:
+        c = c[1:]
+    if len(c) <= 1:
+        return []
+    if len(c) == 2:
+        r = -c[1] / c[0]
+        return [r] if a <= r <= b else []
+    pts = [a] + roots(deriv(c), a, b) + [b]
+    out = []
+    for lo, hi in zip(pts, pts[1:]):
+        flo, fhi = horner(c, lo), horner(c, hi)
+        if flo == 0 and lo == a:
+            out.append(lo)
+        if fhi == 0 and hi == b:
+            out.append(hi)
+        if flo * fhi < 0:
+            out.append(bisect(c, lo, hi))
+    return out
+
+
+def table(text):
+    polys = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        f = line.split()
+        polys[f[0]] = (float(f[1]), float(f[2]), [float(x) for x in f[3:]])
+    return polys
+
+
+def analyse(text, name=None):
+    a, b, c = table(text)[name or NAME]
+    rs = roots(c, a, b)
+    d = deriv(c)
+    n = len(c)
+    anti = [k / (n - i) for i, k in enumerate(c)] + [0.0]
+    work = horner(anti, rs[-1]) - horner(anti, rs[0]) if rs else 0.0
+    return [(r, horner(d, r)) for r in rs], work
+
+
+def num(x):
+    s = "%.6f" % x
+    return "0.000000" if s == "-0.000000" else s
+
+
+def report(text, name=None):
+    found, work = analyse(text, name)
+    out = []
+    for r, slope in found:
+        if "stability" in FIELDS:
+            out.append("%s %s\n" % (num(r), "stable" if slope < 0 else "unstable"))
+        else:
+            out.append(num(r) + "\n")
+    if "work" in FIELDS:
+        out.append("work=%s\n" % num(work))
+    return "".join(out)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if len(args) == 2:
+        with open(args[0]) as f:
+            sys.stdout.write(report(f.read(), args[1]))
+    else:
+        sys.stdout.write(report(sys.stdin.read()))
+'''
+
+
+def safe(x: float) -> bool:
+    f = abs(x) * 1e6
+    return abs(f - math.floor(f) - 0.5) > 0.01
+
+
+def mul(p: list[float], q: list[float]) -> list[float]:
+    out = [0.0] * (len(p) + len(q) - 1)
+    for i, x in enumerate(p):
+        for j, y in enumerate(q):
+            out[i + j] += x * y
+    return out
+
+
+def make_poly(rng, k: dict) -> tuple[float, float, list[float], int]:
+    a = rng.randrange(-30, -5) / 10
+    b = rng.randrange(5, 30) / 10
+    deg = rng.randint(*k["degree"])
+    n_roots = rng.randint(*k["roots"])
+    while True:
+        rs = sorted(rng.uniform(a + 0.1, b - 0.1) for _ in range(n_roots))
+        gaps = [y - x for x, y in zip(rs, rs[1:])]
+        if all(g >= 0.15 for g in gaps) or (k["close"] and all(g >= 0.03 for g in gaps)
+                                              and sum(g < 0.15 for g in gaps) == 1):
+            break
+    c = [rng.choice([-1, 1]) * round(rng.uniform(0.5, 2.5), 2)]
+    for r in rs:
+        c = mul(c, [1.0, -r])
+    left = deg - n_roots
+    while left:
+        if left >= 2 and rng.random() < 0.7:  # x^2 + p x + q without real roots
+            p = rng.uniform(-2, 2)
+            c = mul(c, [1.0, p, p * p / 4 + rng.uniform(0.3, 2.0)])
+            left -= 2
+        else:  # a real root outside the interval
+            r = rng.choice([a - rng.uniform(0.5, 2), b + rng.uniform(0.5, 2)])
+            c = mul(c, [1.0, -r])
+            left -= 1
+    return a, b, [float(f"{x:.6f}") for x in c], n_roots
+
+
+def poly_line(name: str, a: float, b: float, c: list[float]) -> str:
+    return f"{name} {a:g} {b:g} " + " ".join(f"{x:.6f}" for x in c) + "\n"
+
+
+@register
+class PolynomialRootBracketing(Family):
+    name = "polynomial_root_bracketing"
+    domain = "scientific_computing"
+    skill_types = ("Numerical Methods",)
+    primitive_skills = ("root finding", "bisection", "polynomial evaluation", "derivative-based bracketing",
+                        "polynomial integration", "stability classification", "floating-point rounding control")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"polys": 3, "degree": (3, 3), "roots": (1, 1), "close": False, "fields": []},
+              2: {"polys": 4, "degree": (4, 5), "roots": (2, 3), "close": False, "fields": []},
+              3: {"polys": 5, "degree": (5, 6), "roots": (3, 4), "close": False, "fields": ["stability"]},
+              4: {"polys": 6, "degree": (6, 7), "roots": (4, 5), "close": True, "fields": ["stability", "work"]}}
+
+    def robust(self, ns: dict, a: float, b: float, c: list[float], n_roots: int) -> bool:
+        rs = ns["roots"](c, a, b)
+        if len(rs) != n_roots or min(abs(ns["horner"](c, a)), abs(ns["horner"](c, b))) < 1e-3:
+            return False
+        d = ns["deriv"](c)
+        if any(abs(ns["horner"](d, r)) < 0.05 or abs(r) < 1e-4 or not safe(r) for r in rs):
+            return False
+        for r in rs:  # a Newton step evaluated another way must not move the rounded root
+            pr = sum(x * r ** (len(c) - 1 - i) for i, x in enumerate(c))
+            if ns["num"](r - pr / ns["horner"](d, r)) != ns["num"](r):
+                return False
+        n = len(c)
+        anti = [x / (n - i) for i, x in enumerate(c)] + [0.0]
+        return safe(ns["horner"](anti, rs[-1]) - ns["horner"](anti, rs[0]))
+
+    def table(self, rng, k: dict, ns: dict, names: list[str]) -> str:
+        lines = []
+        for name in names:
+            while True:
+                a, b, c, n_roots = make_poly(rng, k)
+                if self.robust(ns, a, b, c, n_roots):
+                    lines.append(poly_line(name, a, b, c))
+                    break
+        return "# name a b coefficients (highest degree first)\n" + "".join(lines)
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        names: list[str] = []
+        while len(names) < k["polys"]:
+            c = t.code(1)
+            if c not in names:
+                names.append(c)
+        target = rng.choice(names)
+        src = REFERENCE.replace("__FIELDS__", repr(k["fields"]))
+        ns: dict = {}
+        exec(src.replace("__NAME__", target), ns)  # noqa: S102 - our own reference program
+        physics = bool(k["fields"])
+        fmt_in = ("one polynomial per line: its name, the interval ends a and b, then its coefficients from the "
+                  "highest degree down to the constant term, separated by spaces; a line starting with `#` is a "
+                  "comment")
+        if physics:
+            task = ("Each polynomial is the net force F(x) (newtons) on a bead sliding along a wire, as a function "
+                    "of its position x (metres), and the interval [a, b] is the part of the wire we care about. I need "
+                    "the equilibria of the bead named below inside its interval: the real roots of F in [a, b]. An "
+                    "equilibrium is `stable` if dF/dx < 0 there and `unstable` if dF/dx > 0.")
+            fmt = ("one line per equilibrium, in increasing x: the position rounded to 6 decimals, a space, and "
+                   "`stable` or `unstable`")
+            if "work" in k["fields"]:
+                fmt += ("; then a line `work=<J>`: the work done by F as the bead moves from the leftmost to the "
+                        "rightmost of those equilibria (the integral of F over that span, computed exactly from the "
+                        "antiderivative), rounded to 6 decimals")
+        else:
+            task = "For the polynomial named below I need every real root inside its interval [a, b]."
+            fmt = "one root per line, in increasing order, rounded to 6 decimals"
+        rules = ("All roots in the interval are simple (they may lie close together); none is at an interval end. "
+                 "Never write `-0.000000`.")
+        what = "the polynomial's name"
+        if t.axes.verifier == "fuzz_equivalence":
+            cases = []
+            for _ in range(10):
+                others = [n for n in names if n != target]
+                rng.shuffle(others)
+                order = others[:rng.randint(1, len(others))] + [target]
+                rng.shuffle(order)
+                text = self.table(rng, k, ns, order)
+                cases.append((text, ns["report"](text)))
+            t.say(f"I keep getting tables of polynomials in this format: {fmt_in}. I want a program that reads one "
+                  "such table on standard input and does the following. " + task)
+            v = t.deliver(target, what)
+            t.say(f"{rules} Output: {fmt}.")
+            t.expect_program("The polynomial of interest is always the one named above: hard-code its name.", cases,
+                             {"Python": src.replace("__NAME__", "")})
+            t.solve(f'test -n "{v}"\nsed -i "s/^NAME = \\"\\"$/NAME = \\"{v}\\"/" /app/solution.py')
+            return
+        text = self.table(rng, k, ns, names)
+        t.add_file("/app/data/polynomials.txt", text)
+        t.say(f"`/app/data/polynomials.txt` lists several polynomials, {fmt_in}. " + task)
+        v = t.deliver(target, what)
+        t.say(f"{rules} Output format: {fmt}.")
+        t.add_solution_file("roots.py", src.replace("__NAME__", ""))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/roots.py /app/data/polynomials.txt "{v}" '
+                '> /app/out/roots.txt')
+        t.expect_output("/app/out/roots.txt", ns["report"](text), "the result (format above)")

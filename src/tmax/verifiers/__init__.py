@@ -86,7 +86,11 @@ def grade_number(t: TaskBuilder, path: str, value: float, rel_tol: float, what: 
         _serve(t, path, text, what)
         t.requirements.append("Serve the number alone, written with 10 significant digits and no trailing "
                               "zeros (printf's %.10g), followed by a newline.")
-    elif kind in ("metric_threshold", "exact_text"):
+    elif kind == "exact_text":  # exact: the number as %.10g, compared as text
+        _write(t, {"mode": "exact", "path": path, "expected": text})
+        t.requirements.append(f"Write {what} to `{path}` as a single number with 10 significant digits and no "
+                              "trailing zeros (printf's %.10g). It is compared exactly.")
+    elif kind == "metric_threshold":
         _write(t, {"mode": "number", "path": path, "expected": value, "rel_tol": rel_tol})
         t.requirements.append(
             f"Write {what} to `{path}` as a single number. Within a relative error of {rel_tol:g} it earns "

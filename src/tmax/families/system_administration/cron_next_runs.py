@@ -1,0 +1,303 @@
+"""When will cron fire next? Evaluate a user crontab (lists, ranges, steps, month and weekday names,
+the day-of-month / day-of-week OR rule, weekday 7, @macros, @reboot and a leap-day job at higher levels)
+and merge the next N run times of every job strictly after a given instant, within a 1500-day horizon."""
+
+from __future__ import annotations
+
+from tmax.families.base import Family, TaskBuilder, register
+
+# The start instant is a placeholder: the host substitutes it for the truth, the oracle seds the delivered one.
+REFERENCE = r'''
+import sys
+
+START = "@@VALUE@@"
+COUNT = {count}
+HORIZON = 1500
+MONTHS = {{m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}}
+DOWS = {{d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}}
+MACROS = {{"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+          "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}}
+MDAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+
+def value(text, names):
+    text = text.lower()
+    if text in names:
+        return names[text]
+    return int(text)
+
+
+def parse_field(text, lo, hi, names):
+    out = [False] * (hi + 1)
+    for part in text.split(","):
+        step = 1
+        if "/" in part:
+            part, s = part.split("/", 1)
+            step = int(s)
+        if part == "*":
+            a, b = lo, hi
+        elif "-" in part:
+            x, y = part.split("-", 1)
+            a, b = value(x, names), value(y, names)
+        else:
+            a = b = value(part, names)
+        for v in range(a, b + 1, step):
+            out[v] = True
+    return out
+
+
+def parse(text):
+    jobs = []
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        first = s.split()[0]
+        if "=" in first:
+            continue  # environment assignment
+        if first.startswith("@"):
+            if first.lower() == "@reboot":
+                continue
+            fields = MACROS[first.lower()].split()
+            cmd = s.split(None, 1)[1]
+        else:
+            parts = s.split(None, 5)
+            fields, cmd = parts[:5], parts[5]
+        name = cmd.split()[0].rsplit("/", 1)[-1]
+        if name.endswith(".sh"):
+            name = name[:-3]
+        dow = parse_field(fields[4], 0, 7, DOWS)
+        dow[0] = dow[0] or dow[7]
+        jobs.append({{"name": name,
+                     "minute": parse_field(fields[0], 0, 59, {{}}), "hour": parse_field(fields[1], 0, 23, {{}}),
+                     "dom": parse_field(fields[2], 1, 31, {{}}), "month": parse_field(fields[3], 1, 12, MONTHS),
+                     "dow": dow, "dom_star": fields[2].startswith("*"), "dow_star": fields[4].startswith("*")}})
+    return jobs
+
+
+def leap(y):
+    return y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+
+
+def weekday(y, m, d):
+    # 0 = Sunday: count days from 1970-01-01, a Thursday
+    days = (y - 1970) * 365 + sum(1 for v in range(1970, y) if leap(v))
+    days += sum(MDAYS[:m - 1]) + (1 if m > 2 and leap(y) else 0) + d - 1
+    return (days + 4) % 7
+
+
+def day_matches(job, y, m, d):
+    if not job["month"][m]:
+        return False
+    dom_ok, dow_ok = job["dom"][d], job["dow"][weekday(y, m, d)]
+    if not job["dom_star"] and not job["dow_star"]:
+        return dom_ok or dow_ok
+    return dom_ok and dow_ok
+
+
+def next_runs(text, start=None):
+    start = start or START
+    y, m, d = int(start[0:4]), int(start[4:6]), int(start[6:8])
+    now = int(start[8:10]) * 60 + int(start[10:12])
+    jobs = parse(text)
+    for job in jobs:
+        job["times"] = [(hh, mm) for hh in range(24) if job["hour"][hh] for mm in range(60) if job["minute"][mm]]
+        job["runs"] = []
+    out = []
+    for _ in range(HORIZON + 1):
+        for job in jobs:
+            if len(job["runs"]) >= COUNT or not day_matches(job, y, m, d):
+                continue
+            for hh, mm in job["times"]:
+                if hh * 60 + mm > now and len(job["runs"]) < COUNT:
+                    job["runs"].append((y, m, d, hh, mm))
+        now = -1
+        d += 1
+        if d > MDAYS[m - 1] + (1 if m == 2 and leap(y) else 0):
+            d, m = 1, m + 1
+            if m > 12:
+                m, y = 1, y + 1
+    for job in jobs:
+        out.extend((run, job["name"]) for run in job["runs"])
+    out.sort()
+    return "".join(f"{{y:04d}}-{{m:02d}}-{{d:02d}} {{hh:02d}}:{{mm:02d}} {{name}}\n" for (y, m, d, hh, mm), name in out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(next_runs(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
+'''
+
+NAMES = ["backup-db", "rotate-logs", "sync-mirror", "purge-tmp", "renew-certs", "report-usage", "fetch-feeds",
+         "vacuum-db", "scrub-disks", "send-digest", "check-raid", "prune-images", "index-mail", "export-metrics",
+         "reindex-search", "archive-audit", "warm-cache", "snapshot-vm", "clean-sessions", "refresh-dns"]
+MON_NAMES = "jan feb mar apr may jun jul aug sep oct nov dec".split()
+DOW_NAMES = "sun mon tue wed thu fri sat".split()
+
+
+def _case(rng, word):
+    return rng.choice([word, word.upper(), word.title()])
+
+
+class _Gen:
+    def __init__(self, rng, level):
+        self.rng, self.level = rng, level
+
+    def minute(self):
+        r, rng = self.rng.random(), self.rng
+        if r < 0.35:
+            return str(rng.randrange(60))
+        if r < 0.6:
+            return ",".join(str(v) for v in sorted(rng.sample(range(60), rng.randint(2, 3))))
+        if self.level >= 2 and r < 0.8:
+            return f"*/{rng.choice([5, 10, 15, 20, 30])}"
+        if self.level >= 2:
+            a = rng.randrange(0, 30)
+            return f"{a}-{a + rng.randrange(5, 29)}/{rng.choice([7, 10, 13])}"
+        return str(rng.randrange(60))
+
+    def hour(self):
+        r, rng = self.rng.random(), self.rng
+        if r < 0.3:
+            return "*"
+        if r < 0.55:
+            return str(rng.randrange(24))
+        if r < 0.75:
+            return ",".join(str(v) for v in sorted(rng.sample(range(24), rng.randint(2, 4))))
+        if self.level >= 2:
+            a = rng.randrange(0, 12)
+            b = a + rng.randrange(3, 12)
+            return rng.choice([f"{a}-{b}", f"*/{rng.choice([2, 3, 4, 6])}", f"{a}-{b}/{rng.choice([2, 3])}"])
+        return str(rng.randrange(24))
+
+    def dom(self):
+        r, rng = self.rng.random(), self.rng
+        if r < 0.6 or self.level == 1:
+            return "*" if r < 0.8 else str(rng.randrange(1, 29))
+        if r < 0.75:
+            return str(rng.randrange(1, 32))
+        if r < 0.9:
+            return f"{rng.randrange(1, 10)}-{rng.randrange(12, 29)}"
+        return f"*/{rng.choice([2, 5, 10])}"
+
+    def month(self):
+        r, rng = self.rng.random(), self.rng
+        if r < 0.65:
+            return "*"
+        if self.level >= 3 and r < 0.85:
+            ms = sorted(rng.sample(range(12), rng.randint(2, 4)))
+            return ",".join(_case(rng, MON_NAMES[v]) for v in ms)
+        ms = sorted(rng.sample(range(1, 13), rng.randint(1, 4)))
+        return ",".join(str(v) for v in ms)
+
+    def dow(self):
+        r, rng = self.rng.random(), self.rng
+        if r < 0.55:
+            return "*"
+        if self.level >= 3 and r < 0.7:
+            a = rng.randrange(1, 5)
+            return f"{_case(rng, DOW_NAMES[a])}-{_case(rng, DOW_NAMES[a + rng.randrange(1, 3)])}"
+        if self.level >= 3 and r < 0.8:
+            return rng.choice(["7", "0", "5-7", "6,7"])
+        if self.level >= 2 and r < 0.9:
+            return f"{rng.randrange(1, 3)}-{rng.randrange(4, 6)}"
+        return str(rng.randrange(0, 7))
+
+    def entry(self):
+        dom, dow = self.dom(), self.dow()
+        if self.level < 3 and dom != "*" and dow != "*":
+            dow = "*"
+        return [self.minute(), self.hour(), dom, self.month(), dow]
+
+
+def crontab(rng, level, jobs):
+    """Crontab text; jobs = number of scheduled jobs."""
+    gen = _Gen(rng, level)
+    names = rng.sample(NAMES, jobs + 2)
+    lines = ["# m h dom mon dow command"]
+    if level >= 3:
+        lines += ["SHELL=/bin/bash", "MAILTO=ops@example.org", ""]
+    # one frequent job so the report always fills
+    lines.append(f"{rng.choice(['*/5', '*/10', '*/15', '7,37'])} * * * * /usr/local/bin/{names[0]}.sh")
+    for i in range(1, jobs):
+        name = names[i]
+        cmd = f"/usr/local/bin/{name}.sh" + rng.choice(["", " --quiet", " >/dev/null 2>&1", " -v --since 1d"])
+        if level >= 4 and rng.random() < 0.25:
+            lines.append(f"{rng.choice(['@daily', '@hourly', '@weekly', '@monthly', '@midnight'])} {cmd}")
+            continue
+        if level >= 3 and rng.random() < 0.15:
+            lines.append("# " + " ".join(gen.entry()) + f" /usr/local/bin/{names[-1]}.sh  (disabled)")
+        lines.append(" ".join(gen.entry()) + " " + cmd)
+    if level >= 4:
+        lines.append(f"@reboot /usr/local/bin/{names[-2]}.sh")
+        lines.insert(rng.randrange(1, len(lines)), f"{rng.randrange(60)} {rng.randrange(24)} 29 2 * "
+                                                   f"/usr/local/bin/{names[-1]}.sh")
+    return "\n".join(lines) + "\n"
+
+
+@register
+class CronNextRuns(Family):
+    name = "cron_next_runs"
+    domain = "system_administration"
+    skill_types = ("Scheduling",)
+    primitive_skills = ("cron expression evaluation", "calendar arithmetic", "day-of-month and day-of-week semantics",
+                        "schedule merging", "sorting with tie-breaks")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"jobs": 4, "count": 2}, 2: {"jobs": 6, "count": 3},
+              3: {"jobs": 8, "count": 3}, 4: {"jobs": 10, "count": 4}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng, level = t.knobs, t.rng, t.level
+        year = rng.randrange(2026, 2029)
+        month = rng.randrange(1, 13)
+        day = rng.randrange(1, 29)
+        start = f"{year:04d}{month:02d}{day:02d}{rng.randrange(24):02d}{rng.randrange(60):02d}"
+        ref_src = REFERENCE.format(count=k["count"])
+        ns: dict = {}
+        exec(ref_src.replace("@@VALUE@@", start), ns)  # noqa: S102 - our own reference program
+        rules = ["Fields are minute (0-59), hour (0-23), day of month (1-31), month (1-12) and day of week "
+                 "(0-7, where both 0 and 7 mean Sunday). A field is `*`, a number, a range `a-b`, or a "
+                 "comma-separated list of those; `*/n` and `a-b/n` take every n-th value of the range "
+                 "starting at its first value."]
+        if level >= 3:
+            rules.append("Month and weekday names (`jan`..`dec`, `sun`..`sat`, any letter case) may replace "
+                         "numbers. Lines whose first word contains `=` set environment variables; lines starting "
+                         "with `#` are comments.")
+            rules.append("When both the day-of-month and the day-of-week field are restricted (neither begins with "
+                         "`*`), a day matches if EITHER field matches; otherwise both must match.")
+        if level >= 4:
+            rules.append("Macros: `@hourly` is `0 * * * *`, `@daily` and `@midnight` are `0 0 * * *`, `@weekly` "
+                         "is `0 0 * * 0`, `@monthly` is `0 0 1 * *`; `@reboot` jobs are not time-based and never "
+                         "appear in the report.")
+        rules.append("A job is named by the base name of the first word of its command with a trailing `.sh` "
+                     "removed (`/usr/local/bin/backup-db.sh --full` is `backup-db`). Times are local wall-clock "
+                     "time with no daylight-saving changes.")
+        fmt = (f"for every job, its next {k['count']} run times strictly after the start instant, looking at most "
+               "1500 days ahead (the start day is day 0, so runs on day 1500 still count; a job with fewer runs in "
+               "that horizon lists only those), all jobs together, one line per run as `YYYY-MM-DD HH:MM job`, in "
+               "time order, runs at the same minute ordered by job name (byte order)")
+        rules_txt = "\n".join(f"- {r}" for r in rules)
+        if t.axes.verifier == "fuzz_equivalence":
+            t.deliver(start, "the start instant as YYYYMMDDHHMM")
+            cases = []
+            for _ in range(10):
+                text = crontab(rng, level, rng.randrange(max(2, k["jobs"] - 2), k["jobs"] + 2))
+                cases.append((text, ns["next_runs"](text)))
+            t.say("We keep a tool that previews cron schedules before they are installed. Given a user crontab "
+                  f"(five time fields, then the command) on standard input, print {fmt}.\n\n{rules_txt}")
+            t.expect_program("The start instant is the one given above; hard-code it.", cases,
+                             {"Python": ref_src})
+            t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
+            return
+        text = crontab(rng, level, k["jobs"])
+        t.add_file("/app/cron/crontab", text)
+        truth = ns["next_runs"](text)
+        v = t.deliver(start, "the start instant as YYYYMMDDHHMM")
+        t.say("The crontab of our batch host is `/app/cron/crontab` (a user crontab: five time fields, then the "
+              "command). Before a maintenance window I need to know exactly what will run after the start instant "
+              f"given above (YYYYMMDDHHMM; 202601021530 is 2 January 2026, 15:30).\n\n{rules_txt}\n\n"
+              f"Report format: {fmt}.")
+        t.add_solution_file("cron_next.py", ref_src)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'python3 /solution/cron_next.py "{v}" < /app/cron/crontab > /app/out/next_runs.txt')
+        t.expect_output("/app/out/next_runs.txt", truth, "the report")

@@ -1,0 +1,277 @@
+"""In what order does a boot target start its units, and what does one failing unit take down? Build the
+transaction from Requires=/Wants= and enabled [Install] sections, order it by After=/Before= (ties by
+name), and propagate a failure through Requires= (not Wants=). Higher levels add RequiredBy=, repeated
+and empty-reset directives, drop-in overrides, units referenced but missing, and unrelated units."""
+
+from __future__ import annotations
+
+from tmax.families.base import CODE_WORDS, Family, TaskBuilder, register
+
+REFERENCE = r'''
+import heapq
+import os
+import sys
+
+TARGET = "{target}"
+FAILED = "@@VALUE@@"
+LISTS = ("Requires", "Wants", "After", "Before", "WantedBy", "RequiredBy")
+
+
+def parse(texts, into=None):
+    """Merge unit file text(s) in order: list directives accumulate, an empty assignment resets."""
+    unit = into if into is not None else {{k: [] for k in LISTS}}
+    for text in texts:
+        for line in text.splitlines():
+            s = line.strip()
+            if not s or s[0] in "#;" or s.startswith("[") or "=" not in s:
+                continue
+            key, val = s.split("=", 1)
+            key = key.strip()
+            if key not in LISTS:
+                continue
+            if not val.strip():
+                unit[key] = []
+            else:
+                unit[key].extend(val.split())
+    return unit
+
+
+def plan(units, failed=None):
+    """units: name -> merged directives. Returns the report text."""
+    failed = (failed or FAILED).lower() + ".service"
+    requires = {{n: list(u["Requires"]) for n, u in units.items()}}
+    wants = {{n: list(u["Wants"]) for n, u in units.items()}}
+    for n in sorted(units):
+        for other in units[n]["WantedBy"]:
+            if other in units:
+                wants[other].append(n)
+        for other in units[n]["RequiredBy"]:
+            if other in units:
+                requires[other].append(n)
+    trans, todo = [], [TARGET]
+    while todo:
+        n = todo.pop()
+        if n in trans or n not in units:
+            continue
+        trans.append(n)
+        todo.extend(requires[n] + wants[n])
+    trans.sort()
+    inset = set(trans)
+    before = {{n: [] for n in trans}}  # n -> units that must start after n
+    indeg = {{n: 0 for n in trans}}
+    edges = []
+    for n in trans:
+        for x in units[n]["After"]:
+            if x in inset:
+                edges.append((x, n))
+        for x in units[n]["Before"]:
+            if x in inset:
+                edges.append((n, x))
+    for a, b in sorted(set(edges)):
+        before[a].append(b)
+        indeg[b] += 1
+    heap = [n for n in trans if indeg[n] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        n = heapq.heappop(heap)
+        order.append(n)
+        for b in before[n]:
+            indeg[b] -= 1
+            if indeg[b] == 0:
+                heapq.heappush(heap, b)
+    bad = {{failed: "failed"}} if failed in inset else {{}}
+    changed = True
+    while changed:
+        changed = False
+        for n in trans:
+            if n not in bad and any(r not in inset or r in bad for r in requires[n]):
+                bad[n] = "dependency"
+                changed = True
+    return "".join(f"{{n}} {{bad.get(n, 'started')}}\n" for n in order)
+
+
+def load(root):
+    units = {{}}
+    for name in sorted(os.listdir(root)):
+        path = os.path.join(root, name)
+        if os.path.isfile(path) and (name.endswith(".service") or name.endswith(".target")):
+            with open(path) as f:
+                units[name] = parse([f.read()])
+    for name in sorted(os.listdir(root)):
+        path = os.path.join(root, name)
+        if os.path.isdir(path) and name.endswith(".d") and name[:-2] in units:
+            for conf in sorted(os.listdir(path)):
+                if conf.endswith(".conf"):
+                    with open(os.path.join(path, conf)) as f:
+                        parse([f.read()], units[name[:-2]])
+    return units
+
+
+if __name__ == "__main__":
+    sys.stdout.write(plan(load(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None))
+'''
+
+SYSTEM = ["local-fs.target", "network-online.target", "time-sync.target", "remote-fs.target"]
+DESCR = ["API gateway", "job queue worker", "metrics exporter", "cache warmer", "log shipper", "mail relay",
+         "search indexer", "session store", "report builder", "backup agent", "license server", "web frontend"]
+
+
+def _fmt_unit(rng, d, descr, kind):
+    """Render directives d (key -> list of lists: each inner list one directive line) as a unit file."""
+    unit = [f"Description={descr}"]
+    for key in ("Requires", "Wants", "After", "Before"):
+        for vals in d.get(key, []):
+            unit.append(f"{key}={' '.join(vals)}")
+    rng.shuffle(unit)
+    lines = ["[Unit]", *unit, ""]
+    if kind == "service":
+        lines += ["[Service]", f"ExecStart=/usr/local/bin/{descr.split()[0].lower()}d --serve",
+                  f"Restart={rng.choice(['on-failure', 'always', 'no'])}", ""]
+    inst = [f"{key}={' '.join(vals)}" for key in ("WantedBy", "RequiredBy") for vals in d.get(key, [])]
+    if inst:
+        lines += ["[Install]", *inst, ""]
+    return "\n".join(lines)
+
+
+@register
+class SystemdStartOrder(Family):
+    name = "systemd_start_order"
+    domain = "system_administration"
+    skill_types = ("Service Management",)
+    primitive_skills = ("systemd unit ordering", "dependency graph traversal", "topological sorting with tie-breaks",
+                        "failure propagation", "drop-in override merging")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    levels = {1: {"services": 5, "extra": False, "dropins": False, "missing": False, "unrelated": 0},
+              2: {"services": 8, "extra": True, "dropins": False, "missing": False, "unrelated": 1},
+              3: {"services": 11, "extra": True, "dropins": False, "missing": True, "unrelated": 2},
+              4: {"services": 14, "extra": True, "dropins": True, "missing": True, "unrelated": 3}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        target = rng.choice(["multi-user.target", "graphical.target", "app-stack.target"])
+        words = rng.sample(CODE_WORDS, k["services"] + k["unrelated"] + 1)
+        services = [w.lower() + ".service" for w in words[:k["services"]]]
+        unrelated = [w.lower() + ".service" for w in words[k["services"]:-1]]
+        ghost = words[-1].lower() + ".service"  # referenced, never defined
+        systems = rng.sample(SYSTEM, 2 + k["extra"])
+        # A hidden rank keeps ordering edges acyclic: edges only go from lower rank to higher rank.
+        ranked = systems + services
+        rng.shuffle(ranked)
+        ranked = [u for u in ranked if u in systems] + [u for u in ranked if u not in systems] \
+            if rng.random() < 0.5 else ranked
+        rank = {u: i for i, u in enumerate(ranked)}
+        d: dict = {u: {} for u in [target, *ranked, *unrelated]}
+
+        def add(u, key, vals):
+            d[u].setdefault(key, []).append(list(vals))
+
+        for u in ranked:
+            earlier = [x for x in ranked if rank[x] < rank[u]]
+            later = [x for x in ranked if rank[x] > rank[u]]
+            if earlier:
+                after = rng.sample(earlier, min(len(earlier), rng.randint(0, 3)))
+                if after:
+                    if k["extra"] and len(after) > 1 and rng.random() < 0.5:
+                        add(u, "After", after[:1])
+                        add(u, "After", after[1:])
+                    else:
+                        add(u, "After", after)
+                if u in services:
+                    req = [x for x in rng.sample(earlier, min(len(earlier), rng.randint(0, 2)))]
+                    if req:
+                        add(u, "Requires", req)
+                    # a Requires= without ordering, towards a later unit
+                    if later and rng.random() < 0.2:
+                        add(u, "Requires", [rng.choice([x for x in later if x in services] or later)])
+            if later and k["extra"] and rng.random() < 0.25:
+                add(u, "Before", [rng.choice(later)])
+        # How units join the target: directly from the target, via [Install], or only as a dependency.
+        tgt_wants, tgt_req = [], []
+        for u in services:
+            r = rng.random()
+            if r < 0.35:
+                tgt_wants.append(u)
+            elif r < 0.55 and k["extra"]:
+                add(u, "RequiredBy" if rng.random() < 0.3 else "WantedBy", [target])
+            elif r < 0.65:
+                tgt_req.append(u)
+            elif rng.random() < 0.3:
+                add(u, "Wants", [rng.choice(services)])
+        pulled = [services[0]]
+        if tgt_wants or pulled:
+            add(target, "Wants", sorted(set(tgt_wants + pulled)))
+        if tgt_req:
+            add(target, "Requires", tgt_req)
+        add(target, "After", sorted(rng.sample(ranked, min(3, len(ranked)))))
+        if k["missing"]:
+            add(rng.choice(services), "Requires", [ghost])
+            add(rng.choice(services), "Wants", [words[-1].lower() + "-helper.service"])
+        for u in unrelated:  # present on disk, pulled in by nothing (their WantedBy names another target)
+            add(u, "After", [rng.choice(ranked)])
+            add(u, "WantedBy", ["rescue.target"])
+            add(u, "Requires", [rng.choice(services)])
+        dropins: dict[str, str] = {}
+        if k["dropins"]:
+            for u in rng.sample(services, 2):
+                if d[u].get("After") and rng.random() < 0.6:
+                    earlier = [x for x in ranked if rank[x] < rank[u]]
+                    dropins[u] = "[Unit]\nAfter=\nAfter=" + " ".join(rng.sample(earlier, min(len(earlier), 1))) + "\n"
+                else:
+                    later = [x for x in ranked if rank[x] > rank[u] and x in services]
+                    dropins[u] = "[Unit]\nRequires=" + (rng.choice(later) if later else ghost) + "\n"
+        files: dict[str, str] = {}
+        for u in [target, *ranked, *unrelated]:
+            kind = "service" if u.endswith(".service") else "target"
+            descr = rng.choice(DESCR) if kind == "service" else u.split(".")[0].replace("-", " ").title() + " Target"
+            files[f"/app/units/{u}"] = _fmt_unit(rng, d[u], descr, kind)
+        for u, text in dropins.items():
+            files[f"/app/units/{u}.d/override.conf"] = text
+        ns: dict = {}
+        exec(REFERENCE.format(target=target), ns)  # noqa: S102 - our own reference program
+        units = {}
+        for path in sorted(files):
+            name = path.split("/")[3]
+            if not name.endswith(".d"):
+                units[name] = ns["parse"]([files[path]])
+        for path in sorted(files):
+            name = path.split("/")[3]
+            if name.endswith(".d"):
+                ns["parse"]([files[path]], units[name[:-2]])
+        # The failing unit: one in the transaction that something requires, when there is one.
+        probe = ns["plan"](units, "NONE")
+        in_trans = [line.split()[0] for line in probe.splitlines() if line.endswith(".service started")]
+        required = [u for u in in_trans if any(u in units[o]["Requires"] or o in units[u]["RequiredBy"]
+                                               for o in units)]
+        failed = rng.choice(required or in_trans).split(".")[0].upper()
+        truth = ns["plan"](units, failed)
+        for path, text in files.items():
+            t.add_file(path, text)
+        v = t.deliver(failed, "the failing unit")
+        rules = [f"The transaction starts from `{target}` and pulls in, repeatedly, every unit named in `Requires=` "
+                 "or `Wants=` of a unit already in it. Units whose file does not exist are not part of it."]
+        if k["extra"]:
+            rules.append("All units are enabled: a unit whose `[Install]` section has `WantedBy=X` counts as if `X` "
+                         "had `Wants=` on it, and `RequiredBy=X` as if `X` had `Requires=` on it (only for X "
+                         "already in the transaction). A directive can appear on several lines; its lists add up.")
+        if k["dropins"]:
+            rules.append("Drop-in files `/app/units/<unit>.d/*.conf` are applied after the unit file, in file name "
+                         "order; an empty assignment such as `After=` clears everything set for that directive so "
+                         "far.")
+        rules.append("Ordering: `After=X` in unit A means X starts before A; `Before=X` in A means A starts before X. "
+                     "Only units both in the transaction are ordered. Start order: repeatedly start the unit with "
+                     "the smallest name (byte order) among those whose ordering predecessors have all started.")
+        rules.append("The failing unit, given above in capitals, is the lowercase name plus `.service`; it fails "
+                     "(result `failed`). A unit that `Requires=` a unit which did not come up ("
+                     + ("result `failed` or `dependency`, or no unit file at all" if k["missing"] else
+                        "result `failed` or `dependency`") + ") gets result `dependency`, transitively, "
+                     "whatever the ordering. `Wants=` never propagates failure. Every other unit gets `started`.")
+        t.say(f"Our application host's unit files are in `/app/units/` (services and targets, systemd syntax). One "
+              "unit fails on boot and I need to know what the boot of the target below does.\n\n"
+              + "\n".join(f"- {r}" for r in rules)
+              + "\n\nReport format: one line per unit in the transaction, in start order, as `unit result` "
+              "(for example `falcon.service dependency`), including targets.")
+        t.add_solution_file("start_order.py", REFERENCE.format(target=target))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'python3 /solution/start_order.py /app/units "{v}" > /app/out/start_order.txt')
+        t.expect_output("/app/out/start_order.txt", truth, "the report")

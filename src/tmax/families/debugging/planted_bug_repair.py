@@ -1,0 +1,948 @@
+"""Repair a small command-line tool with planted bugs. The tool (Python or C, or both) reads standard
+input and writes standard output; its documented behaviour is given in full. Besides one to four
+planted defects (off-by-one ranges, a wrong comparator, a bad initial value, truncating instead of
+flooring division, a dropped final group...), it still hard-codes an outdated parameter whose
+correct value is delivered separately. Graded by running the fixed tool against the reference on
+hidden inputs (fuzz_equivalence), or by the combined output of the fixed tool over a batch of inputs."""
+
+from __future__ import annotations
+
+import re
+
+from tmax.families.base import PROGRAM_FILES, Family, FamilyError, TaskBuilder, register
+
+PARAM = "__TMAX_PARAM__"  # placeholder in the oracle's copy, filled with the delivered value
+
+# --------------------------------------------------------------------------------------------------
+# Kernel 1: interval merging
+# --------------------------------------------------------------------------------------------------
+INTERVALS_PY = r'''import sys
+
+GAP = <<PARAM>>
+
+
+def parse(text):
+    pairs = []
+    for line in text.split("\n"):
+        parts = line.split()
+        if len(parts) == 2:
+            pairs.append((int(parts[0]), int(parts[1])))
+    return pairs
+
+
+def merge(pairs):
+    pairs = <<B_SORT>>
+    merged = []
+    if not pairs:
+        return merged
+    cur_start, cur_end = pairs[0]
+    for start, end in pairs[1:]:
+        if <<B_CMP>>:
+            <<B_MAX>>
+        else:
+            merged.append((cur_start, cur_end))
+            cur_start, cur_end = start, end
+    <<B_FLUSH>>
+    return merged
+
+
+def run(text):
+    merged = merge(parse(text))
+    out = [f"{s} {e}" for s, e in merged]
+    out.append(f"count {len(merged)}")
+    out.append(f"covered {<<B_LEN>>}")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(run(sys.stdin.read()))
+'''
+
+INTERVALS_C = r'''#include <stdio.h>
+#include <stdlib.h>
+
+#define GAP <<PARAM>>L
+
+typedef struct {
+    long start, end;
+} Interval;
+
+static int by_start(const void *a, const void *b) {
+    const Interval *x = a, *y = b;
+<<B_SORT>>
+    return 0;
+}
+
+int main(void) {
+    size_t cap = 16, n = 0, m = 0;
+    Interval *v = malloc(cap * sizeof *v);
+    char line[512];
+    while (fgets(line, sizeof line, stdin)) {
+        long s, e;
+        char extra;
+        if (sscanf(line, "%ld %ld %c", &s, &e, &extra) != 2)
+            continue;
+        if (n == cap) {
+            cap *= 2;
+            v = realloc(v, cap * sizeof *v);
+        }
+        v[n].start = s;
+        v[n].end = e;
+        n++;
+    }
+    qsort(v, n, sizeof *v, by_start);
+    Interval *out = malloc((n + 1) * sizeof *out);
+    if (n > 0) {
+        long cur_start = v[0].start, cur_end = v[0].end;
+        for (size_t i = 1; i < n; i++) {
+            if (<<B_CMP>>) {
+                <<B_MAX>>
+            } else {
+                out[m].start = cur_start;
+                out[m].end = cur_end;
+                m++;
+                cur_start = v[i].start;
+                cur_end = v[i].end;
+            }
+        }
+        <<B_FLUSH>>
+    }
+    long covered = 0;
+    for (size_t i = 0; i < m; i++) {
+        printf("%ld %ld\n", out[i].start, out[i].end);
+        covered += <<B_LEN>>;
+    }
+    printf("count %zu\ncovered %ld\n", m, covered);
+    free(out);
+    free(v);
+    return 0;
+}
+'''
+
+INTERVALS_GO = r'''package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+const gap = <<PARAM>>
+
+type interval struct {
+	start, end int64
+}
+
+func main() {
+	var v []interval
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		s, err1 := strconv.ParseInt(f[0], 10, 64)
+		e, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		v = append(v, interval{s, e})
+	}
+	sort.Slice(v, func(i, j int) bool {
+<<B_SORT>>
+	})
+	var out []interval
+	if len(v) > 0 {
+		curStart, curEnd := v[0].start, v[0].end
+		for _, iv := range v[1:] {
+			if <<B_CMP>> {
+				<<B_MAX>>
+			} else {
+				out = append(out, interval{curStart, curEnd})
+				curStart, curEnd = iv.start, iv.end
+			}
+		}
+		<<B_FLUSH>>
+	}
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	var covered int64
+	for _, iv := range out {
+		fmt.Fprintf(w, "%d %d\n", iv.start, iv.end)
+		covered += <<B_LEN>>
+	}
+	fmt.Fprintf(w, "count %d\ncovered %d\n", len(out), covered)
+}
+'''
+
+INTERVALS_RS = r'''use std::io::{self, BufRead, Write};
+
+const GAP: i64 = <<PARAM>>;
+
+fn main() {
+    let stdin = io::stdin();
+    let mut v: Vec<(i64, i64)> = Vec::new();
+    for line in stdin.lock().lines() {
+        let line = line.unwrap();
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 2 {
+            continue;
+        }
+        if let (Ok(s), Ok(e)) = (f[0].parse::<i64>(), f[1].parse::<i64>()) {
+            v.push((s, e));
+        }
+    }
+    <<B_SORT>>
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    if !v.is_empty() {
+        let (mut cur_start, mut cur_end) = v[0];
+        for &(start, end) in &v[1..] {
+            if <<B_CMP>> {
+                <<B_MAX>>
+            } else {
+                out.push((cur_start, cur_end));
+                cur_start = start;
+                cur_end = end;
+            }
+        }
+        <<B_FLUSH>>
+    }
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::new(stdout.lock());
+    let mut covered: i64 = 0;
+    for &(s, e) in &out {
+        writeln!(w, "{} {}", s, e).unwrap();
+        covered += <<B_LEN>>;
+    }
+    writeln!(w, "count {}\ncovered {}", out.len(), covered).unwrap();
+}
+'''
+
+INTERVALS_BUGS = {
+    "B_SORT": {"Python": ("sorted(pairs)", "sorted(pairs, key=lambda p: (p[1], p[0]))"),
+               "C": ("    if (x->start != y->start) return x->start < y->start ? -1 : 1;\n"
+                     "    if (x->end != y->end) return x->end < y->end ? -1 : 1;",
+                     "    if (x->end != y->end) return x->end < y->end ? -1 : 1;\n"
+                     "    if (x->start != y->start) return x->start < y->start ? -1 : 1;"),
+               "Go": ("\t\tif v[i].start != v[j].start {\n\t\t\treturn v[i].start < v[j].start\n\t\t}\n"
+                      "\t\treturn v[i].end < v[j].end",
+                      "\t\tif v[i].end != v[j].end {\n\t\t\treturn v[i].end < v[j].end\n\t\t}\n"
+                      "\t\treturn v[i].start < v[j].start"),
+               "Rust": ("v.sort();", "v.sort_by_key(|&(s, e)| (e, s));")},
+    "B_CMP": {"Python": ("start - cur_end <= GAP", "start - cur_end < GAP"),
+              "C": ("v[i].start - cur_end <= GAP", "v[i].start - cur_end < GAP"),
+              "Go": ("iv.start-curEnd <= gap", "iv.start-curEnd < gap"),
+              "Rust": ("start - cur_end <= GAP", "start - cur_end < GAP")},
+    "B_MAX": {"Python": ("cur_end = max(cur_end, end)", "cur_end = end"),
+              "C": ("if (v[i].end > cur_end) cur_end = v[i].end;", "cur_end = v[i].end;"),
+              "Go": ("if iv.end > curEnd {\n\t\t\t\t\tcurEnd = iv.end\n\t\t\t\t}", "curEnd = iv.end"),
+              "Rust": ("cur_end = cur_end.max(end);", "cur_end = end;")},
+    "B_FLUSH": {"Python": ("merged.append((cur_start, cur_end))",
+                           "if merged:\n        merged.append((cur_start, cur_end))"),
+                "C": ("out[m].start = cur_start;\n        out[m].end = cur_end;\n        m++;",
+                      "if (m > 0) {\n            out[m].start = cur_start;\n            out[m].end = cur_end;\n"
+                      "            m++;\n        }"),
+                "Go": ("out = append(out, interval{curStart, curEnd})",
+                       "if len(out) > 0 {\n\t\t\tout = append(out, interval{curStart, curEnd})\n\t\t}"),
+                "Rust": ("out.push((cur_start, cur_end));",
+                         "if !out.is_empty() {\n            out.push((cur_start, cur_end));\n        }")},
+    "B_LEN": {"Python": ("sum(e - s for s, e in merged)", "sum(e - s + 1 for s, e in merged)"),
+              "C": ("out[i].end - out[i].start", "out[i].end - out[i].start + 1"),
+              "Go": ("iv.end - iv.start", "iv.end - iv.start + 1"), "Rust": ("e - s", "e - s + 1")},
+}
+
+
+def gen_intervals(rng, size, param):
+    n = rng.choice([rng.randrange(1, 4), rng.randrange(3, 9), size])
+    span = max(4, n * rng.choice([1, 3, 8]))
+    maxlen = rng.choice([3, 8, 25])
+    lines = []
+    for _ in range(n):
+        s = rng.randrange(0, span)
+        lines.append(f"{s} {s + rng.randrange(1, maxlen + 1)}")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Kernel 2: bracket checker
+# --------------------------------------------------------------------------------------------------
+BRACKETS_PY = r'''import sys
+
+MAX_DEPTH = <<PARAM>>
+OPENERS = "([{"
+PARTNER = {")": "(", "]": "[", "}": <<B_PAIRS>>}
+
+
+def check(line):
+    stack = []
+    quote_col = 0
+    for i, ch in enumerate(line):
+        col = <<B_COL>>
+        if quote_col:
+            if ch == '"':
+                quote_col = 0
+            continue
+        if ch == '"':
+            quote_col = col
+        elif ch in OPENERS:
+            stack.append((ch, col))
+            if <<B_DEPTH>>:
+                return f"error {col} depth"
+        elif ch in PARTNER:
+            if not stack:
+                return f"error {col} unexpected"
+            if stack[-1][0] != PARTNER[ch]:
+                return f"error {col} mismatch"
+            stack.pop()
+<<B_END>>
+    return "ok"
+
+
+def run(text):
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return "".join(check(line) + "\n" for line in lines)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(run(sys.stdin.read()))
+'''
+
+BRACKETS_C = r'''#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEPTH <<PARAM>>
+
+static char partner(char c) {
+    switch (c) {
+    case ')': return '(';
+    case ']': return '[';
+    case '}': return <<B_PAIRS>>;
+    }
+    return 0;
+}
+
+static void check(const char *line, size_t len) {
+    char stack[64];
+    size_t cols[64];
+    size_t depth = 0, quote_col = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = line[i];
+        size_t col = <<B_COL>>;
+        if (quote_col) {
+            if (ch == '"')
+                quote_col = 0;
+            continue;
+        }
+        if (ch == '"') {
+            quote_col = col;
+        } else if (ch == '(' || ch == '[' || ch == '{') {
+            stack[depth] = ch;
+            cols[depth] = col;
+            depth++;
+            if (<<B_DEPTH>>) {
+                printf("error %zu depth\n", col);
+                return;
+            }
+        } else if (ch == ')' || ch == ']' || ch == '}') {
+            if (depth == 0) {
+                printf("error %zu unexpected\n", col);
+                return;
+            }
+            if (stack[depth - 1] != partner(ch)) {
+                printf("error %zu mismatch\n", col);
+                return;
+            }
+            depth--;
+        }
+    }
+<<B_END>>
+    printf("ok\n");
+}
+
+int main(void) {
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    while ((got = getline(&line, &cap, stdin)) != -1) {
+        size_t len = (size_t)got;
+        if (len > 0 && line[len - 1] == '\n')
+            len--;
+        check(line, len);
+    }
+    free(line);
+    return 0;
+}
+'''
+
+BRACKETS_GO = r'''package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strings"
+)
+
+const maxDepth = <<PARAM>>
+
+func partner(c byte) byte {
+	switch c {
+	case ')':
+		return '('
+	case ']':
+		return '['
+	case '}':
+		return <<B_PAIRS>>
+	}
+	return 0
+}
+
+func check(line string) string {
+	var stack []byte
+	var cols []int
+	quoteCol := 0
+	for i := 0; i < len(line); i++ {
+		ch := line[i]
+		col := <<B_COL>>
+		if quoteCol != 0 {
+			if ch == '"' {
+				quoteCol = 0
+			}
+			continue
+		}
+		if ch == '"' {
+			quoteCol = col
+		} else if strings.IndexByte("([{", ch) >= 0 {
+			stack = append(stack, ch)
+			cols = append(cols, col)
+			if <<B_DEPTH>> {
+				return fmt.Sprintf("error %d depth", col)
+			}
+		} else if strings.IndexByte(")]}", ch) >= 0 {
+			if len(stack) == 0 {
+				return fmt.Sprintf("error %d unexpected", col)
+			}
+			if stack[len(stack)-1] != partner(ch) {
+				return fmt.Sprintf("error %d mismatch", col)
+			}
+			stack = stack[:len(stack)-1]
+			cols = cols[:len(cols)-1]
+		}
+	}
+<<B_END>>
+	return "ok"
+}
+
+func main() {
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	for sc.Scan() {
+		fmt.Fprintln(w, check(sc.Text()))
+	}
+}
+'''
+
+BRACKETS_RS = r'''use std::io::{self, Read, Write};
+
+const MAX_DEPTH: usize = <<PARAM>>;
+
+fn partner(c: u8) -> u8 {
+    match c {
+        b')' => b'(',
+        b']' => b'[',
+        b'}' => <<B_PAIRS>>,
+        _ => 0,
+    }
+}
+
+fn check(line: &[u8]) -> String {
+    let mut stack: Vec<u8> = Vec::new();
+    let mut cols: Vec<usize> = Vec::new();
+    let mut quote_col: usize = 0;
+    for (i, &ch) in line.iter().enumerate() {
+        let col = <<B_COL>>;
+        if quote_col != 0 {
+            if ch == b'"' {
+                quote_col = 0;
+            }
+            continue;
+        }
+        if ch == b'"' {
+            quote_col = col;
+        } else if b"([{".contains(&ch) {
+            stack.push(ch);
+            cols.push(col);
+            if <<B_DEPTH>> {
+                return format!("error {} depth", col);
+            }
+        } else if b")]}".contains(&ch) {
+            if stack.is_empty() {
+                return format!("error {} unexpected", col);
+            }
+            if *stack.last().unwrap() != partner(ch) {
+                return format!("error {} mismatch", col);
+            }
+            stack.pop();
+            cols.pop();
+        }
+    }
+<<B_END>>
+    "ok".to_string()
+}
+
+fn main() {
+    let mut data = Vec::new();
+    io::stdin().lock().read_to_end(&mut data).unwrap();
+    let mut lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+    if lines.last().map_or(false, |l| l.is_empty()) {
+        lines.pop();
+    }
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::new(stdout.lock());
+    for line in lines {
+        writeln!(w, "{}", check(line)).unwrap();
+    }
+}
+'''
+
+_BR_END_PY_GOOD = ('    if quote_col:\n        return f"error {quote_col} quote"\n'
+                   '    if stack:\n        return f"error {<<B_UNCLOSED>>} unclosed"')
+_BR_END_PY_BAD = ('    if stack:\n        return f"error {<<B_UNCLOSED>>} unclosed"\n'
+                  '    if quote_col:\n        return f"error {quote_col} quote"')
+_BR_END_C_GOOD = ('    if (quote_col) {\n        printf("error %zu quote\\n", quote_col);\n        return;\n    }\n'
+                  '    if (depth > 0) {\n        printf("error %zu unclosed\\n", <<B_UNCLOSED>>);\n        return;\n    }')
+_BR_END_C_BAD = ('    if (depth > 0) {\n        printf("error %zu unclosed\\n", <<B_UNCLOSED>>);\n        return;\n    }\n'
+                 '    if (quote_col) {\n        printf("error %zu quote\\n", quote_col);\n        return;\n    }')
+
+_BR_END_GO_GOOD = ('\tif quoteCol != 0 {\n\t\treturn fmt.Sprintf("error %d quote", quoteCol)\n\t}\n'
+                   '\tif len(stack) > 0 {\n\t\treturn fmt.Sprintf("error %d unclosed", <<B_UNCLOSED>>)\n\t}')
+_BR_END_GO_BAD = ('\tif len(stack) > 0 {\n\t\treturn fmt.Sprintf("error %d unclosed", <<B_UNCLOSED>>)\n\t}\n'
+                  '\tif quoteCol != 0 {\n\t\treturn fmt.Sprintf("error %d quote", quoteCol)\n\t}')
+
+_BR_END_RS_GOOD = ('    if quote_col != 0 {\n        return format!("error {} quote", quote_col);\n    }\n'
+                   '    if !stack.is_empty() {\n        return format!("error {} unclosed", <<B_UNCLOSED>>);\n    }')
+_BR_END_RS_BAD = ('    if !stack.is_empty() {\n        return format!("error {} unclosed", <<B_UNCLOSED>>);\n    }\n'
+                  '    if quote_col != 0 {\n        return format!("error {} quote", quote_col);\n    }')
+
+BRACKETS_BUGS = {
+    "B_END": {"Python": (_BR_END_PY_GOOD, _BR_END_PY_BAD), "C": (_BR_END_C_GOOD, _BR_END_C_BAD),
+              "Go": (_BR_END_GO_GOOD, _BR_END_GO_BAD), "Rust": (_BR_END_RS_GOOD, _BR_END_RS_BAD)},
+    "B_PAIRS": {"Python": ('"{"', '"["'), "C": ("'{'", "'['"), "Go": ("'{'", "'['"), "Rust": ("b'{'", "b'['")},
+    "B_COL": {"Python": ("i + 1", "i"), "C": ("i + 1", "i"), "Go": ("i + 1", "i"), "Rust": ("i + 1", "i")},
+    "B_DEPTH": {"Python": ("len(stack) > MAX_DEPTH", "len(stack) >= MAX_DEPTH"),
+                "C": ("depth > MAX_DEPTH", "depth >= MAX_DEPTH"),
+                "Go": ("len(stack) > maxDepth", "len(stack) >= maxDepth"),
+                "Rust": ("stack.len() > MAX_DEPTH", "stack.len() >= MAX_DEPTH")},
+    "B_UNCLOSED": {"Python": ("stack[-1][1]", "stack[0][1]"), "C": ("cols[depth - 1]", "cols[0]"),
+                   "Go": ("cols[len(cols)-1]", "cols[0]"), "Rust": ("cols[cols.len() - 1]", "cols[0]")},
+}
+
+_FILLER = "abcxyz0123 ,;:+=-"
+
+
+def gen_brackets(rng, size, param):
+    closer = {"(": ")", "[": "]", "{": "}"}
+    lines = []
+    for _ in range(rng.choice([rng.randrange(1, 5), size])):
+        stack, parts = [], []
+        maxd = param + rng.choice([-1, 0, 1, 2])
+        for _ in range(rng.randrange(0, 30)):
+            r = rng.random()
+            if r < 0.25 and len(stack) < maxd:
+                b = rng.choice("([{")
+                stack.append(b)
+                parts.append(b)
+            elif r < 0.5 and stack:
+                c = closer[stack.pop()]
+                parts.append(rng.choice(")]}") if rng.random() < 0.08 else c)
+            elif r < 0.56:
+                word = "".join(rng.choice(_FILLER + "([{}])") for _ in range(rng.randrange(0, 6)))
+                parts.append('"' + word + ('"' if rng.random() < 0.75 else ""))
+            elif r < 0.58:
+                parts.append(rng.choice(")]}"))
+            else:
+                parts.append(rng.choice(_FILLER))
+        if rng.random() < 0.6:
+            parts.extend(closer[b] for b in reversed(stack))
+        lines.append("".join(parts))
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Kernel 3: sliding-window statistics
+# --------------------------------------------------------------------------------------------------
+WINDOW_PY = r'''import sys
+
+WINDOW = <<PARAM>>
+
+
+def run(text):
+    values = [int(tok) for tok in text.split()]
+    n = len(values)
+    out = []
+    count = 0
+    if n >= WINDOW:
+        total = sum(values[:WINDOW])
+        for i in range(<<B_RANGE>>):
+            if i > 0:
+                total += values[i + WINDOW - 1] - <<B_SLIDE>>
+            lo = hi = <<B_INIT>>
+            for v in values[i:i + WINDOW]:
+                if v < lo:
+                    lo = v
+                if v > hi:
+                    hi = v
+            out.append(f"{i} {lo} {hi} {<<B_DIV>>}")
+            count += 1
+    out.append(f"windows {count}")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(run(sys.stdin.read()))
+'''
+
+WINDOW_C = r'''#include <stdio.h>
+#include <stdlib.h>
+
+#define WINDOW <<PARAM>>
+
+static long floor_div(long a, long b) {
+    long q = a / b;
+    if (a % b != 0 && ((a < 0) != (b < 0)))
+        q--;
+    return q;
+}
+
+int main(void) {
+    size_t cap = 64, n = 0, count = 0;
+    long *v = malloc(cap * sizeof *v);
+    long x;
+    while (scanf("%ld", &x) == 1) {
+        if (n == cap) {
+            cap *= 2;
+            v = realloc(v, cap * sizeof *v);
+        }
+        v[n++] = x;
+    }
+    if (n >= WINDOW) {
+        long total = 0;
+        for (size_t i = 0; i < WINDOW; i++)
+            total += v[i];
+        for (size_t i = 0; i < <<B_RANGE>>; i++) {
+            if (i > 0)
+                total += v[i + WINDOW - 1] - <<B_SLIDE>>;
+            long lo = <<B_INIT>>, hi = lo;
+            for (size_t j = i; j < i + WINDOW; j++) {
+                if (v[j] < lo)
+                    lo = v[j];
+                if (v[j] > hi)
+                    hi = v[j];
+            }
+            printf("%zu %ld %ld %ld\n", i, lo, hi, <<B_DIV>>);
+            count++;
+        }
+    }
+    printf("windows %zu\n", count);
+    free(v);
+    return 0;
+}
+'''
+
+WINDOW_GO = r'''package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+)
+
+const window = <<PARAM>>
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func main() {
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc.Split(bufio.ScanWords)
+	var v []int64
+	for sc.Scan() {
+		x, err := strconv.ParseInt(sc.Text(), 10, 64)
+		if err != nil {
+			continue
+		}
+		v = append(v, x)
+	}
+	n := len(v)
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	count := 0
+	if n >= window {
+		var total int64
+		for i := 0; i < window; i++ {
+			total += v[i]
+		}
+		for i := 0; i < <<B_RANGE>>; i++ {
+			if i > 0 {
+				total += v[i+window-1] - <<B_SLIDE>>
+			}
+			lo := <<B_INIT>>
+			hi := lo
+			for _, x := range v[i : i+window] {
+				if x < lo {
+					lo = x
+				}
+				if x > hi {
+					hi = x
+				}
+			}
+			fmt.Fprintf(w, "%d %d %d %d\n", i, lo, hi, <<B_DIV>>)
+			count++
+		}
+	}
+	fmt.Fprintf(w, "windows %d\n", count)
+}
+'''
+
+WINDOW_RS = r'''use std::io::{self, Read, Write};
+
+const WINDOW: usize = <<PARAM>>;
+
+fn floor_div(a: i64, b: i64) -> i64 {
+    let mut q = a / b;
+    if a % b != 0 && ((a < 0) != (b < 0)) {
+        q -= 1;
+    }
+    q
+}
+
+fn main() {
+    let mut text = String::new();
+    io::stdin().read_to_string(&mut text).unwrap();
+    let v: Vec<i64> = text.split_whitespace().filter_map(|t| t.parse().ok()).collect();
+    let n = v.len();
+    let stdout = io::stdout();
+    let mut w = io::BufWriter::new(stdout.lock());
+    let mut count = 0;
+    if n >= WINDOW {
+        let mut total: i64 = v[..WINDOW].iter().sum();
+        for i in 0..<<B_RANGE>> {
+            if i > 0 {
+                total += v[i + WINDOW - 1] - <<B_SLIDE>>;
+            }
+            let mut lo: i64 = <<B_INIT>>;
+            let mut hi = lo;
+            for &x in &v[i..i + WINDOW] {
+                if x < lo {
+                    lo = x;
+                }
+                if x > hi {
+                    hi = x;
+                }
+            }
+            writeln!(w, "{} {} {} {}", i, lo, hi, <<B_DIV>>).unwrap();
+            count += 1;
+        }
+    }
+    writeln!(w, "windows {}", count).unwrap();
+}
+'''
+
+WINDOW_BUGS = {
+    "B_RANGE": {"Python": ("n - WINDOW + 1", "n - WINDOW"), "C": ("n - WINDOW + 1", "n - WINDOW"),
+                "Go": ("n-window+1", "n-window"), "Rust": ("n - WINDOW + 1", "n - WINDOW")},
+    "B_SLIDE": {"Python": ("values[i - 1]", "values[i]"), "C": ("v[i - 1]", "v[i]"), "Go": ("v[i-1]", "v[i]"),
+                "Rust": ("v[i - 1]", "v[i]")},
+    "B_INIT": {"Python": ("values[i]", "0"), "C": ("v[i]", "0"), "Go": ("v[i]", "int64(0)"),
+               "Rust": ("v[i]", "0")},
+    "B_DIV": {"Python": ("total // WINDOW", "int(total / WINDOW)"),
+              "C": ("floor_div(total, WINDOW)", "total / WINDOW"),
+              "Go": ("floorDiv(total, window)", "total / window"),
+              "Rust": ("floor_div(total, WINDOW as i64)", "total / WINDOW as i64")},
+}
+
+
+def gen_window(rng, size, param):
+    n = rng.choice([rng.randrange(0, param + 3), size, size // 2 + 1])
+    lo, hi = rng.choice([(-20, 20), (1, 99), (-99, -1), (-1000, 1000)])
+    vals = [str(rng.randint(lo, hi)) for _ in range(n)]
+    per = rng.choice([1, 8])
+    return "".join(v + ("\n" if (i + 1) % per == 0 else " ") for i, v in enumerate(vals)).rstrip(" ") + "\n"
+
+
+KERNELS = {
+    "intervals": {
+        "py": INTERVALS_PY, "c": INTERVALS_C, "go": INTERVALS_GO, "rs": INTERVALS_RS, "bugs": INTERVALS_BUGS, "gen": gen_intervals,
+        "param": (1, 9), "param_name": "merge gap", "base": "merge_intervals", "dir": "spans",
+        "what": "merges integer intervals from a scheduling export",
+        "spec": ("It reads intervals from standard input, one per line as two integers `start end` "
+                 "(0 <= start < end), in any order. It sorts them by start (then by end) and merges them into "
+                 "groups: an interval joins the current group when its start minus the group's end is at most "
+                 "the merge gap G (so overlapping intervals always merge, and with G = 2 the intervals `1 4` and "
+                 "`6 9` merge too); a group's end is the largest end of its members. It prints one line "
+                 "`start end` per group in ascending order, then `count <number of groups>`, then "
+                 "`covered <sum of end - start over the groups>`."),
+    },
+    "brackets": {
+        "py": BRACKETS_PY, "c": BRACKETS_C, "go": BRACKETS_GO, "rs": BRACKETS_RS, "bugs": BRACKETS_BUGS, "gen": gen_brackets,
+        "param": (2, 6), "param_name": "maximum nesting depth", "base": "bracket_lint", "dir": "snippets",
+        "what": "lints bracket nesting in template snippets",
+        "spec": ("It checks each line of standard input (every line, empty ones included) and prints exactly one "
+                 "result line per input line. Columns are 1-based character positions. Scanning left to right: "
+                 "a double quote `\"` opens a quoted section that ends at the next double quote, and everything "
+                 "inside it is ignored. Outside quotes `(`, `[`, `{` open and `)`, `]`, `}` close. At the first "
+                 "problem it prints `error <col> <kind>` and stops looking at that line: kind `depth` when an "
+                 "opening bracket makes more than D brackets open at once (D is the maximum nesting depth; col: that "
+                 "bracket), `unexpected` for "
+                 "a closing bracket while nothing is open, `mismatch` for a closing bracket whose type differs "
+                 "from the most recently opened one. At the end of the line: if a quoted section is still open, "
+                 "`error <col> quote` with the column of its opening quote; otherwise, if brackets are still "
+                 "open, `error <col> unclosed` with the column of the most recently opened one. Otherwise it "
+                 "prints `ok`."),
+    },
+    "window": {
+        "py": WINDOW_PY, "c": WINDOW_C, "go": WINDOW_GO, "rs": WINDOW_RS, "bugs": WINDOW_BUGS, "gen": gen_window,
+        "param": (3, 9), "param_name": "window size", "base": "window_stats", "dir": "series",
+        "what": "summarises sensor readings over sliding windows",
+        "spec": ("It reads whitespace-separated integers from standard input (n values). For every window of W "
+                 "consecutive values (W is the window size), at positions i = 0, 1, ..., n - W, it prints `i min max avg`, where avg is "
+                 "the window's sum divided by W and rounded down (towards negative infinity, so -7/2 gives -4). "
+                 "It ends with the line `windows <number of windows printed>` (0 when there are fewer than W "
+                 "values)."),
+    },
+}
+
+
+KEY = {"Python": "py", "C": "c", "Go": "go", "Rust": "rs"}  # language -> template key and file extension
+
+
+def render(template: str, bugs: dict, lang: str, planted: list[str], param: str) -> str:
+    """Fill the template: each bug slot gets the buggy snippet if planted, the correct one otherwise.
+    Slots are filled in the order of ``bugs`` so a snippet may contain a later slot."""
+    src = template
+    for bug, variants in bugs.items():
+        good, bad = variants[lang]
+        src = src.replace(f"<<{bug}>>", bad if bug in planted else good)
+    src = src.replace("<<PARAM>>", param)
+    if re.search(r"<<[A-Z_]+>>", src):
+        raise FamilyError(f"unfilled slot in template: {re.search(r'<<[A-Z_]+>>', src).group(0)}")
+    return src
+
+
+def run_py(src: str, text: str) -> str:
+    ns: dict = {"__name__": "tmax_reference"}
+    exec(src, ns)  # noqa: S102 - our own reference program
+    return ns["run"](text)
+
+
+@register
+class PlantedBugRepair(Family):
+    name = "planted_bug_repair"
+    domain = "debugging"
+    skill_types = ("Program Repair", "Fault Localization")
+    primitive_skills = ("off-by-one diagnosis", "boundary-value testing", "differential testing against a reference",
+                        "comparing expected and actual output", "fixing comparator and ordering bugs",
+                        "print-debugging intermediate state")
+    verifiers = ("fuzz_equivalence", "exact_text", "metric_threshold", "multi_protocol")
+    programs = {"Python": render(INTERVALS_PY, INTERVALS_BUGS, "Python", [], PARAM),
+                "C": render(INTERVALS_C, INTERVALS_BUGS, "C", [], PARAM),
+                "Go": render(INTERVALS_GO, INTERVALS_BUGS, "Go", [], PARAM),
+                "Rust": render(INTERVALS_RS, INTERVALS_BUGS, "Rust", [], PARAM)}
+    languages = ("Python", "C", "Go", "Rust")
+    command_complexities = ("bash+code",)
+    levels = {1: {"bugs": 1, "cases": 8, "files": 3, "size": 12},
+              2: {"bugs": 2, "cases": 10, "files": 4, "size": 25},
+              3: {"bugs": 3, "cases": 14, "files": 6, "size": 40},
+              4: {"bugs": 4, "cases": 18, "files": 8, "size": 60}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        kname = rng.choice(sorted(KERNELS))
+        ker = KERNELS[kname]
+        bugs = ker["bugs"]
+        lo, hi = ker["param"]
+        param = rng.randint(lo, hi)
+        stale = rng.choice([v for v in range(lo, hi + 1) if v != param])
+        planted = sorted(rng.sample(sorted(bugs), min(k["bugs"], len(bugs))))
+        ref_py = render(ker["py"], bugs, "Python", [], str(param))
+
+        def variant(only: list[str], p: int) -> str:
+            return render(ker["py"], bugs, "Python", only, str(p))
+
+        # Each planted defect, and the stale parameter, must show on the hidden inputs on its own.
+        checks = [variant([b], param) for b in planted] + [variant([], stale)]
+
+        def make_inputs(n: int, shown: int) -> list[str]:
+            inputs = [ker["gen"](rng, k["size"], param) for _ in range(n)]
+            for _ in range(60):
+                missing = [src for src in checks
+                           if all(run_py(src, x) == run_py(ref_py, x) for x in inputs[shown:])]
+                if not missing:
+                    return inputs
+                inputs.append(ker["gen"](rng, k["size"], param))
+            raise FamilyError(f"{kname}: could not find inputs that expose every planted bug")
+
+        if t.axes.verifier == "fuzz_equivalence":
+            langs = [t.axes.language] if t.axes.language in ("C", "Go", "Rust") else ["Python", "C"] \
+                if t.axes.language == "multi-language" else ["Python"]
+            for lang in langs:
+                src = render(ker[KEY[lang]], bugs, lang, planted, str(stale))
+                t.add_file(f"/app/{PROGRAM_FILES[lang]}", src)
+            inputs = make_inputs(k["cases"], 2)
+            cases = [(x, run_py(ref_py, x)) for x in inputs]
+            where = " and ".join(f"`/app/{PROGRAM_FILES[lang]}`" for lang in langs)
+            twice = " (two implementations that must behave identically)" if len(langs) == 2 else ""
+            t.say(f"{where}{twice} is our little tool that {ker['what']}. {ker['spec']}")
+            t.say(f"Users report wrong output. The tool has bugs, and it also still hard-codes an outdated "
+                  f"{ker['param_name']} ({stale}); use the correct value, given below. Find and fix the "
+                  "defects so the tool does exactly what is described above, for any valid input.")
+            var = t.deliver(str(param), f"the {ker['param_name']}")
+            progs = {lang: render(ker[key], bugs, lang, [], PARAM) for lang, key in KEY.items()}
+            t.expect_program("Fix the tool in place: the fixed file itself is what gets tested.", cases, progs)
+            for lang in (["Python"] if t.axes.language == "any" else langs):
+                t.solve(f'sed -i "s/{PARAM}/{var}/" /app/{PROGRAM_FILES[lang]}')
+            return
+
+        # Output variants: fix the tool, run it over a batch of inputs, report the combined output.
+        lang = t.axes.language if t.axes.language in KEY else "Python"
+        tool = f"/app/tool/{ker['base']}.{KEY[lang]}"
+        t.add_file(tool, render(ker[KEY[lang]], bugs, lang, planted, str(stale)))
+        inputs = make_inputs(k["files"], 0)
+        names = [f"{kname}-{i:02d}.txt" for i in range(1, len(inputs) + 1)]
+        rng.shuffle(names)
+        batch = sorted(zip(names, inputs))
+        for name, text in batch:
+            t.add_file(f"/app/data/{ker['dir']}/{name}", text)
+        truth = "".join(f"== {name}\n" + run_py(ref_py, text) for name, text in batch)
+        how = {"Python": "run it with `python3`", "C": f"build it with `gcc -O2 -o /app/tool/{ker['base']} {tool}`",
+               "Go": f"build it with `go build -o /app/tool/{ker['base']} {tool}`",
+               "Rust": f"build it with `rustc -O -o /app/tool/{ker['base']} {tool}`"}[lang]
+        t.say(f"`{tool}` is our little tool that {ker['what']} ({how}). {ker['spec']}")
+        t.say(f"Users report wrong output. The tool has bugs, and it also still hard-codes an outdated "
+              f"{ker['param_name']} ({stale}); use the correct value, given below. Fix it so it does exactly "
+              f"what is described above, then run the fixed tool on every file in `/app/data/{ker['dir']}/`, "
+              "in file name order, and combine the results: for each file, a line `== <file name>` followed by "
+              "the tool's output for that file.")
+        var = t.deliver(str(param), f"the {ker['param_name']}")
+        t.add_solution_file("reference.py", render(ker["py"], bugs, "Python", [], PARAM))
+        t.solve(f'sed "s/{PARAM}/{var}/" /solution/reference.py > /tmp/reference.py\nmkdir -p /app/out\n'
+                f': > /app/out/report.txt\nfor f in $(ls /app/data/{ker["dir"]}/ | LC_ALL=C sort); do\n'
+                '  echo "== $f" >> /app/out/report.txt\n'
+                f'  python3 /tmp/reference.py < /app/data/{ker["dir"]}/$f >> /app/out/report.txt\ndone')
+        t.expect_output("/app/out/report.txt", truth, "the combined report")

@@ -1,0 +1,231 @@
+"""A read-through LRU cache with expiry in front of a key-value store serves stale or wrong answers.
+The simulator replays operation scripts (put / del / tick / get / stats); planted defects are the
+classic caching mistakes: no invalidation on write or delete, an off-by-one expiry, a hit that does
+not refresh recency, sliding instead of absolute expiry, evicting the newest entry, a cache keyed
+by the raw instead of the normalised key. The capacity it hard-codes is stale as well. Graded by
+fuzzing the fixed simulator against the reference, or by its replies over recorded sessions."""
+
+from __future__ import annotations
+
+from tmax.families.base import PROGRAM_FILES, Family, FamilyError, TaskBuilder, register
+
+PARAM = "__TMAX_PARAM__"
+
+CACHE_PY = r'''import sys
+from collections import OrderedDict
+
+CAPACITY = <<PARAM>>
+TTL = <<TTL>>
+
+
+class ReadThroughCache:
+    def __init__(self, store):
+        self.store = store
+        self.entries = OrderedDict()  # cache key -> (value, load time); oldest use first
+        self.now = 0
+        self.hits = self.misses = self.evictions = 0
+
+    def get(self, key):
+        ckey = <<B_CASE>>
+        key = key.lower()
+        entry = self.entries.get(ckey)
+        if entry is not None:
+            value, loaded_at = entry
+            if <<B_TTL>>:
+                self.hits += 1
+<<B_LRU>>
+<<B_SLIDE>>
+                return f"{key} {value} hit"
+            del self.entries[ckey]
+        if key not in self.store:
+            return f"{key} none"
+        self.misses += 1
+        value = self.store[key]
+        self.entries[ckey] = (value, self.now)
+        if len(self.entries) > CAPACITY:
+            <<B_EVICT>>
+            self.evictions += 1
+        return f"{key} {value} miss"
+
+    def put(self, key, value):
+        key = key.lower()
+        self.store[key] = value
+<<B_STALE>>
+
+    def delete(self, key):
+        key = key.lower()
+        self.store.pop(key, None)
+<<B_DEL>>
+
+    def stats(self):
+        return f"stats hits={self.hits} misses={self.misses} evictions={self.evictions}"
+
+
+def run(text):
+    cache = ReadThroughCache({})
+    out = []
+    for line in text.split("\n"):
+        parts = line.split()
+        if not parts or parts[0].startswith("#"):
+            continue
+        op = parts[0]
+        if op == "get":
+            out.append(cache.get(parts[1]))
+        elif op == "put":
+            cache.put(parts[1], parts[2])
+        elif op == "del":
+            cache.delete(parts[1])
+        elif op == "tick":
+            cache.now += int(parts[1])
+        elif op == "stats":
+            out.append(cache.stats())
+    return "".join(line + "\n" for line in out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(run(sys.stdin.read()))
+'''
+
+BUGS = {
+    "B_CASE": ("key.lower()", "key"),
+    "B_TTL": ("self.now - loaded_at < TTL", "self.now - loaded_at <= TTL"),
+    "B_LRU": ("                self.entries.move_to_end(ckey)", ""),
+    "B_SLIDE": ("", "                self.entries[ckey] = (value, self.now)  # keep hot keys fresh"),
+    "B_EVICT": ("self.entries.popitem(last=False)", "self.entries.popitem()"),
+    "B_STALE": ("        self.entries.pop(key, None)", ""),
+    "B_DEL": ("        self.entries.pop(key, None)", ""),
+}
+
+KEYS = ["user", "cart", "price", "stock", "promo", "session", "profile", "rates", "menu", "quota", "token",
+        "region", "banner", "locale"]
+VALUES = ["red", "blue", "green", "gold", "ivory", "jade", "onyx", "ruby", "teal", "amber"]
+
+
+def render(planted: list[str], capacity: str, ttl: int) -> str:
+    src = CACHE_PY
+    for bug, (good, bad) in BUGS.items():
+        snippet = bad if bug in planted else good
+        src = src.replace(f"<<{bug}>>\n", "") if snippet == "" else src.replace(f"<<{bug}>>", snippet)
+    src = src.replace("<<PARAM>>", capacity).replace("<<TTL>>", str(ttl))
+    if "<<" in src:
+        raise FamilyError("unfilled slot in cache template")
+    return src
+
+
+def run_py(src: str, text: str) -> str:
+    ns: dict = {"__name__": "tmax_reference"}
+    exec(src, ns)  # noqa: S102 - our own reference program
+    return ns["run"](text)
+
+
+def gen_script(rng, n_ops: int, capacity: int, ttl: int) -> str:
+    keys = rng.sample(KEYS, min(len(KEYS), capacity + rng.randint(1, 4)))
+    lines = []
+    for k in keys[: rng.randint(1, len(keys))]:
+        lines.append(f"put {k} {rng.choice(VALUES)}{rng.randrange(100)}")
+    for _ in range(n_ops):
+        r = rng.random()
+        key = rng.choice(keys)
+        if rng.random() < 0.25:
+            key = "".join(c.upper() if rng.random() < 0.5 else c for c in key)
+        if r < 0.5:
+            lines.append(f"get {key}")
+        elif r < 0.68:
+            lines.append(f"put {key} {rng.choice(VALUES)}{rng.randrange(100)}")
+        elif r < 0.74:
+            lines.append(f"del {key}")
+        elif r < 0.9:
+            lines.append(f"tick {rng.choice([1, 1, 2, ttl - 1, ttl, ttl + 1])}")
+        elif r < 0.95:
+            lines.append("stats")
+        else:
+            lines.append(rng.choice(["", "# replayed from the gateway", "#note"]))
+    lines.append("stats")
+    return "\n".join(lines) + "\n"
+
+
+SPEC = ("It replays a script of cache operations, one per line (blank lines and lines starting with `#` are "
+        "ignored), against a read-through cache of capacity C in front of a key-value store that starts empty. "
+        "Keys are case-insensitive: they are lower-cased on input and always printed lower-case. A clock starts "
+        "at 0. `put <key> <value>` stores the value, and any cached copy of the key is dropped. `del <key>` "
+        "removes the key from the store (if present) and drops any cached copy. `tick <n>` advances the clock by "
+        "n. `get <key>`: an entry cached at time t is fresh while now - t < TTL, with TTL = {ttl}. If the key "
+        "has a fresh entry, print `<key> <value> hit`; the entry becomes the most recently used (its load time does not change). "
+        "Otherwise a stale entry is dropped and the store is consulted: if the key is missing print `<key> none` "
+        "(nothing is cached); else print `<key> <value> miss` and cache the value with load time now as the most "
+        "recently used entry, and if the cache then holds more than C entries, evict the least recently used one. "
+        "`stats` prints `stats hits=<h> misses=<m> evictions=<e>` (counts so far; a `none` answer is neither a hit "
+        "nor a miss). A `get` or `stats` prints exactly one line; other operations print nothing.")
+
+
+@register
+class StaleCacheFix(Family):
+    name = "stale_cache_fix"
+    domain = "debugging"
+    skill_types = ("Program Repair", "Fault Localization")
+    primitive_skills = ("diagnosing stale cache reads", "cache invalidation and expiry logic",
+                        "state leaking between calls", "print-debugging intermediate state",
+                        "off-by-one diagnosis", "differential testing against a reference")
+    verifiers = ("fuzz_equivalence", "exact_text", "metric_threshold", "multi_protocol")
+    programs = {"Python": render([], PARAM, 5)}
+    languages = ("Python",)
+    command_complexities = ("bash+code",)
+    levels = {1: {"bugs": 1, "cases": 8, "ops": 25, "sessions": 3},
+              2: {"bugs": 2, "cases": 10, "ops": 50, "sessions": 4},
+              3: {"bugs": 3, "cases": 14, "ops": 90, "sessions": 5},
+              4: {"bugs": 5, "cases": 18, "ops": 150, "sessions": 6}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        capacity = rng.randint(2, 6)
+        stale = rng.choice([c for c in range(2, 9) if c != capacity])
+        ttl = rng.randint(3, 9)
+        planted = sorted(rng.sample(sorted(BUGS), k["bugs"]))
+        ref = render([], str(capacity), ttl)
+        checks = [render([b], str(capacity), ttl) for b in planted] + [render([], str(stale), ttl)]
+
+        def make_inputs(n: int, shown: int) -> list[str]:
+            inputs = [gen_script(rng, rng.choice([k["ops"] // 3, k["ops"]]), capacity, ttl) for _ in range(n)]
+            for _ in range(40):
+                if all(any(run_py(c, x) != run_py(ref, x) for x in inputs[shown:]) for c in checks):
+                    return inputs
+                inputs.append(gen_script(rng, k["ops"], capacity, ttl))
+            raise FamilyError("stale_cache_fix: could not expose every planted defect")
+
+        spec = SPEC.format(ttl=ttl)
+        if t.axes.verifier == "fuzz_equivalence":
+            t.add_file("/app/solution.py", render(planted, str(stale), ttl))
+            inputs = make_inputs(k["cases"], 2)
+            cases = [(x, run_py(ref, x)) for x in inputs]
+            t.say(f"`/app/solution.py` simulates the read-through cache that sits in front of our settings store. "
+                  f"{spec}")
+            t.say(f"Since the last refactor the simulator disagrees with production: stale values, odd hit counts. "
+                  f"It also still hard-codes the old capacity C ({stale}); the capacity now deployed is given below. "
+                  "Find and fix the defects so the simulator follows the description exactly.")
+            var = t.deliver(str(capacity), "the cache capacity")
+            t.expect_program("Fix the simulator in place: the fixed file itself is what gets tested.", cases,
+                             {"Python": render([], PARAM, ttl)})
+            t.solve(f'sed -i "s/{PARAM}/{var}/" /app/{PROGRAM_FILES["Python"]}')
+            return
+
+        inputs = make_inputs(k["sessions"], 0)
+        names = sorted(f"session-{rng.randrange(1000, 9999)}-{i}.ops" for i in range(len(inputs)))
+        batch = list(zip(names, inputs))
+        for name, text in batch:
+            t.add_file(f"/app/data/sessions/{name}", text)
+        t.add_file("/app/cachesim/readcache.py", render(planted, str(stale), ttl))
+        truth = "".join(f"== {name}\n" + run_py(ref, text) for name, text in batch)
+        t.say(f"`/app/cachesim/readcache.py` simulates the read-through cache that sits in front of our settings "
+              f"store (it reads a script on standard input). {spec}")
+        t.say(f"Since the last refactor the simulator disagrees with production: stale values, odd hit counts. "
+              f"It also still hard-codes the old capacity C ({stale}); the capacity now deployed is given below. Fix "
+              "the simulator, then replay every session in `/app/data/sessions/` (file name order), each on a fresh "
+              "cache, and combine the results: for each session, a line `== <file name>` followed by the "
+              "simulator's output for it.")
+        var = t.deliver(str(capacity), "the cache capacity")
+        t.add_solution_file("readcache.py", render([], PARAM, ttl))
+        t.solve(f'sed "s/{PARAM}/{var}/" /solution/readcache.py > /tmp/readcache.py\nmkdir -p /app/out\n'
+                ': > /app/out/replay.txt\nfor f in $(ls /app/data/sessions/ | LC_ALL=C sort); do\n'
+                '  echo "== $f" >> /app/out/replay.txt\n'
+                '  python3 /tmp/readcache.py < /app/data/sessions/$f >> /app/out/replay.txt\ndone')
+        t.expect_output("/app/out/replay.txt", truth, "the combined replay output")

@@ -1,0 +1,286 @@
+"""Mainframe account extracts to CSV. Fixed-width records described by a layout file (field order and
+widths drawn per task), implied decimals, YYMMDD dates with a century window, trailing-sign amounts,
+header and trailer records, files whose trailer count does not match (rejected whole), adjustment
+records applied to balances, and records packed with no line separators at the top level."""
+
+from __future__ import annotations
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import glob
+import sys
+
+LAYOUT = @LAYOUT@
+BRANCH = "@@BRANCH@@"
+SIGNED = @SIGNED@
+PACKED = @PACKED@
+CHECK_TRAILER = @CHECK_TRAILER@
+RECLEN = sum(w for _, _, w, _ in LAYOUT)
+
+
+def records(text):
+    if PACKED:
+        data = text.replace("\n", "")
+        return [data[i:i + RECLEN] for i in range(0, len(data), RECLEN)]
+    return [line for line in text.split("\n") if line]
+
+
+def field(rec, name):
+    for n, start, width, typ in LAYOUT:
+        if n == name:
+            return rec[start - 1:start - 1 + width], typ
+    raise KeyError(name)
+
+
+def cents(raw, typ):
+    if typ.startswith("S"):
+        sign, digits = raw[-1], raw[:-1]
+        value = int(digits)
+        return -value if sign == "-" else value
+    return int(raw)
+
+
+def date(raw):
+    if raw == "000000":
+        return ""
+    yy, mm, dd = int(raw[:2]), raw[2:4], raw[4:6]
+    return f"{2000 + yy if yy <= 49 else 1900 + yy}-{mm}-{dd}"
+
+
+def parse(text):
+    """(details, adjustments) of one file; both empty when its trailer count is wrong."""
+    details, adjust, count = [], [], None
+    for rec in records(text):
+        kind = rec[0]
+        if kind == "T":
+            count = int(rec[1:8])
+        elif kind in "DA":
+            acct = int(field(rec, "account")[0])
+            amount = cents(*field(rec, "balance"))
+            if kind == "A":
+                adjust.append((acct, amount))
+            else:
+                details.append({"account": acct, "branch": field(rec, "branch")[0].strip(),
+                                "name": field(rec, "name")[0].strip(), "opened": date(field(rec, "opened")[0]),
+                                "balance": amount, "currency": field(rec, "currency")[0].strip()})
+    if CHECK_TRAILER and count != len(details) + len(adjust):
+        return [], []
+    return details, adjust
+
+
+def money(c):
+    return ("-" if c < 0 else "") + f"{abs(c) // 100}.{abs(c) % 100:02d}"
+
+
+def quote(s):
+    return '"' + s.replace('"', '""') + '"' if ("," in s or '"' in s) else s
+
+
+def convert(texts, branch=None):
+    branch = branch or BRANCH
+    rows, adjust = {}, []
+    for text in texts:
+        d, a = parse(text)
+        for r in d:
+            rows[r["account"]] = r
+        adjust += a
+    for acct, amount in adjust:
+        if acct in rows:
+            rows[acct]["balance"] += amount
+    out = ["account,name,opened,balance,currency"]
+    for acct in sorted(rows):
+        r = rows[acct]
+        if r["branch"] == branch:
+            out.append(f"{acct},{quote(r['name'])},{r['opened']},{money(r['balance'])},{r['currency']}")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "dir":
+        texts = []
+        for path in sorted(glob.glob(sys.argv[2] + "/*.dat")):
+            with open(path) as f:
+                texts.append(f.read())
+        sys.stdout.write(convert(texts, sys.argv[3] if len(sys.argv) > 3 else None))
+    else:
+        sys.stdout.write(convert([sys.stdin.read()]))
+'''
+
+SURNAMES = ["SMITH", "OKAFOR", "NAKAMURA", "GARCIA", "MUELLER", "ROSSI", "KOWALSKI", "DUBOIS", "HANSEN",
+            "PETROV", "SILVA", "OBRIEN", "LINDQVIST", "MORENO", "CHEN", "PATEL", "NOVAK", "FISCHER"]
+CURRENCIES = ["USD", "EUR", "GBP", "CHF"]
+
+
+def make_layout(rng, signed: bool) -> list[tuple[str, int, int, str]]:
+    fields = [("branch", 8, "X"), ("account", 10, "9"), ("name", 22, "X"), ("opened", 6, "D"),
+              ("balance", 12 if signed else 11, "S9V99" if signed else "9V99"), ("currency", 3, "X"),
+              ("filler", rng.randrange(2, 9), "X")]
+    rng.shuffle(fields)
+    out, pos = [("rec_type", 1, 1, "X")], 2
+    for name, width, typ in fields:
+        out.append((name, pos, width, typ))
+        pos += width
+    return out
+
+
+def render(layout, values: dict[str, str]) -> str:
+    return "".join(values.get(name, "").ljust(width)[:width] if typ == "X" else values[name]
+                   for name, _, width, typ in layout)
+
+
+def num(n: int, width: int) -> str:
+    return str(n).zfill(width)
+
+
+class Gen:
+    def __init__(self, rng, layout, lv, branches):
+        self.rng, self.layout, self.lv, self.branches = rng, layout, lv, branches
+        self.reclen = sum(w for _, _, w, _ in layout)
+        self.width = {n: w for n, _, w, _ in layout}
+        self.signed = lv >= 3
+
+    def amount(self, c: int) -> str:
+        w = self.width["balance"]
+        if self.signed:
+            return num(abs(c), w - 1) + ("-" if c < 0 else "+")
+        return num(abs(c), w)
+
+    def name(self) -> str:
+        rng = self.rng
+        s = rng.choice(SURNAMES)
+        if self.lv >= 3 and rng.random() < 0.3:
+            return f"{s}, {rng.choice('ABCDEFGHJKLMNPRST')}"
+        return f"{s} {rng.choice('ABCDEFGHJKLMNPRST')}"
+
+    def detail(self, acct: int, branch: str) -> str:
+        rng = self.rng
+        yy = rng.choice([rng.randrange(0, 26), rng.randrange(70, 100)]) if self.lv >= 2 else rng.randrange(10, 26)
+        opened = f"{yy:02d}{rng.randrange(1, 13):02d}{rng.randrange(1, 29):02d}"
+        if self.lv >= 2 and rng.random() < 0.08:
+            opened = "000000"
+        c = rng.randrange(0, 5000000)
+        if self.signed and rng.random() < 0.3:
+            c = -rng.randrange(1, 300000)
+        return render(self.layout, {"rec_type": "D", "branch": branch, "account": num(acct, 10), "name": self.name(),
+                                    "opened": opened, "balance": self.amount(c),
+                                    "currency": self.rng.choice(CURRENCIES)})
+
+    def adjustment(self, acct: int) -> str:
+        c = self.rng.randrange(1, 200000) * (1 if self.rng.random() < 0.5 else -1)
+        return render(self.layout, {"rec_type": "A", "account": num(acct, 10), "opened": "000000",
+                                    "balance": self.amount(c)})
+
+    def file(self, accts: list[int], adjust_pool: list[int], corrupt: bool = False) -> str:
+        rng, lv = self.rng, self.lv
+        recs = [self.detail(a, self.branches[0] if rng.random() < 0.45 else rng.choice(self.branches))
+                for a in accts]
+        if lv >= 4 and adjust_pool:
+            for _ in range(max(1, len(accts) // 4)):
+                recs.insert(rng.randrange(len(recs) + 1), self.adjustment(rng.choice(adjust_pool)))
+        if lv >= 2:
+            n = len(recs) + (rng.choice([-1, 1, 2]) if corrupt else 0)
+            recs.insert(0, ("H" + f"EXTRACT{rng.randrange(10**6):06d}").ljust(self.reclen))
+            recs.append(("T" + num(n, 7)).ljust(self.reclen))
+        if lv >= 4:
+            return "".join(recs)
+        return "\n".join(recs) + "\n"
+
+
+@register
+class FixedWidthRecords(Family):
+    name = "fixed_width_records"
+    domain = "data_processing"
+    skill_types = ("Parsing", "Data Transformation")
+    primitive_skills = ("fixed-width parsing", "field extraction", "schema mapping", "filtering by field",
+                        "date and time normalisation", "implied decimals and trailing signs",
+                        "CSV quoting and escaping")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"files": 1, "records": 25}, 2: {"files": 1, "records": 80},
+              3: {"files": 2, "records": 200}, 4: {"files": 4, "records": 400}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        branches: list[str] = []
+        while len(branches) < 4:
+            b = t.code(1)
+            if b not in branches:
+                branches.append(b)
+        branch = branches[0]
+        layout = make_layout(rng, lv >= 3)
+        gen = Gen(rng, layout, lv, branches)
+        src = (REFERENCE.replace("@LAYOUT@", repr(layout)).replace("@SIGNED@", str(lv >= 3))
+               .replace("@PACKED@", str(lv >= 4)).replace("@CHECK_TRAILER@", str(lv >= 4)))
+        ns: dict = {}
+        exec(src, ns)  # noqa: S102 - our own reference program
+        doc = ["# Record layout of the account extract (positions are 1-based, widths in characters)",
+               "# field        start  width  type"]
+        doc += [f"{n:<14} {s:>5}  {w:>5}  {typ}" for n, s, w, typ in layout]
+        t.add_file("/app/docs/layout.txt", "\n".join(doc) + "\n")
+        fuzz = t.axes.verifier == "fuzz_equivalence"
+        v = t.deliver(branch, "the branch code")
+        rules = [
+            "Every record is exactly " + str(gen.reclen) + " characters long and its first character is its "
+            "record type; the fields are laid out as in `/app/docs/layout.txt`. Type `X` is text (trim the "
+            "padding spaces), type `9` an unsigned integer with leading zeros (print it without them), "
+            "type `D` a date `YYMMDD` (years 00-49 are 20YY, 50-99 are 19YY; `000000` means no date, printed as "
+            "an empty field), printed as `YYYY-MM-DD`.",
+        ]
+        if lv >= 3:
+            rules.append("Type `S9V99` is a signed amount in cents: digits with two implied decimals followed by a "
+                         "sign character `+` or `-` in the last position (e.g. `00000012345-` is -123.45).")
+        else:
+            rules.append("Type `9V99` is an amount with two implied decimals (e.g. `00000012345` is 123.45).")
+        if lv >= 2:
+            rules.append("Record type `D` is an account; `H` (header) and `T` (trailer) records carry no account. "
+                         "The trailer holds the number of records between header and trailer in columns 2-8.")
+        else:
+            rules.append("Every record is of type `D` (an account).")
+        if lv >= 4:
+            rules.append("Records are packed one after another with no line separators at all.")
+            rules.append("Record type `A` is a balance adjustment: only its `account` and `balance` fields are "
+                         "filled, and its signed amount is added to that account's balance (adjustments can refer "
+                         "to an account in another file; one that refers to no known account is ignored). A file "
+                         "whose trailer count differs from its number of `D` and `A` records is corrupt: ignore "
+                         "that file entirely, adjustments included.")
+        fmt = ("CSV with the header line `account,name,opened,balance,currency` and one line per account of the "
+               "branch named above, sorted by account number (numerically); balance in units with exactly two "
+               "decimals and a leading `-` when negative (e.g. `-123.45`, `0.07`); a name that contains a comma is "
+               "enclosed in double quotes")
+        bullets = "\n".join(f"- {r}" for r in rules)
+        if fuzz:
+            cases = []
+            for _ in range(10):
+                n = rng.randrange(3, 20)
+                accts = rng.sample(range(1, 10**9), n)
+                text = gen.file(accts, accts + [rng.randrange(1, 10**9)], corrupt=lv >= 4 and rng.random() < 0.25)
+                cases.append((text, ns["convert"]([text], branch)))
+            t.say("Our mainframe exports account extracts as fixed-width files. We need a converter: it reads one "
+                  "extract on standard input and prints the accounts of the branch named above as CSV.\n\n"
+                  + bullets + f"\n\nOutput: {fmt}.")
+            t.expect_program("Hard-code the branch code and the layout.", cases, {"Python": src})
+            t.solve(f'sed -i "s/@@BRANCH@@/{v}/" /app/solution.py')
+            return
+        total, nfiles = k["records"], k["files"]
+        accts = rng.sample(range(1, 10**9), total)
+        per = total // nfiles
+        texts = []
+        corrupt_at = rng.randrange(1, nfiles) if lv >= 4 else -1
+        for i in range(nfiles):
+            chunk = accts[i * per:(i + 1) * per]
+            texts.append(gen.file(chunk, accts[:(i + 1) * per] + accts[-3:], corrupt=i == corrupt_at))
+        for i, text in enumerate(texts):
+            t.add_file(f"/app/data/extract_{i + 1:02d}.dat", text)
+        truth = ns["convert"](texts, branch)
+        if truth.count("\n") < 2:
+            raise ValueError("no accounts for the branch")  # cannot happen with 45% weight and >= 25 records
+        where = ("`/app/data/extract_01.dat`" if nfiles == 1 else
+                 "the files `/app/data/extract_*.dat` (process them all together)")
+        t.say(f"Our mainframe exports account extracts as fixed-width files: {where}. Convert the accounts of the "
+              "branch named above to CSV.\n\n" + bullets)
+        t.add_solution_file("convert.py", src)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/convert.py dir /app/data "{v}" '
+                '> /app/out/accounts.csv')
+        t.say(f"Format: {fmt}.")
+        t.expect_output("/app/out/accounts.csv", truth, "the CSV")

@@ -1,0 +1,220 @@
+"""Telemetry messages as JSON Lines whose readings travel encoded: hex, base64, URL-safe base64 without
+padding, and gzip-then-base64 at the top level. Decode each payload, check its CRC-32, keep one
+device's messages (first valid copy of each id), and flatten the key=value readings into a CSV."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import zlib
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import base64
+import glob
+import gzip
+import json
+import sys
+import zlib
+
+DEVICE = "@@DEVICE@@"
+CHECK_CRC = @CHECK_CRC@
+KEYS = ["temp", "hum", "bat"]
+
+
+def decode(enc, payload):
+    if enc == "hex":
+        return bytes.fromhex(payload)
+    if enc == "b64":
+        return base64.b64decode(payload)
+    if enc == "b64url":
+        return base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+    if enc == "b64gz":
+        return gzip.decompress(base64.b64decode(payload))
+    raise ValueError(enc)
+
+
+def extract(texts, device=None):
+    device = device or DEVICE
+    rows = {}
+    for text in texts:
+        for line in text.split("\n"):
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(msg, dict) or msg.get("device") != device or msg["id"] in rows:
+                continue
+            raw = decode(msg["enc"], msg["payload"])
+            if CHECK_CRC and f"{zlib.crc32(raw):08x}" != msg["crc32"]:
+                continue
+            values = {}
+            for pair in raw.decode("utf-8").split(";"):
+                key, _, value = pair.partition("=")
+                values[key] = value
+            rows[msg["id"]] = values
+    out = ["id," + ",".join(KEYS)]
+    for mid in sorted(rows):
+        out.append(str(mid) + "," + ",".join(rows[mid].get(k, "") for k in KEYS))
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "dir":
+        texts = []
+        for path in sorted(glob.glob(sys.argv[2] + "/*.jsonl")):
+            with open(path) as f:
+                texts.append(f.read())
+        sys.stdout.write(extract(texts, sys.argv[3] if len(sys.argv) > 3 else None))
+    else:
+        sys.stdout.write(extract([sys.stdin.read()]))
+'''
+
+ENCODINGS = {1: ["hex", "b64"], 2: ["hex", "b64"], 3: ["hex", "b64", "b64url"], 4: ["hex", "b64", "b64url", "b64gz"]}
+
+
+def encode(enc: str, raw: bytes) -> str:
+    if enc == "hex":
+        return raw.hex()
+    if enc == "b64":
+        return base64.b64encode(raw).decode()
+    if enc == "b64url":
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return base64.b64encode(gzip.compress(raw, mtime=0)).decode()
+
+
+class Gen:
+    def __init__(self, rng, lv, devices):
+        self.rng, self.lv, self.devices = rng, lv, devices
+
+    def reading(self) -> str:
+        rng, lv = self.rng, self.lv
+        pairs = [("temp", f"{rng.randrange(-150, 400) / 10:.1f}"), ("hum", str(rng.randrange(5, 100))),
+                 ("bat", str(rng.randrange(0, 101)))]
+        if lv >= 3:
+            if rng.random() < 0.2:
+                pairs.pop(rng.randrange(3))
+            if rng.random() < 0.4:
+                pairs.append(rng.choice([("fw", f"{rng.randrange(1, 4)}.{rng.randrange(10)}.{rng.randrange(10)}"),
+                                         ("note", rng.choice(["reboot", "low signal", "ok"])),
+                                         ("rssi", str(-rng.randrange(40, 110)))]))
+            rng.shuffle(pairs)
+        return ";".join(f"{a}={b}" for a, b in pairs)
+
+    def message(self, mid: int, device: str, corrupt: bool = False) -> str:
+        rng, lv = self.rng, self.lv
+        enc = rng.choice(ENCODINGS[lv])
+        text = self.reading()
+        raw = text.encode()
+        crc = f"{zlib.crc32(raw):08x}"
+        if corrupt:  # the payload was damaged in transit after the checksum was taken
+            i = rng.randrange(len(text))
+            text = text[:i] + ("7" if text[i] != "7" else "3") + text[i + 1:]
+            raw = text.encode()
+        fields = [("id", mid), ("device", device), ("enc", enc), ("payload", encode(enc, raw))]
+        if lv >= 2:
+            fields.append(("crc32", crc))
+        if lv >= 3:
+            fields.append(("ts", f"2026-04-{rng.randrange(1, 29):02d}T{rng.randrange(24):02d}:"
+                                 f"{rng.randrange(60):02d}:{rng.randrange(60):02d}Z"))
+            rng.shuffle(fields)
+        return json.dumps(dict(fields))
+
+    def stream(self, ids: list[int]) -> list[str]:
+        rng, lv = self.rng, self.lv
+        lines = []
+        for mid in ids:
+            device = self.devices[0] if rng.random() < 0.45 else rng.choice(self.devices)
+            bad = lv >= 2 and rng.random() < 0.15
+            if lv >= 4 and rng.random() < 0.15:  # a repeat of the same id: a corrupt copy first, or a later resend
+                first_bad = rng.random() < 0.5
+                lines.append(self.message(mid, device, corrupt=first_bad))
+                lines.append(self.message(mid, device))
+                continue
+            lines.append(self.message(mid, device, corrupt=bad))
+            if lv >= 3 and rng.random() < 0.04:
+                lines.append(rng.choice(['{"id": ' + str(mid + 1) + ', "device": "', "# relay restarted", "}"]))
+        return lines
+
+
+@register
+class JsonlPayloadDecode(Family):
+    name = "jsonl_payload_decode"
+    domain = "data_processing"
+    skill_types = ("Encoding", "Parsing")
+    primitive_skills = ("base64 and hex decoding", "checksum computation", "JSON Lines parsing", "gzip decompression",
+                        "deduplication", "field extraction", "filtering by field")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"files": 1, "messages": 30}, 2: {"files": 1, "messages": 120},
+              3: {"files": 3, "messages": 300}, 4: {"files": 4, "messages": 600}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        devices: list[str] = []
+        while len(devices) < 4:
+            d = t.code(1)
+            if d not in devices:
+                devices.append(d)
+        device = devices[0]
+        src = REFERENCE.replace("@CHECK_CRC@", str(lv >= 2))
+        ns: dict = {}
+        exec(src, ns)  # noqa: S102 - our own reference program
+        gen = Gen(rng, lv, devices)
+        v = t.deliver(device, "the device name")
+        encs = {"hex": "`hex`: lowercase hexadecimal", "b64": "`b64`: standard base64 with padding",
+                "b64url": "`b64url`: URL-safe base64 (`-` and `_` instead of `+` and `/`) with the `=` padding "
+                          "removed",
+                "b64gz": "`b64gz`: the bytes were gzip-compressed, then encoded as standard base64"}
+        rules = ["Each line is a JSON object with the message `id` (an integer), the `device` name, the payload "
+                 "encoding `enc` and the encoded `payload`. Encodings: "
+                 + "; ".join(encs[e] for e in ENCODINGS[lv]) + ".",
+                 "A decoded payload is UTF-8 text of `key=value` pairs separated by `;`, e.g. "
+                 "`temp=21.5;hum=40;bat=87`" + (" (in any order; other keys may appear and are ignored; a key can be "
+                                                 "missing)" if lv >= 3 else "") + "."]
+        if lv >= 2:
+            rules.append("`crc32` is the CRC-32 (as used by zlib and gzip, 8 lowercase hex digits) of the decoded "
+                         "payload bytes" + (" after decompression" if lv >= 4 else "") + ". Some payloads were "
+                         "damaged in transit: skip every message whose checksum does not match.")
+        if lv >= 3:
+            rules.append("Object keys come in any order, and the relay sometimes wrote lines that are not JSON "
+                         "objects: skip those.")
+        if lv >= 4:
+            rules.append("Some ids occur more than once (resends): each id counts once, with the first of its "
+                         "messages (in file order) that passes the checksum.")
+        fmt = ("CSV with the header line `id,temp,hum,bat` and one line per kept message of the device named above, "
+               "sorted by id (numerically): the id and the values of `temp`, `hum` and `bat` exactly as written in "
+               "the payload (an empty field for a missing key)")
+        bullets = "\n".join(f"- {r}" for r in rules)
+        if t.axes.verifier == "fuzz_equivalence":
+            cases = []
+            for _ in range(10):
+                ids = rng.sample(range(1000, 99999), rng.randrange(4, 30))
+                text = "\n".join(gen.stream(ids)) + "\n"
+                cases.append((text, ns["extract"]([text], device)))
+            t.say("Our field sensors send telemetry through a relay that writes JSON Lines with encoded payloads. "
+                  "We need a decoder: it reads one such stream on standard input and prints the readings of the "
+                  "device named above.\n\n" + bullets + f"\n\nOutput: {fmt}.")
+            t.expect_program("Hard-code the device name.", cases, {"Python": src})
+            t.solve(f'sed -i "s/@@DEVICE@@/{v}/" /app/solution.py')
+            return
+        ids = rng.sample(range(1000, 999999), k["messages"])
+        lines = gen.stream(ids)
+        per = -(-len(lines) // k["files"])
+        texts = ["\n".join(lines[i * per:(i + 1) * per]) + "\n" for i in range(k["files"])]
+        for i, text in enumerate(texts):
+            t.add_file(f"/app/data/messages/relay-{i + 1:02d}.jsonl", text)
+        truth = ns["extract"](texts, device)
+        if truth.count("\n") < 2:
+            raise ValueError("no messages for the device")
+        where = ("`/app/data/messages/relay-01.jsonl`" if k["files"] == 1 else
+                 "`/app/data/messages/relay-*.jsonl` (in name order, they form one stream)")
+        t.say(f"Our field sensors send telemetry through a relay that writes JSON Lines with encoded payloads: "
+              f"{where}. Decode the readings of the device named above.\n\n" + bullets)
+        t.add_solution_file("decode.py", src)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decode.py dir /app/data/messages "{v}" '
+                '> /app/out/readings.csv')
+        t.say(f"Format: {fmt}.")
+        t.expect_output("/app/out/readings.csv", truth, "the CSV")

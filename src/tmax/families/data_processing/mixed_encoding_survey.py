@@ -1,0 +1,179 @@
+"""Survey exports in mixed character encodings. Each file is UTF-8, UTF-8 with a byte order mark,
+UTF-16 (either byte order, with a BOM) or Windows-1252, with CRLF line endings and Unicode text in
+decomposed form (NFD) at the higher levels. Detect each file's encoding by the stated rules, decode,
+normalise, and report per file how many responses belong to one batch and how many non-ASCII
+characters their comments hold. The encoded files are produced at build time (task files stay text)."""
+
+from __future__ import annotations
+
+import unicodedata
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import os
+import sys
+import unicodedata
+
+
+def detect(data):
+    if data.startswith(b"\xff\xfe"):
+        return "utf-16le", data[2:].decode("utf-16-le")
+    if data.startswith(b"\xfe\xff"):
+        return "utf-16be", data[2:].decode("utf-16-be")
+    if data.startswith(b"\xef\xbb\xbf"):
+        return "utf-8-bom", data[3:].decode("utf-8")
+    try:
+        return "utf-8", data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "cp1252", data.decode("cp1252")
+
+
+def summary(name, data, batch):
+    enc, text = detect(data)
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n"))
+    lines = [line for line in text.split("\n") if line.strip()]
+    hits = [line.split(";", 2) for line in lines if line.split(";", 2)[0] == batch]
+    non_ascii = sum(1 for parts in hits for ch in parts[2] if ord(ch) > 127)
+    return f"{name},{enc},{len(lines)},{len(hits)},{non_ascii}"
+
+
+def report(files, batch):
+    """files: (name, bytes) pairs."""
+    out = ["file,encoding,lines,batch_lines,non_ascii"]
+    out += [summary(name, data, batch) for name, data in sorted(files)]
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    folder, batch = sys.argv[1], sys.argv[2]
+    files = []
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), "rb") as f:
+            files.append((name, f.read()))
+    sys.stdout.write(report(files, batch))
+'''
+
+# Writes one UTF-8 source file in the given encoding (build time, inside the image).
+CONVERT = r'''
+import sys
+
+src, dst, codec, crlf = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+with open(src, encoding="utf-8", newline="") as f:
+    text = f.read()
+if crlf:
+    text = text.replace("\n", "\r\n")
+data = {"utf-8": lambda: text.encode("utf-8"), "utf-8-bom": lambda: b"\xef\xbb\xbf" + text.encode("utf-8"),
+        "utf-16le": lambda: b"\xff\xfe" + text.encode("utf-16-le"),
+        "utf-16be": lambda: b"\xfe\xff" + text.encode("utf-16-be"),
+        "cp1252": lambda: text.encode("cp1252")}[codec]()
+with open(dst, "wb") as f:
+    f.write(data)
+'''
+
+CITIES = ["Zürich", "São Paulo", "Kraków", "Montréal", "Málaga", "Reykjavík", "Göteborg", "Lyon", "Oslo", "Porto",
+          "Düsseldorf", "Bogotá", "Genève", "Toronto"]
+COMMENTS = ["très bien", "naïve onboarding flow", "the café was great", "€5 is too expensive", "it’s fine",
+            "“fast” delivery, not really", "gracias señor", "crème brûlée in the canteen", "no complaints",
+            "ok", "support was slow", "would recommend", "prices in € please", "Übersicht is confusing",
+            "jalapeño option missing", "façade needs paint", "great app", "résumé upload failed", "500 € budget"]
+EXTRA = ["; see ticket", "; follow-up wanted", "; rated 4/5"]
+NAMES = ["north", "south", "east", "west", "web", "kiosk", "mobile", "partner", "legacy", "pilot"]
+
+
+def encode_as(text: str, codec: str, crlf: bool) -> bytes:
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    return {"utf-8": lambda: text.encode("utf-8"), "utf-8-bom": lambda: b"\xef\xbb\xbf" + text.encode("utf-8"),
+            "utf-16le": lambda: b"\xff\xfe" + text.encode("utf-16-le"),
+            "utf-16be": lambda: b"\xfe\xff" + text.encode("utf-16-be"),
+            "cp1252": lambda: text.encode("cp1252")}[codec]()
+
+
+@register
+class MixedEncodingSurvey(Family):
+    name = "mixed_encoding_survey"
+    domain = "data_processing"
+    skill_types = ("Encoding", "Text Processing")
+    primitive_skills = ("character encoding conversion", "byte order mark detection", "Unicode normalisation",
+                        "line ending normalisation", "filtering by field", "group-by counting")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    levels = {1: {"files": 3, "lines": 15, "codecs": ["utf-8", "cp1252"]},
+              2: {"files": 4, "lines": 40, "codecs": ["utf-8", "cp1252", "utf-16le"]},
+              3: {"files": 6, "lines": 80, "codecs": ["utf-8", "cp1252", "utf-16le", "utf-8-bom"]},
+              4: {"files": 8, "lines": 150, "codecs": ["utf-8", "cp1252", "utf-16le", "utf-8-bom", "utf-16be"]}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        batches: list[str] = []
+        while len(batches) < 4:
+            b = t.code(1)
+            if b not in batches:
+                batches.append(b)
+        batch = batches[0]
+        ns: dict = {}
+        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
+        codecs = list(k["codecs"])
+        plan = codecs + [rng.choice(codecs) for _ in range(k["files"] - len(codecs))]
+        rng.shuffle(plan)
+        names = sorted(rng.sample(NAMES, k["files"]))
+        t.add_file("/tmp/tmax-enc/convert.py", CONVERT)
+        t.add_setup("mkdir -p /app/data/responses")
+        files = []
+        for i, (name, codec) in enumerate(zip(names, plan)):
+            fname = f"responses_{name}.txt"
+            rows = []
+            for _ in range(max(3, k["lines"] + rng.randrange(-k["lines"] // 3, k["lines"] // 3 + 1))):
+                comment = rng.choice(COMMENTS) + (rng.choice(EXTRA) if lv >= 3 and rng.random() < 0.2 else "")
+                who = batch if rng.random() < 0.4 else rng.choice(batches)
+                rows.append(f"{who};{rng.choice(CITIES)};{comment}")
+            if codec == "cp1252" and not any(ord(c) > 127 for c in "".join(rows)):
+                rows.append(f"{batches[1]};Zürich;café")
+            if i == 0 and not any(r.startswith(batch + ";") for r in rows):
+                rows.append(f"{batch};Oslo;très bien")
+            text = "\n".join(rows) + "\n"
+            if lv >= 4 and rng.random() < 0.3:
+                text = text[:-1]  # no final newline
+            if lv >= 2 and rng.random() < 0.3:
+                text = text.replace("\n", "\n\n", 1)  # a blank line is not a response
+            if lv >= 4 and codec != "cp1252" and rng.random() < 0.6:
+                text = unicodedata.normalize("NFD", text)
+            crlf = lv >= 3 and rng.random() < 0.4
+            data = encode_as(text, codec, crlf)
+            if codec == "cp1252":
+                try:
+                    data.decode("utf-8")
+                    raise ValueError("a Windows-1252 file decodes as UTF-8")
+                except UnicodeDecodeError:
+                    pass
+            files.append((fname, data))
+            t.add_file(f"/tmp/tmax-enc/{fname}", text)
+            t.add_setup(f"python3 /tmp/tmax-enc/convert.py /tmp/tmax-enc/{fname} /app/data/responses/{fname} "
+                        f"{codec} {int(crlf)}")
+        t.add_setup("rm -rf /tmp/tmax-enc")
+        truth = ns["report"](files, batch)
+        v = t.deliver(batch, "the batch code")
+        rules = ["Each non-blank line is one response, `batch;city;comment` (the comment is everything after the "
+                 "second semicolon). Blank lines are not responses.",
+                 "Decide each file's encoding from its bytes: starting with `FF FE` it is UTF-16 little-endian "
+                 "(`utf-16le`), with `FE FF` UTF-16 big-endian (`utf-16be`), with `EF BB BF` UTF-8 with a byte order "
+                 "mark (`utf-8-bom`); otherwise it is `utf-8` if the whole file is valid UTF-8, and Windows-1252 "
+                 "(`cp1252`) if not. The byte order mark is not part of the text."]
+        if lv >= 3:
+            rules.append("Some files have Windows line endings (CRLF); a line ending is not part of a comment.")
+        if lv >= 4:
+            rules.append("Some files store accented letters decomposed (a base letter followed by a combining "
+                         "mark). Normalise the text to NFC before counting, so that `é` counts as one character "
+                         "however it is stored.")
+        t.say("Our survey tool exported responses from several channels into `/app/data/responses/`, but every "
+              "channel uses its own character encoding. For the batch named above, I need a per-file summary.\n\n"
+              + "\n".join(f"- {r}" for r in rules))
+        t.add_solution_file("summary.py", REFERENCE)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/summary.py /app/data/responses "{v}" '
+                '> /app/out/encoding_report.csv')
+        fmt = ("CSV with the header line `file,encoding,lines,batch_lines,non_ascii`, then one line per file in "
+               "`/app/data/responses/` sorted by file name: the file name, its encoding label as above, its number "
+               "of responses, the number of those whose batch is the batch named above, and the total number of "
+               "non-ASCII characters (code point above 127, after decoding) in the comments of those responses")
+        t.say(f"Format: {fmt}.")
+        t.expect_output("/app/out/encoding_report.csv", truth, "the summary")

@@ -1,0 +1,195 @@
+"""Weather-station readings in long format (one reading per row, local timestamps with UTC offsets,
+mixed units) pivoted to a wide hourly table for one site: convert to UTC, bucket by hour, convert
+units, keep the highest reading per metric and hour. Epoch timestamps, unknown metrics and other
+sites' rows at the higher levels."""
+
+from __future__ import annotations
+
+import datetime
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import csv
+import datetime
+import io
+import sys
+from fractions import Fraction
+
+SITE = "@@SITE@@"
+METRICS = [("temp", "temp_c"), ("pressure", "pressure_hpa"), ("humidity", "humidity_pct")]
+
+
+def utc(ts):
+    ts = ts.strip()
+    if ts.isdigit():
+        return datetime.datetime.fromtimestamp(int(ts), datetime.timezone.utc)
+    if ts.endswith("Z"):
+        ts = ts[:-1] + "+00:00"
+    return datetime.datetime.fromisoformat(ts).astimezone(datetime.timezone.utc)
+
+
+def convert(metric, value, unit):
+    v = Fraction(value)
+    if metric == "temp":
+        return (v - 32) * Fraction(5, 9) if unit == "F" else v
+    if metric == "pressure":
+        return v * 10 if unit == "kPa" else v
+    return v * 100 if unit == "fraction" else v
+
+
+def tenths(v):
+    q = abs(v) * 10
+    n = int(q + Fraction(1, 2))
+    n = -n if v < 0 else n
+    return ("-" if n < 0 else "") + f"{abs(n) // 10}.{abs(n) % 10}"
+
+
+def pivot(text, site=None):
+    site = site or SITE
+    best = {}
+    names = [m for m, _ in METRICS]
+    for row in csv.DictReader(io.StringIO(text)):
+        if row["site"] != site or row["metric"] not in names:
+            continue
+        hour = utc(row["timestamp"]).strftime("%Y-%m-%dT%H:00Z")
+        v = convert(row["metric"], row["value"], row["unit"])
+        key = (hour, row["metric"])
+        if key not in best or v > best[key]:
+            best[key] = v
+    hours = sorted({h for h, _ in best})
+    out = ["hour_utc," + ",".join(c for _, c in METRICS)]
+    for h in hours:
+        out.append(h + "," + ",".join(tenths(best[(h, m)]) if (h, m) in best else "" for m, _ in METRICS))
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(pivot(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
+'''
+
+OFFSETS = {1: ["+00:00"], 2: ["+00:00", "+01:00", "+02:00", "-05:00"],
+           3: ["+00:00", "+01:00", "+02:00", "-05:00", "+05:30", "-03:30", "+09:00"],
+           4: ["+00:00", "+01:00", "+02:00", "-05:00", "+05:30", "-03:30", "+09:00", "+05:45", "-09:30"]}
+EPOCH0 = datetime.datetime(2026, 3, 14, tzinfo=datetime.timezone.utc)
+
+
+class Gen:
+    def __init__(self, rng, lv, sites):
+        self.rng, self.lv, self.sites = rng, lv, sites
+
+    def stamp(self, when: datetime.datetime) -> str:
+        rng, lv = self.rng, self.lv
+        if lv >= 4 and rng.random() < 0.15:
+            return str(int(when.timestamp()))
+        off = rng.choice(OFFSETS[lv])
+        if off == "+00:00":
+            return when.strftime("%Y-%m-%dT%H:%M:%S") + ("Z" if lv == 1 or rng.random() < 0.5 else "+00:00")
+        sign = 1 if off[0] == "+" else -1
+        delta = datetime.timedelta(hours=int(off[1:3]), minutes=int(off[4:6])) * sign
+        return (when + delta).strftime("%Y-%m-%dT%H:%M:%S") + off
+
+    def reading(self) -> tuple[str, str, str]:
+        rng, lv = self.rng, self.lv
+        metric = rng.choice(["temp", "temp", "pressure", "humidity"])
+        if lv >= 4 and rng.random() < 0.07:
+            return rng.choice(["wind", "rain"]), str(rng.randrange(0, 300) / 10), rng.choice(["m/s", "mm"])
+        if metric == "temp":
+            c = rng.randrange(-150, 350)
+            if lv >= 3 and rng.random() < 0.4:
+                return metric, f"{(c * 9 / 5 + 320) / 10:.1f}", "F"
+            return metric, f"{c / 10:.1f}", "C"
+        if metric == "pressure":
+            p = rng.randrange(9700, 10400)
+            if lv >= 3 and rng.random() < 0.4:
+                return metric, f"{p / 100:.2f}", "kPa"
+            return metric, f"{p / 10:.1f}", "hPa"
+        h = rng.randrange(150, 1000)
+        if lv >= 3 and rng.random() < 0.4:
+            return metric, f"{h / 1000:.3f}", "fraction"
+        return metric, f"{h / 10:.1f}", "%"
+
+    def rows(self, n: int, hours: int) -> list[list[str]]:
+        rng = self.rng
+        out = []
+        for _ in range(n):
+            when = EPOCH0 + datetime.timedelta(seconds=rng.randrange(hours * 3600))
+            site = self.sites[0] if rng.random() < 0.5 else rng.choice(self.sites)
+            metric, value, unit = self.reading()
+            out.append([self.stamp(when), site, metric, value, unit])
+        return out
+
+
+def csv_text(rows: list[list[str]], rng, lv: int) -> str:
+    cols = ["timestamp", "site", "metric", "value", "unit"]
+    order = list(range(5))
+    if lv >= 4:
+        rng.shuffle(order)
+    lines = [",".join(cols[i] for i in order)]
+    lines += [",".join(r[i] for i in order) for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+@register
+class SensorLongToWide(Family):
+    name = "sensor_long_to_wide"
+    domain = "data_processing"
+    skill_types = ("Data Transformation", "Aggregation")
+    primitive_skills = ("pivoting tables", "time zone offsets", "unit conversion", "date and time normalisation",
+                        "CSV parsing", "filtering by field")
+    verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"rows": 40, "hours": 6}, 2: {"rows": 150, "hours": 18}, 3: {"rows": 400, "hours": 36},
+              4: {"rows": 900, "hours": 60}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        sites: list[str] = []
+        while len(sites) < 4:
+            s = t.code(1)
+            if s not in sites:
+                sites.append(s)
+        site = sites[0]
+        ns: dict = {}
+        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
+        gen = Gen(rng, lv, sites)
+        v = t.deliver(site, "the site name")
+        rules = ["Columns: `timestamp`, `site`, `metric`, `value`, `unit`" + (" (the column order varies: read the "
+                                                                             "header)" if lv >= 4 else "") + ".",
+                 "Timestamps are ISO 8601 local times with their UTC offset (e.g. `2026-03-14T09:15:00+02:00`, or "
+                 "`Z` for UTC)" + ("; some are Unix epoch seconds instead" if lv >= 4 else "")
+                 + ". Convert every reading to UTC and assign it to its UTC hour.",
+                 "Metrics: `temp`, `pressure`, `humidity`. Convert to degrees Celsius, hectopascals and percent. "
+                 + ("Units seen: `C` or `F` (C = (F - 32) * 5 / 9) for temp, `hPa` or `kPa` (1 kPa = 10 hPa) for "
+                    "pressure, `%` or `fraction` (0.453 = 45.3 %) for humidity." if lv >= 3 else
+                    "Units are `C`, `hPa` and `%` throughout.")
+                 + (" Rows of any other metric are ignored." if lv >= 4 else ""),
+                 "For each UTC hour and metric keep the highest converted reading of the site named above."]
+        fmt = ("CSV with the header line `hour_utc,temp_c,pressure_hpa,humidity_pct`, one line per UTC hour that "
+               "has at least one reading of the site, sorted by time; `hour_utc` as `YYYY-MM-DDTHH:00Z`; each "
+               "value rounded to one decimal (halves away from zero; e.g. `-3.5`, `1013.0`), an empty field when "
+               "the site has no reading of that metric in that hour")
+        bullets = "\n".join(f"- {r}" for r in rules)
+        if t.axes.verifier == "fuzz_equivalence":
+            cases = []
+            for _ in range(10):
+                text = csv_text(gen.rows(rng.randrange(5, 40), rng.randrange(2, 12)), rng, lv)
+                cases.append((text, ns["pivot"](text, site)))
+            t.say("Our weather stations report readings in long format, one reading per CSV row. We need a tool that "
+                  "reads one such CSV on standard input and prints the hourly wide table of the site named above."
+                  "\n\n" + bullets + f"\n\nOutput: {fmt}.")
+            t.expect_program("Hard-code the site name.", cases, {"Python": REFERENCE})
+            t.solve(f'sed -i "s/@@SITE@@/{v}/" /app/solution.py')
+            return
+        text = csv_text(gen.rows(k["rows"], k["hours"]), rng, lv)
+        t.add_file("/app/data/readings.csv", text)
+        truth = ns["pivot"](text, site)
+        if truth.count("\n") < 2:
+            raise ValueError("no readings for the site")
+        t.say("Our weather stations report readings in long format, one reading per row, in `/app/data/readings.csv`. "
+              "I need the hourly wide table of the site named above.\n\n" + bullets)
+        t.add_solution_file("pivot.py", REFERENCE)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/pivot.py "{v}" < /app/data/readings.csv '
+                '> /app/out/hourly.csv')
+        t.say(f"Format: {fmt}.")
+        t.expect_output("/app/out/hourly.csv", truth, "the table")

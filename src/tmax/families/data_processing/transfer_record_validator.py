@@ -1,0 +1,290 @@
+"""Validate pipe-delimited payment transfer records from a partner feed: field count and literal tag,
+Luhn check digits on ids, real calendar dates in a window, our bank's account prefix (delivered),
+canonical decimal amounts with a ceiling, a currency allowlist, and memo fields screened for
+spreadsheet formula injection, control bytes, markup and stray carriage returns. As a classifier
+(one record per run), as a batch filter, or as an audit of a feed file."""
+
+from __future__ import annotations
+
+from tmax.families.base import Family, TaskBuilder, register
+
+REFERENCE = r'''
+import datetime
+import sys
+
+BANK = b"@@BANK@@"
+LEVEL = @LEVEL@
+MODE = "@MODE@"
+CURRENCIES = (b"EUR", b"USD", b"GBP", b"CHF")
+DIGITS = b"0123456789"
+
+
+def digits(b):
+    return len(b) > 0 and all(c in DIGITS for c in b)
+
+
+def luhn(b):
+    total = 0
+    for i, c in enumerate(reversed(b)):
+        d = c - 48
+        if i % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def valid_date(b):
+    if len(b) != 10 or b[4:5] != b"-" or b[7:8] != b"-" or not (digits(b[:4]) and digits(b[5:7]) and digits(b[8:])):
+        return False
+    y, m, d = int(b[:4]), int(b[5:7]), int(b[8:])
+    if LEVEL < 2:
+        return 1 <= m <= 12 and 1 <= d <= 31
+    try:
+        day = datetime.date(y, m, d)
+    except ValueError:
+        return False
+    return LEVEL < 4 or datetime.date(2020, 1, 1) <= day <= datetime.date(2026, 6, 30)
+
+
+def valid_amount(b):
+    whole, dot, frac = b.partition(b".")
+    if not dot or not digits(whole) or len(frac) != 2 or not digits(frac):
+        return False
+    if len(whole) > 1 and whole[:1] == b"0":
+        return False
+    cents = int(whole) * 100 + int(frac)
+    return cents > 0 and (LEVEL < 3 or cents <= 100000000)
+
+
+def valid_memo(b):
+    if len(b) > 40 or any(c < 0x20 or c > 0x7E for c in b):
+        return False
+    if LEVEL >= 3 and b and (b[:1] in (b"=", b"+", b"-", b"@") or b[:1] == b" " or b[-1:] == b" "):
+        return False
+    if LEVEL >= 4 and any(c in b'<>"' for c in b):
+        return False
+    return True
+
+
+def valid(rec, bank=None):
+    """rec: one record as bytes, without its line terminator."""
+    bank = bank or BANK
+    f = rec.split(b"|")
+    if len(f) != 7 or f[0] != b"TXN":
+        return False
+    tid, date, account, amount, currency, memo = f[1:]
+    if len(tid) != 8 or not digits(tid) or (LEVEL >= 2 and not luhn(tid)):
+        return False
+    if not valid_date(date):
+        return False
+    prefix, dash, num = account.partition(b"-")
+    if prefix != bank or not dash or len(num) != 6 or not digits(num):
+        return False
+    return valid_amount(amount) and currency in CURRENCIES and valid_memo(memo)
+
+
+def main():
+    data = sys.stdin.buffer.read()
+    if MODE == "classify":
+        ok = data.endswith(b"\n") and valid(data[:-1])
+        sys.exit(0 if ok else 1)
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    if MODE == "batch":
+        sys.stdout.write("".join(("OK" if valid(l) else "REJECT") + "\n" for l in lines))
+    else:
+        bank = sys.argv[1].encode() if len(sys.argv) > 1 else None
+        sys.stdout.write("".join(f"{i}\n" for i, l in enumerate(lines, 1) if not valid(l, bank)))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+MEMOS = ["invoice 4471", "rent april", "net 30 + fees", "ref a-b-c", "x=y adjustment", "payroll", "", "refund",
+         "q2 bonus", "consulting hours", "deposit @ branch", "see email", "transfer to savings"]
+BAD_MEMOS = {1: ["memo\twith tab", "caf\u00e9 order", "x" * 41, "bell\x07ring", "esc\x1b[0m"],
+             3: ["=HYPERLINK(\"http://evil.test\")", "+cmd|' /C calc'!A0", "-2+3+cmd", "@SUM(A1:A9)", " padded",
+                 "trailing "],
+             4: ["<script>alert(1)</script>", "say \"hi\"", "a > b"]}
+
+
+def luhn_digit(body: str) -> str:
+    total = 0
+    for i, ch in enumerate(reversed(body)):
+        d = int(ch)
+        if i % 2 == 0:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return str((10 - total % 10) % 10)
+
+
+class Gen:
+    def __init__(self, rng, lv, bank, others):
+        self.rng, self.lv, self.bank, self.others = rng, lv, bank, others
+
+    def tid(self) -> str:
+        body = f"{self.rng.randrange(10**6, 10**7)}"
+        return body + luhn_digit(body)
+
+    def date(self) -> str:
+        rng = self.rng
+        if self.lv >= 2 and rng.random() < 0.15:
+            return rng.choice(["2024-02-29", "2020-01-01", "2026-06-30", "2023-12-31", "2020-02-29"])
+        return f"{rng.randrange(2020, 2026)}-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}"
+
+    def amount(self) -> str:
+        rng = self.rng
+        c = rng.choice([rng.randrange(1, 100), rng.randrange(100, 10**6), rng.randrange(10**6, 10**8)])
+        if self.lv >= 3 and rng.random() < 0.05:
+            c = 10**8
+        return f"{c // 100}.{c % 100:02d}"
+
+    def fields(self) -> list[str]:
+        rng = self.rng
+        return ["TXN", self.tid(), self.date(), f"{self.bank}-{rng.randrange(10**6):06d}", self.amount(),
+                rng.choice(["EUR", "USD", "GBP", "CHF"]), rng.choice(MEMOS)]
+
+    def clean(self) -> str:
+        return "|".join(self.fields())
+
+    def bad(self) -> str:
+        rng, lv = self.rng, self.lv
+        f = self.fields()
+        muts = [
+            lambda: f.append("extra"), lambda: f.pop(), lambda: f.__setitem__(0, rng.choice(["txn", "TXN ", "TX"])),
+            lambda: f.__setitem__(1, f[1][:7]), lambda: f.__setitem__(1, f[1] + "0"),
+            lambda: f.__setitem__(1, f[1][:3] + "O" + f[1][4:]),
+            lambda: f.__setitem__(2, rng.choice(["2025-13-01", "2025-00-10", "2025-4-01", "2025/04/01", "25-04-01",
+                                                  "2025-04-32", "2025-04-1 "])),
+            lambda: f.__setitem__(3, rng.choice(self.others) + f[3][len(self.bank):]),
+            lambda: f.__setitem__(3, self.bank.lower() + f[3][len(self.bank):]),
+            lambda: f.__setitem__(3, f[3][:-1]), lambda: f.__setitem__(3, f[3].replace("-", "")),
+            lambda: f.__setitem__(4, rng.choice(["0.00", "-5.00", "12.5", "012.50", "1,000.00", "1e3", "7", ".50",
+                                                 "10.000", "+3.00", "\uff11.00"])),
+            lambda: f.__setitem__(5, rng.choice(["eur", "JPY", "EURO", "US", ""])),
+            lambda: f.__setitem__(6, rng.choice(BAD_MEMOS[1])),
+            lambda: f.__setitem__(6, f[6] + "|x"),
+        ]
+        if lv >= 2:
+            muts += [lambda: f.__setitem__(1, f[1][:7] + str((int(f[1][7]) + rng.randrange(1, 10)) % 10)),
+                     lambda: f.__setitem__(2, rng.choice(["2025-02-29", "2023-02-29", "2025-04-31", "2024-06-31",
+                                                          "2100-02-29"])),
+                     lambda: f.__setitem__(1, f[1][1:] + f[1][0])]
+        if lv >= 3:
+            muts += [lambda: f.__setitem__(6, rng.choice(BAD_MEMOS[3])),
+                     lambda: f.__setitem__(4, rng.choice(["1000000.01", "2500000.00", "99999999.99"]))]
+        if lv >= 4:
+            muts += [lambda: f.__setitem__(6, rng.choice(BAD_MEMOS[4])),
+                     lambda: f.__setitem__(2, rng.choice(["2019-12-31", "2026-07-01", "2027-01-15", "1999-05-05"])),
+                     lambda: f.__setitem__(6, f[6] + "\r")]
+        rng.choice(muts)()
+        return "|".join(f)
+
+
+@register
+class TransferRecordValidator(Family):
+    name = "transfer_record_validator"
+    domain = "data_processing"
+    skill_types = ("Parsing", "Data Transformation")
+    primitive_skills = ("record validation", "check digit validation", "formula injection screening",
+                        "field extraction", "date and time normalisation", "regular expressions")
+    verifiers = ("adversarial_corpus", "fuzz_equivalence", "exact_text", "metric_threshold")
+    programs = {"Python": REFERENCE}
+    levels = {1: {"items": 24, "lines": 40}, 2: {"items": 40, "lines": 120}, 3: {"items": 60, "lines": 250},
+              4: {"items": 90, "lines": 500}}
+
+    def build(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        banks: list[str] = []
+        while len(banks) < 4:
+            b = t.code(1)
+            if b not in banks and all(b not in x and x not in b for x in banks):
+                banks.append(b)
+        bank = banks[0]
+        gen = Gen(rng, lv, bank, banks[1:])
+        mode = {"adversarial_corpus": "classify", "fuzz_equivalence": "batch"}.get(t.axes.verifier, "audit")
+        src = REFERENCE.replace("@LEVEL@", str(lv)).replace("@MODE@", mode)
+        ns: dict = {}
+        exec(src, ns)  # noqa: S102 - our own reference program
+        def check(rec: bytes) -> bool:
+            return ns["valid"](rec, bank.encode())
+        v = t.deliver(bank, "the bank code")
+        rules = [
+            "A record has exactly 7 fields separated by `|` (no quoting, no escaping): the literal tag `TXN`, "
+            "`id`, `date`, `account`, `amount`, `currency`, `memo`.",
+            "`id`: exactly 8 ASCII digits" + (", and it passes the Luhn check (the last digit is the check digit: "
+                                              "from the rightmost digit, double every second digit, subtract 9 from "
+                                              "results above 9; the sum of all digits is a multiple of 10)"
+                                              if lv >= 2 else "") + ".",
+            ("`date`: `YYYY-MM-DD` with ASCII digits and a real calendar date (leap years count)"
+             + (" from 2020-01-01 to 2026-06-30 inclusive" if lv >= 4 else "") + ".") if lv >= 2 else
+            "`date`: `YYYY-MM-DD` with ASCII digits, the month 01-12 and the day 01-31 (the calendar is not checked).",
+            "`account`: our bank code (given above, exact letter case), a `-`, then exactly 6 ASCII digits.",
+            "`amount`: ASCII digits, a `.`, exactly two digits; no sign, no thousands separators, no leading zero "
+            "unless the whole part is just `0`; greater than zero" + (" and at most `1000000.00`" if lv >= 3 else "")
+            + ".",
+            "`currency`: one of `EUR`, `USD`, `GBP`, `CHF` (upper case).",
+            "`memo`: 0 to 40 characters, each printable ASCII (0x20 to 0x7E; no tabs, control or non-ASCII "
+            "characters)" + ("; it must not start with `=`, `+`, `-` or `@` (spreadsheet formula injection) and "
+                             "must not start or end with a space" if lv >= 3 else "")
+            + ("; and it must not contain `<`, `>` or `\"`" if lv >= 4 else "") + ".",
+        ]
+        if lv >= 4:
+            rules.append("Records end with a single LF; a carriage return anywhere makes the record invalid.")
+        bullets = "\n".join(f"- {r}" for r in rules)
+        intro = ("A partner bank sends us payment transfers as pipe-delimited records, and bad records have "
+                 "already broken our ledger import and, once, a spreadsheet someone opened. A record is valid only "
+                 "if every rule holds:\n\n" + bullets)
+        if mode == "classify":
+            clean, bad = [], []
+            for _ in range(100 * k["items"]):
+                if len(clean) >= k["items"] and len(bad) >= k["items"]:
+                    break
+                rec = gen.clean() if rng.random() < 0.4 else gen.bad()
+                (clean if check(rec.encode()) else bad).append(rec + "\n")
+            if len(clean) < k["items"] or len(bad) < k["items"]:
+                raise ValueError("could not fill the corpora")
+            clean, bad = clean[:k["items"]], bad[:k["items"]]
+            t.say(intro + "\n\nWrite the validator. It receives one record on standard input, followed by a single "
+                  "newline that is not part of the record.")
+            t.expect_classifier("Accept (exit 0) valid records and reject (exit 1) invalid ones. Hard-code the bank "
+                                "code.", clean, bad, {"Python": src})
+            t.solve(f'sed -i "s/@@BANK@@/{v}/" /app/solution.py')
+            return
+        if mode == "batch":
+            cases = []
+            for _ in range(10):
+                recs = [gen.clean() if rng.random() < 0.5 else gen.bad() for _ in range(rng.randrange(5, 30))]
+                recs = [r for r in recs if "\n" not in r]
+                text = "".join(r + "\n" for r in recs)
+                cases.append((text, "".join(("OK" if check(r.encode()) else "REJECT") + "\n" for r in recs)))
+            t.say(intro + "\n\nWrite a batch filter: it reads records on standard input, one per line, and prints one "
+                  "line per input record: `OK` if it is valid, `REJECT` if not.")
+            t.expect_program("Hard-code the bank code.", cases, {"Python": src})
+            t.solve(f'sed -i "s/@@BANK@@/{v}/" /app/solution.py')
+            return
+        recs = [gen.clean() if rng.random() < 0.7 else gen.bad() for _ in range(k["lines"])]
+        if all(check(r.encode()) for r in recs):
+            recs[rng.randrange(len(recs))] = gen.bad()
+        if all(check(r.encode()) for r in recs):
+            recs[0] = "TXN|broken"
+        text = "".join(r + "\n" for r in recs)
+        if "\r" in text:
+            # task files are text and stay LF-only: carriage returns are put back at build time
+            t.add_file("/app/data/transfers.txt", text.replace("\r", "<CR>"))
+            t.add_setup("sed -i 's/<CR>/\\r/g' /app/data/transfers.txt")
+        else:
+            t.add_file("/app/data/transfers.txt", text)
+        truth = "".join(f"{i}\n" for i, r in enumerate(recs, 1) if not check(r.encode()))
+        t.say(intro + "\n\nToday's feed is `/app/data/transfers.txt`, one record per line. Find the invalid records.")
+        t.add_solution_file("validate.py", src)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/validate.py "{v}" < /app/data/transfers.txt '
+                '> /app/out/rejected.txt')
+        t.expect_output("/app/out/rejected.txt", truth, "the line numbers (1-based) of the invalid records, one per "
+                        "line, in increasing order")

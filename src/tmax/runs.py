@@ -17,6 +17,7 @@ import json
 import math
 import os
 import shutil
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -27,6 +28,7 @@ from tmax.task import Task, TaskError, load_task
 from tmax.trial import AGENTS, Outcome, TrialResult, run_trial
 
 INFRA_RETRIES = 2
+_POLICY_LOCK = threading.Lock()
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -69,8 +71,9 @@ def make_agent(spec: JobSpec, trial_dir: Path, shared: dict):
         return AGENTS[spec.policy]()
     from tmax.agent import HarnessAgent, HarnessConfig, make_policy
 
-    if "policy" not in shared:  # one engine for the whole job (models are big)
-        shared["policy"] = make_policy(spec.policy, base_url=spec.base_url, temperature=spec.temperature)
+    with _POLICY_LOCK:  # one engine for the whole job (models are big); threads must not load it twice
+        if "policy" not in shared:
+            shared["policy"] = make_policy(spec.policy, base_url=spec.base_url, temperature=spec.temperature)
     cfg = HarnessConfig(max_steps=spec.max_steps, max_tokens_per_turn=spec.max_tokens_per_turn,
                         command_timeout=spec.command_timeout)
     if spec.harness == "terminus":

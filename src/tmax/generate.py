@@ -149,6 +149,9 @@ def axes_for_family(family, seed: int, index: int, level: int | None = None, fix
         domains, rng_for
 
     rng = rng_for(seed, index, "forced")
+    allowed = [i + 1 for i, c in enumerate(TASK_COMPLEXITIES) if c in family.task_complexities]
+    if level is not None and level not in allowed:  # a level the family does not offer: its nearest one
+        level = min(allowed, key=lambda lv: abs(lv - level))
     verifier = verifier or rng.choice(family.verifiers)
     fixture = fixture or rng.choice(family.fixtures)
     if verifier == "multi_protocol" or fixture == "multi_service":
@@ -169,7 +172,7 @@ def axes_for_family(family, seed: int, index: int, level: int | None = None, fix
     return Axes(domain=family.domain, skill_type=rng.choice(family.skill_types),
                 primitive_skills=tuple(sorted(rng.sample(list(family.primitive_skills), 3))),
                 persona=rng.choice(dom.personas).role, language=language,
-                task_complexity=TASK_COMPLEXITIES[(level or rng.randint(1, 4)) - 1], command_complexity=command,
+                task_complexity=TASK_COMPLEXITIES[(level or rng.choice(allowed)) - 1], command_complexity=command,
                 fixture=fixture, verifier=verifier, family=family.name)
 
 

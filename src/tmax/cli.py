@@ -23,9 +23,12 @@ def main() -> None:
 
     \b
     Start here:
-      tmax demo                         build the default image and gate the examples
+      tmax demo                         the main job, small: image, gate, generate, solve, report
       tmax check examples/tasks         the correctness gate on task directories
-      tmax image build default          build (or reuse) an environment image
+      tmax generate --n 100 --out c     a corpus over the nine axes (add --check to gate it)
+      tmax solve c --policy oracle -k 2 pass@k through the one harness
+      tmax analyze c --job J --out r    plots, report.html, stats.json
+      tmax train configs/tiny.yaml      a few DPPO steps
     """
 
 

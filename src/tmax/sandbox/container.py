@@ -130,24 +130,6 @@ def outer_work_areas(work_areas: Iterable[str]) -> list[str]:
     return out
 
 
-def _is_whiteout(p: Path) -> bool:
-    try:
-        st = p.lstat()
-    except OSError:
-        return False
-    return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
-
-
-def _is_opaque(p: Path) -> bool:
-    for attr in ("trusted.overlay.opaque", "user.overlay.opaque"):
-        try:
-            if os.getxattr(p, attr, follow_symlinks=False) == b"y":
-                return True
-        except OSError:
-            pass
-    return False
-
-
 def _layer_entry(layer, parts: tuple[str, ...]) -> Path | None:
     if isinstance(layer, dict):
         if parts[0] not in layer:
@@ -191,7 +173,7 @@ def touches_outside(layer, work_areas: Iterable[str], lowers: Iterable = ()) -> 
                 continue
             if not rel and (name in rootfs.SPECIAL or (e.is_file() and not e.is_symlink())):
                 continue
-            if e.is_dir() and not e.is_symlink() and not _is_opaque(e):
+            if e.is_dir() and not e.is_symlink() and not rootfs.is_opaque(e):
                 if walk(e, parts):
                     return True
                 if ancestor(parts) or lower_is_dir(parts):
@@ -299,7 +281,7 @@ def _merge(src: Path, dst: Path) -> None:
     """Apply overlay layer directory ``src`` on top of the plain directory ``dst``."""
     for e in os.scandir(src):
         s, d = Path(e.path), dst / e.name
-        if _is_whiteout(s):
+        if rootfs.is_whiteout(s):
             if os.path.lexists(d):
                 _remove(d)
             continue
@@ -308,7 +290,7 @@ def _merge(src: Path, dst: Path) -> None:
                 _remove(d)
             if not d.exists():
                 d.mkdir()
-            elif _is_opaque(s):
+            elif rootfs.is_opaque(s):
                 _clear(d)
             _merge(s, d)
             _copy_meta(s, d)
@@ -342,12 +324,12 @@ def fill_work_area(layers: list, work_area: str, dst: Path) -> None:
         for i in range(len(parts)):
             if i:
                 node = node / parts[i]
-            if not os.path.lexists(node) or _is_whiteout(node) or node.is_symlink() or not node.is_dir():
+            if not os.path.lexists(node) or rootfs.is_whiteout(node) or node.is_symlink() or not node.is_dir():
                 # Missing here: lower content survives unless an ancestor was opaque.
                 hidden = hidden or os.path.lexists(node)
                 node = None
                 break
-            if _is_opaque(node):
+            if rootfs.is_opaque(node):
                 hidden = True
         if hidden:
             _clear(dst)

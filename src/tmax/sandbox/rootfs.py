@@ -62,7 +62,7 @@ class Plan:
     new_net: bool = False
 
 
-def _is_whiteout(p: Path) -> bool:
+def is_whiteout(p: Path) -> bool:
     try:
         st = p.lstat()
     except OSError:
@@ -70,7 +70,7 @@ def _is_whiteout(p: Path) -> bool:
     return stat.S_ISCHR(st.st_mode) and st.st_rdev == 0
 
 
-def _opaque(p: Path) -> bool:
+def is_opaque(p: Path) -> bool:
     for attr in ("trusted.overlay.opaque", "user.overlay.opaque"):
         try:
             if os.getxattr(p, attr, follow_symlinks=False) == b"y":
@@ -107,7 +107,7 @@ def plan(layers: list[Layer], sandbox_dir: Path, work_areas: tuple[str, ...], bi
         lowers = []
         for layer in layers:
             lowers.append(str(layer))
-            if _opaque(layer):
+            if is_opaque(layer):
                 break
         ops.append(("mount", "overlay", str(root), "overlay", 0,
                     f"lowerdir={':'.join(lowers)},upperdir={upper},workdir={work}"))
@@ -139,14 +139,14 @@ def _per_directory(ops: list, layers: list[Layer], root: Path, upper: Path, work
             e = _entry(layer, name)
             if not os.path.lexists(e):
                 continue
-            if _is_whiteout(e):
+            if is_whiteout(e):
                 break
             if e.is_symlink() or not e.is_dir():
                 if not lowers:
                     link = os.readlink(e) if e.is_symlink() else ""  # "" = a plain file: not shown
                 break
             lowers.append(str(e))
-            if _opaque(e):
+            if is_opaque(e):
                 break
         target = str(root / name)
         if link is not None:

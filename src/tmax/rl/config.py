@@ -56,6 +56,10 @@ class TrainConfig:
     backend: str = "bwrap"
     seed: int = 0
     checkpoint_every: int = 10
+    # optional SFT warm start on the successful trajectories of solve jobs (the recipe needs none)
+    warm_start_jobs: list[str] = field(default_factory=list)
+    warm_start_epochs: int = 1
+    warm_start_lr: float = 1e-5
 
     @property
     def loss_kwargs(self) -> dict[str, float]:
@@ -87,6 +91,10 @@ class TrainConfig:
         need(self.dtype in ("float32", "bfloat16", "float16"), "dtype", "expected float32, bfloat16 or float16")
         need(self.engine in ("hf", "vllm"), "engine", "expected hf or vllm")
         need(self.lr > 0 and self.grad_clip > 0, "lr/grad_clip", "must be positive")
+        need(self.warm_start_epochs >= 1 and self.warm_start_lr > 0, "warm_start_epochs/warm_start_lr",
+             "must be positive")
+        for job in self.warm_start_jobs:
+            need(Path(job).is_dir(), "warm_start_jobs", f"{job}: no such job directory (a tmax solve --job DIR)")
 
 
 def _coerce(value: str, typ: Any) -> Any:

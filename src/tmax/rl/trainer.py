@@ -68,7 +68,8 @@ class Trainer:
                                      command_timeout=cfg.command_timeout)
         self.step = 0
         self.version = 0
-        self._resume()
+        if not self._resume() and cfg.warm_start_jobs:
+            self._warm_start()
         self._push_weights()
 
     # -- checkpoints ------------------------------------------------------------------------------
@@ -92,13 +93,13 @@ class Trainer:
 
             shutil.rmtree(old)
 
-    def _resume(self) -> None:
+    def _resume(self) -> bool:
         import torch
 
         ck = self._ckpt()
         if not (ck / "state.json").exists():
             (self.out / METRICS).unlink(missing_ok=True)
-            return
+            return False
         state = json.loads((ck / "state.json").read_text())
         self.model.load_state_dict(torch.load(ck / "model.pt"))
         self.optim.load_state_dict(torch.load(ck / "optim.pt"))
@@ -108,6 +109,17 @@ class Trainer:
             keep = [ln for ln in m.read_text().splitlines() if ln and json.loads(ln)["step"] <= self.step]
             m.write_text("".join(ln + "\n" for ln in keep))
         self.log(f"resumed at step {self.step}")
+        return True
+
+    def _warm_start(self) -> None:
+        from tmax.rl.sft import successful_conversations, warm_start
+
+        convs = successful_conversations(self.cfg.warm_start_jobs)
+        self.log(f"warm start: {len(convs)} successful trajectories from {len(self.cfg.warm_start_jobs)} job(s)")
+        summary = warm_start(self.model, self.engine, convs, epochs=self.cfg.warm_start_epochs,
+                             lr=self.cfg.warm_start_lr, micro_batch=self.cfg.micro_batch,
+                             max_tokens=self.cfg.max_total_tokens, seed=self.cfg.seed, log=self.log)
+        (self.out / "warm_start.json").write_text(json.dumps(summary, indent=1) + "\n")
 
     def _push_weights(self) -> None:
         import torch
@@ -217,6 +229,10 @@ class Trainer:
         try:
             while self.step < cfg.steps:
                 t0 = time.monotonic()
+                if not cfg.async_rollouts:  # sampling depends only on (seed, step): a resumed run redoes it exactly
+                    import torch
+
+                    torch.manual_seed(cfg.seed * 1_000_003 + self.step)
                 groups, stats = self.collect_batch(q)
                 upd = self.train_step(groups)
                 self.step += 1

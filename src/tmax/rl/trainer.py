@@ -62,8 +62,14 @@ class Trainer:
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(cfg.device)
         self.model.config.use_cache = False
         self.optim = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        self.engine = HFPolicy(model_path=str(path), device=cfg.device, temperature=cfg.temperature,
-                               top_p=cfg.top_p, seed=cfg.seed)
+        if cfg.engine == "vllm":  # vLLM runs in its own venv, in a subprocess; weights reach it as a file
+            from tmax.agent.vllm_engine import VLLMEngine
+
+            self.engine = VLLMEngine(model_path=str(path), temperature=cfg.temperature, top_p=cfg.top_p,
+                                     seed=cfg.seed, dtype=cfg.dtype)
+        else:
+            self.engine = HFPolicy(model_path=str(path), device=cfg.device, temperature=cfg.temperature,
+                                   top_p=cfg.top_p, seed=cfg.seed)
         self.harness = HarnessConfig(max_steps=cfg.max_turns, max_tokens_per_turn=cfg.max_tokens_per_turn,
                                      command_timeout=cfg.command_timeout)
         self.step = 0
@@ -124,6 +130,9 @@ class Trainer:
     def _push_weights(self) -> None:
         import torch
 
+        if hasattr(self.engine, "push_weights"):  # an engine in another process
+            self.engine.push_weights(self.model.state_dict(), self.version)
+            return
         with torch.no_grad():
             self.engine.model.load_state_dict(self.model.state_dict())
         self.engine.policy_version = self.version

@@ -570,5 +570,100 @@ def families_check(names, seeds, levels, out, jobs, repeat) -> None:
     sys.exit(0 if ok and not problems else 1)
 
 
+@main.command()
+@click.option("--n", "n", type=int, required=True, help="Number of tasks to author.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--kind", type=click.Choice(["legacy", "sft_v2", "rl_v2", "balanced"]), default="rl_v2", show_default=True,
+              help="Corpus kind: how strongly the newer axis values are drawn.")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+@click.option("--model", required=True, help="Model name sent to the endpoint; also the price table key "
+              "(e.g. openai/gpt-4o).")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Output directory (needed unless --dry-run).")
+@click.option("--rounds", default=3, show_default=True, help="Replies per task (the first and its corrections).")
+@click.option("-j", "--jobs", default=1, show_default=True, help="Tasks authored in parallel.")
+@click.option("--max-tokens", default=4096, show_default=True, help="Tokens per reply.")
+@click.option("--temperature", default=0.7, show_default=True)
+@click.option("--price-in", type=float, default=None, help="USD per 1M prompt tokens (overrides the table).")
+@click.option("--price-out", type=float, default=None, help="USD per 1M completion tokens (overrides the table).")
+@click.option("--repeat", default=2, show_default=True, help="Oracle runs per task in the gate.")
+@click.option("--backend", default="bwrap", show_default=True)
+@click.option("--dry-run", is_flag=True, help="Estimate tokens and cost without calling the model.")
+def author(n, seed, kind, base_url, model, out, rounds, jobs, max_tokens, temperature, price_in, price_out, repeat,
+           backend, dry_run) -> None:
+    """Author tasks with an LLM over the nine axes; gate each; feed failures back for up to --rounds.
+
+    Writes accepted task directories, manifest.jsonl, author_log.jsonl (every prompt, reply, token
+    count and cost per round) and author_summary.json (accepted, dropped by reason, tokens, cost).
+    Token counts come from the API's usage field, else from a 4-characters-per-token estimate.
+
+    \b
+    Examples:
+      tmax author --n 3 --model openai/gpt-4o --dry-run
+      tmax serve --port 8000 &
+      tmax author --n 2 --base-url http://127.0.0.1:8000/v1 --model smollm2-135m-instruct --out authored
+      tmax author --n 50 --base-url URL --model my-model --price-in 0.2 --price-out 0.6 --out a -j 4
+    """
+    from tmax.author import AuthorConfig, author_corpus, dry_run as estimate, price_for
+
+    price = price_for(model, price_in, price_out)
+    if dry_run:
+        click.echo(json.dumps(estimate(n, seed, kind, model, rounds, max_tokens, price), indent=1))
+        return
+    if not base_url:
+        raise click.BadParameter("needed unless --dry-run (e.g. http://127.0.0.1:8000/v1)", param_hint="--base-url")
+    if out is None:
+        raise click.BadParameter("needed unless --dry-run", param_hint="--out")
+    cfg = AuthorConfig(base_url=base_url, model=model, rounds=rounds, max_tokens=max_tokens, temperature=temperature,
+                       kind=kind, backend=backend, repeat=repeat, price=price)
+
+    def show(rec: dict) -> None:
+        mark = "ok  " if rec["accepted"] else "DROP"
+        console.print(f"{mark} {rec['task']} after {rec['n_rounds']} round(s)"
+                      + ("" if rec["accepted"] else f": {rec['reason_kind']}: {rec['reason'][:200]}"),
+                      markup=False, highlight=False)
+
+    s = author_corpus(n, seed, cfg, out, jobs, progress=show)
+    console.print(f"authored {s['accepted']}/{n} tasks in {out}; dropped {s['dropped_by_reason']}; "
+                  f"{s['tokens']['total']} tokens, ${s['cost_usd']:.4f}")
+
+
+@main.command()
+@click.argument("jsonl", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Output directory.")
+@click.option("--question-field", default="question", show_default=True)
+@click.option("--answer-field", default="answer", show_default=True)
+@click.option("--id-field", default=None, help="A field naming each item (used in the task name).")
+@click.option("--case-fold", is_flag=True, help="Compare text answers case-insensitively.")
+@click.option("--image", default="default", show_default=True)
+@click.option("--check", "gate", is_flag=True, help="Gate every task (oracle 1, nop 0).")
+@click.option("-j", "--jobs", default=2, show_default=True, help="Tasks gated in parallel with --check.")
+def qa(jsonl, out, question_field, answer_field, id_field, case_fold, image, gate, jobs) -> None:
+    """Turn a JSONL of {question, answer} into gated tasks (answer in /app/answer.txt).
+
+    The test compares after normalisation (whitespace, \\boxed{}, thousands separators, numbers
+    compared by value, optional case folding). The answer lives only in tests/. A bad line is
+    reported with its file and line number; the others convert. Exit status 1 if any line was bad
+    or any task failed the gate.
+
+    \b
+    Examples:
+      tmax qa examples/qa/sample.jsonl --out qa-tasks --check
+      tmax qa aime.jsonl --out aime --question-field problem --answer-field answer --id-field id
+    """
+    from tmax.qa import QAError, convert
+
+    try:
+        res = convert(jsonl, out, question_field, answer_field, id_field, case_fold, image)
+    except QAError as e:
+        raise click.ClickException(str(e)) from None
+    for err in res.errors:
+        console.print(f"[red]{err}[/red]", markup=False)
+    console.print(f"wrote {len(res.written)} tasks to {out} ({len(res.errors)} bad lines)")
+    ok = True
+    if gate and res.written:
+        ok = run_gate([out / name for name in res.written], jobs, 2, "bwrap", out / "gate.jsonl", None)
+    sys.exit(0 if ok and not res.errors else 1)
+
+
 if __name__ == "__main__":
     main()

@@ -202,6 +202,8 @@ def get_environment(name: str, build: bool = True, log: Callable[[str], None] = 
 
 def environment_key(task, image: str | None = None) -> str:
     """The environment hash of a task without building it: image hash + setup content hash."""
+    if task.metadata.get("environment"):
+        return _container_key(task)
     name = image or task.image
     base = host_environment().hash if name == "host" else f"{load_profile(name).name}-{load_profile(name).hash}"
     if task.setup_script is None:
@@ -209,9 +211,53 @@ def environment_key(task, image: str | None = None) -> str:
     return f"{base}+" + hashlib.sha256(f"{base}\0{task.environment_digest()}".encode()).hexdigest()[:20]
 
 
+def _container_key(task) -> str:
+    seed = f"{task.metadata.get('environment')}\0{task.metadata.get('docker_image', '')}\0{task.environment_digest()}"
+    return "container-" + hashlib.sha256(seed.encode()).hexdigest()[:20]
+
+
+def container_environment(task) -> Environment:
+    """The environment of a task that keeps its own Dockerfile (``metadata.environment = "dockerfile"``)
+    or names a prebuilt image (``"image"``, ``metadata.docker_image``): built once by podman or docker,
+    unpacked into a root filesystem and cached like a profile image, so every backend can run it."""
+    from tmax.sandbox.container import ContainerBackend, export_image_rootfs
+
+    kind = task.metadata.get("environment")
+    dockerfile = task.path / "environment" / "Dockerfile"
+    if kind not in ("dockerfile", "image"):
+        raise ImageError(f"{task.path / 'task.toml'}: metadata.environment: {kind!r} cannot be built; expected "
+                         "'dockerfile' or 'image' (compose environments are not supported)")
+    key = _container_key(task)
+    final = images_root() / key
+    env = Environment(name=f"{key}", layers=(final / "rootfs",), hash=key)
+    with _lock(images_root() / ".locks" / key):
+        if (final / "done").exists():
+            return env
+        engines = [e for e in ("podman", "docker") if ContainerBackend(e).available()[0]]
+        if not engines:
+            raise ImageError(f"{dockerfile if kind == 'dockerfile' else task.path / 'task.toml'}: building this "
+                             "environment needs podman or docker, and neither answers here")
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=_mkdir(images_root())))
+        try:
+            export_image_rootfs(engines[0], tmp / "rootfs", dockerfile=dockerfile if kind == "dockerfile" else None,
+                                context=dockerfile.parent, image=task.metadata.get("docker_image"),
+                                tag=f"localhost/tmax-task:{key}")
+            (tmp / "rootfs" / "app").mkdir(exist_ok=True)
+            shutil.rmtree(final, ignore_errors=True)
+            os.rename(tmp, final)
+            (final / "done").write_text(key + "\n")
+        except SandboxError as e:
+            raise ImageError(str(e)) from None
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return env
+
+
 def task_environment(task, backend: str = "bwrap", image: str | None = None,
                      log: Callable[[str], None] = lambda s: None) -> Environment:
     """The environment a task runs on: its image plus its setup layer (built once, cached)."""
+    if task.metadata.get("environment"):
+        return container_environment(task)
     base = get_environment(image or task.image, log=log)
     if task.setup_script is None:
         return base

@@ -725,3 +725,35 @@ class ContainerBackend:
         if not ok:
             raise SandboxError(why)
         return ContainerSandbox(spec, self.engine)
+
+
+def export_image_rootfs(engine_name: str, dest: Path, *, dockerfile: Path | None = None, context: Path | None = None,
+                        image: str | None = None, tag: str = "localhost/tmax-task:latest",
+                        timeout: float = IMPORT_TIMEOUT) -> None:
+    """Build ``dockerfile`` in ``context`` (or take the prebuilt ``image``, pulled if missing) with the
+    engine and unpack the image's filesystem into ``dest``: a root filesystem like any other image."""
+    eng = Engine(engine_name)
+    if dockerfile is not None:
+        r = eng.run("build", "-t", tag, "-f", str(dockerfile), str(context or dockerfile.parent), timeout=timeout,
+                    check=False)
+        if r.returncode != 0:
+            raise SandboxError(f"{dockerfile}: {engine_name} build failed (exit {r.returncode}): "
+                               f"{(r.stderr or r.stdout).decode('utf-8', 'replace').strip()[-1500:]}")
+        ref = tag
+    else:
+        ref = image or ""
+        if not eng.image_exists(ref):
+            eng.run("pull", ref, timeout=timeout)
+    cid = eng.run("create", ref, "true").stdout.decode().strip()
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        exp = subprocess.Popen([eng.name, "export", cid], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=eng.env())
+        tar = subprocess.run(["tar", "-x", "--numeric-owner", "-C", str(dest)], stdin=exp.stdout,
+                             stderr=subprocess.PIPE, timeout=timeout)
+        exp.stdout.close()
+        if exp.wait(timeout=timeout) != 0 or tar.returncode != 0:
+            raise SandboxError(f"{engine_name} export of {ref} failed: "
+                               f"{(exp.stderr.read() + tar.stderr).decode('utf-8', 'replace').strip()[-1500:]}")
+    finally:
+        eng.run("rm", "-f", cid, check=False)

@@ -1,0 +1,232 @@
+"""Export tmax tasks so that they run outside tmax: Harbor task directories, or Terminal-Bench 1 tasks.
+
+Both carry a Dockerfile that rebuilds the task's image profile from a public Debian base and runs
+its ``environment/setup.sh`` the way the image builder does. Harbor tasks keep ``tests/test.sh``
+(which writes ``/logs/verifier/reward.txt`` or ``reward.json``) and ``solution/``. Terminal-Bench 1
+has one ``solution.sh`` and scores a pytest-style summary, so the solution directory is bundled into
+a self-extracting ``solution.sh`` and ``run-tests.sh`` turns the reward into that summary. The
+original ``task.toml`` rides along as ``tmax-task.toml`` so that an import restores the task exactly.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import shutil
+import tomllib
+from pathlib import Path
+
+from tmax.interop.dockerfile import render
+from tmax.task import Task, TaskError, _toml_value, load_task
+
+HARBOR_ORG = "tmax"
+BUILD_TIMEOUT = 1800.0  # apt-get of the whole profile plus the task's setup
+TB1_SIDECAR = "tmax-task.toml"
+BUNDLE_BEGIN = "# tmax-solution-file: "
+HEREDOC_END = "TMAX_END_OF_FILE"
+
+
+def export_task(src: str | Path, out_root: str | Path, fmt: str = "harbor") -> Path:
+    """Write ``src`` (a tmax task in Harbor layout) under ``out_root`` in ``fmt`` (harbor or tb1)."""
+    task = load_task(src)
+    if task.layout != "harbor":
+        raise TaskError(task.path, "is a Terminal-Bench 1 task; expected a tmax task (run tmax import first)")
+    if task.image == "host":
+        raise TaskError(task.path / "task.toml", "image 'host' cannot be rebuilt elsewhere; expected an image "
+                        "profile such as 'default'", "metadata.image")
+    _check_reward_writer(task)
+    dest = Path(out_root) / task.path.name
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    if fmt == "harbor":
+        _write_harbor(task, dest)
+    elif fmt == "tb1":
+        _write_tb1(task, dest)
+    else:
+        raise ValueError(f"unknown export format {fmt!r}; expected harbor or tb1")
+    return dest
+
+
+def _check_reward_writer(task: Task) -> None:
+    """Harbor and our TB1 wrapper read /logs/verifier/reward.{txt,json}: some test file must write one."""
+    tests = task.path / task.tests_dir
+    for f in sorted(p for p in tests.rglob("*") if p.is_file()):
+        try:
+            text = f.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        if "reward.txt" in text or "reward.json" in text:
+            return
+    raise TaskError(tests / "test.sh", "no test file writes /logs/verifier/reward.txt or reward.json; expected "
+                    "the verifier to write the reward there")
+
+
+def harbor_name(name: str) -> str:
+    """Harbor wants ``org/name`` with [A-Za-z0-9._-], starting alphanumeric."""
+    short = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.") or "task"
+    if not short[0].isalnum():
+        short = "t" + short
+    return f"{HARBOR_ORG}/{short}"
+
+
+def harbor_toml(task: Task) -> str:
+    doc = tomllib.loads((task.path / "task.toml").read_text())
+    task_t = dict(doc.get("task", {}))
+    task_t["name"] = harbor_name(task.name)
+    meta = dict(task.metadata)
+    if task_t["name"] != f"{HARBOR_ORG}/{task.name}":
+        meta["tmax_name"] = task.name  # the name did not survive Harbor's pattern: keep it for import
+    env = {"TEST_DIR": "/tests", **task.verifier_env}  # tmax's verifier sets TEST_DIR; Harbor may not
+    res = task.resources
+    sections: list[tuple[str, dict]] = [
+        ("task", task_t), ("metadata", meta), ("agent", {"timeout_sec": task.agent_timeout}),
+        ("verifier", {"timeout_sec": task.verifier_timeout}), ("verifier.env", env),
+        ("environment", {"build_timeout_sec": BUILD_TIMEOUT, "cpus": res.cpus, "memory_mb": res.memory_mb,
+                         "storage_mb": res.storage_mb,
+                         "network_mode": "public" if res.allow_internet else "no-network"}),
+    ]
+    lines = ['schema_version = "1.1"']
+    for name, table in sections:
+        lines += ["", f"[{name}]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(table.items(), key=_order)]
+    return "\n".join(lines) + "\n"
+
+
+def _order(kv: tuple) -> tuple:
+    return (kv[0] != "name", kv[0])  # [task] name first
+
+
+def _copy(src: Path, dest: Path) -> None:
+    if src.is_dir():
+        shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)
+
+
+def _write_harbor(task: Task, dest: Path) -> None:
+    shutil.copy2(task.path / "instruction.md", dest / "instruction.md")
+    for sub in ("environment", "solution", "tests"):
+        _copy(task.path / sub, dest / sub)
+    (dest / "environment").mkdir(exist_ok=True)
+    (dest / "environment" / "Dockerfile").write_text(render(task.image, "."))
+    (dest / "task.toml").write_text(harbor_toml(task))
+
+
+# -- Terminal-Bench 1 ---------------------------------------------------------------------------
+
+COMPOSE = """services:
+  client:
+    build:
+      dockerfile: Dockerfile
+    image: ${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}
+    container_name: ${T_BENCH_TASK_DOCKER_CLIENT_CONTAINER_NAME}
+    command: [ "sh", "-c", "sleep infinity" ]
+    environment:
+      - TEST_DIR=${T_BENCH_TEST_DIR}
+    volumes:
+      - ${T_BENCH_TASK_LOGS_PATH}:${T_BENCH_CONTAINER_LOGS_PATH}
+      - ${T_BENCH_TASK_AGENT_LOGS_PATH}:${T_BENCH_CONTAINER_AGENT_LOGS_PATH}
+"""
+
+RUN_TESTS = """#!/bin/bash
+# Runs the task's verifier (test.sh writes /logs/verifier/reward.txt or reward.json), then reports the
+# reward as a pytest summary line for Terminal-Bench 1's pytest parser. Exit 0 iff the reward is 1.
+TEST_DIR="${TEST_DIR:-/tests}"
+mkdir -p /logs/verifier
+bash "$TEST_DIR/test.sh"
+reward=$(python3 - <<'PY'
+import json, pathlib
+d = pathlib.Path("/logs/verifier")
+try:
+    if (d / "reward.txt").exists():
+        print(float((d / "reward.txt").read_text().strip()))
+    else:
+        r = json.loads((d / "reward.json").read_text())
+        print(float(r["reward"] if "reward" in r else next(iter(r.values()))))
+except Exception:
+    print(0.0)
+PY
+)
+echo "reward: $reward"
+echo "=========================== short test summary info ============================"
+if python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 1.0 else 1)" "$reward"; then
+  echo "PASSED tests/test_outputs.py::test_reward"
+  exit 0
+fi
+echo "FAILED tests/test_outputs.py::test_reward - reward $reward"
+exit 1
+"""
+
+
+def _tb1_difficulty(value) -> str:
+    if isinstance(value, str) and value in ("easy", "medium", "hard"):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "easy" if value < 0.34 else "medium" if value < 0.67 else "hard"
+    return "medium"
+
+
+def _tb1_yaml(task: Task) -> str:
+    import yaml
+
+    doc = tomllib.loads((task.path / "task.toml").read_text())
+    meta = task.metadata
+    tags = doc.get("task", {}).get("keywords") or meta.get("primitive_skills") or []
+    data = {
+        "instruction": task.instruction,
+        "author_name": "tmax",
+        "author_email": "unknown",
+        "difficulty": _tb1_difficulty(meta.get("difficulty")),
+        "category": str(meta.get("domain", "software-engineering")).replace("_", "-"),
+        "tags": [str(t) for t in tags],
+        "parser_name": "pytest",
+        "max_agent_timeout_sec": float(task.agent_timeout),
+        "max_test_timeout_sec": float(task.verifier_timeout),
+        "run_tests_in_same_shell": False,
+    }
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper, value: str):  # multi-line strings as literal blocks, as Terminal-Bench 1 writes them
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def bundle_solution(sol_dir: Path) -> str:
+    """A solution.sh that recreates ``sol_dir`` at /solution and runs its solve.sh there."""
+    lines = ["#!/bin/bash", "# Recreates the reference solution's files under /solution, then runs solve.sh.",
+             "set -e", "mkdir -p /solution"]
+    for f in sorted(p for p in sol_dir.rglob("*") if p.is_file()):
+        rel = f.relative_to(sol_dir).as_posix()
+        mode = f.stat().st_mode & 0o777
+        b64 = base64.encodebytes(f.read_bytes()).decode()
+        lines += [f"{BUNDLE_BEGIN}{rel} {mode:o}", f"mkdir -p \"$(dirname '/solution/{rel}')\"",
+                  f"base64 -d > '/solution/{rel}' <<'{HEREDOC_END}'", b64.rstrip("\n"), HEREDOC_END,
+                  f"chmod {mode:o} '/solution/{rel}'"]
+    lines += ["cd /app", "bash /solution/solve.sh", ""]
+    return "\n".join(lines)
+
+
+def unbundle_solution(text: str) -> dict[str, tuple[bytes, int]] | None:
+    """The files of a solution.sh written by :func:`bundle_solution`, or None if it is not one."""
+    if BUNDLE_BEGIN not in text:
+        return None
+    files: dict[str, tuple[bytes, int]] = {}
+    pat = re.compile(re.escape(BUNDLE_BEGIN) + r"(\S+) ([0-7]+)\n[^\n]*\n[^\n]*<<'" + HEREDOC_END + r"'\n(.*?)\n?"
+                     + HEREDOC_END + r"\n", re.S)
+    for m in pat.finditer(text):
+        files[m.group(1)] = (base64.decodebytes(m.group(3).encode()), int(m.group(2), 8))
+    return files
+
+
+def _write_tb1(task: Task, dest: Path) -> None:
+    (dest / "task.yaml").write_text(_tb1_yaml(task))
+    (dest / TB1_SIDECAR).write_bytes((task.path / "task.toml").read_bytes())
+    _copy(task.path / "environment", dest / "environment")
+    (dest / "environment").mkdir(exist_ok=True)
+    (dest / "Dockerfile").write_text(render(task.image, "environment"))
+    (dest / "docker-compose.yaml").write_text(COMPOSE)
+    _copy(task.path / "tests", dest / "tests")
+    for name, text in (("solution.sh", bundle_solution(task.path / "solution")), ("run-tests.sh", RUN_TESTS)):
+        (dest / name).write_text(text)
+        (dest / name).chmod(0o755)

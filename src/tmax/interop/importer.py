@@ -1,0 +1,302 @@
+"""Import Harbor and Terminal-Bench 1 task directories written by anyone into tmax tasks.
+
+Each task goes one of two ways:
+
+* ``native``: its environment becomes the default image plus an ``environment/setup.sh``, either
+  because the Dockerfile is one ``tmax export`` rendered (restored as it was) or because it
+  translates (see :mod:`tmax.interop.dockerfile`). It then runs in every tmax sandbox.
+* ``container``: the Dockerfile (or compose file, or prebuilt image) is kept and ``task.toml``
+  says ``backend = "podman"`` and ``environment = "dockerfile"|"image"|"compose"``; the environment
+  is then built by a container engine (:func:`tmax.images.task_environment`).
+
+The written task is loaded back with :func:`tmax.task.load_task` before it counts as imported.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tmax.interop.dockerfile import render, tmax_image_of, translate
+from tmax.interop.export import TB1_SIDECAR, unbundle_solution
+from tmax.task import (DEFAULT_AGENT_TIMEOUT, DEFAULT_VERIFIER_TIMEOUT, TaskError, _toml_value, check_tree,
+                       load_task)
+
+TB1_TASK_FILES = {"task.yaml", "solution.sh", "solution.yaml", "run-tests.sh", "tests", "docker-compose.yaml",
+                  "Dockerfile", TB1_SIDECAR}
+TB1_TEST_SH = """#!/bin/bash
+# Terminal-Bench 1 verifier: run-tests.sh decides; the reward is 1 iff it exits 0.
+mkdir -p /logs/verifier
+cd /app 2>/dev/null || true
+if TEST_DIR=/tests bash /tests/run-tests.sh; then
+  echo 1 > /logs/verifier/reward.txt
+else
+  echo 0 > /logs/verifier/reward.txt
+fi
+"""
+
+
+@dataclass
+class ImportResult:
+    source: str
+    format: str = ""  # harbor | tb1
+    way: str = "error"  # native | container | error
+    dest: str = ""
+    notes: list[str] = field(default_factory=list)
+    error: str = ""
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def detect_format(src: Path) -> str:
+    if (src / "task.toml").is_file() or (src / "instruction.md").is_file():
+        return "harbor"
+    if (src / "task.yaml").is_file():
+        return "tb1"
+    raise TaskError(src, "no task.toml/instruction.md (Harbor) or task.yaml (Terminal-Bench 1) found")
+
+
+def import_task(src: str | Path, out_root: str | Path, fmt: str | None = None) -> ImportResult:
+    """Import one task directory into ``out_root/<name>``; never raises for a bad task."""
+    src = Path(src)
+    res = ImportResult(source=str(src))
+    dest: Path | None = None
+    try:
+        if not src.is_dir():
+            raise TaskError(src, "not a directory; expected a task directory")
+        check_tree(src)
+        res.format = fmt or detect_format(src)
+        dest = Path(out_root) / src.name
+        if dest.exists():
+            shutil.rmtree(dest)
+        dest.mkdir(parents=True)
+        (_import_harbor if res.format == "harbor" else _import_tb1)(src, dest, res)
+        load_task(dest)  # what we wrote must be a valid tmax task
+        res.dest = str(dest)
+    except (TaskError, OSError, ValueError) as e:
+        res.way, res.error = "error", str(e)
+        if dest is not None:
+            shutil.rmtree(dest, ignore_errors=True)
+    return res
+
+
+# -- shared -----------------------------------------------------------------------------------
+
+def _write_toml(dest: Path, task_t: dict, meta: dict, agent_timeout: float, verifier_timeout: float,
+                verifier_env: dict, env_t: dict) -> None:
+    sections = [("task", task_t), ("metadata", meta), ("agent", {"timeout_sec": float(agent_timeout)}),
+                ("verifier", {"timeout_sec": float(verifier_timeout)})]
+    if verifier_env:
+        sections.append(("verifier.env", verifier_env))
+    sections.append(("environment", env_t))
+    lines = ['schema_version = "1.1"']
+    for name, table in sections:
+        items = sorted(table.items()) if name == "metadata" else sorted(table.items(), key=lambda kv: kv[0] != "name")
+        lines += ["", f"[{name}]"] + [f"{k} = {_toml_value(v)}" for k, v in items]
+    (dest / "task.toml").write_text("\n".join(lines) + "\n")
+
+
+def _copytree(src: Path, dest: Path, skip: set[str] = frozenset()) -> None:
+    if not src.is_dir():
+        return
+    dest.mkdir(parents=True, exist_ok=True)
+    for child in src.iterdir():
+        if child.name in skip:
+            continue
+        if child.is_dir() and not child.is_symlink():
+            shutil.copytree(child, dest / child.name, symlinks=True)
+        else:
+            shutil.copy2(child, dest / child.name, follow_symlinks=False)
+
+
+def _environment(dockerfile: Path | None, context: Path, env_dest: Path, allow_internet: bool, res: ImportResult,
+                 meta: dict, skip: set[str], rendered_context: str) -> None:
+    """Fill ``env_dest`` from a build context and decide native or container."""
+    if dockerfile is None or not dockerfile.is_file():
+        _copytree(context, env_dest, skip)
+        res.way = "native"
+        res.notes.append("no Dockerfile: runs on the default image")
+        return
+    text = dockerfile.read_text()
+    profile = tmax_image_of(text)
+    if profile is not None:
+        try:
+            ours = render(profile, rendered_context) == text
+        except Exception:  # an unknown profile name: treat as foreign
+            ours = False
+        if ours:
+            _copytree(context, env_dest, skip | {dockerfile.name})
+            meta["image"] = profile
+            res.way = "native"
+            res.notes.append(f"tmax-rendered Dockerfile: image {profile!r} restored")
+            return
+    tr = translate(text, context, allow_internet)
+    if tr.ok and (context / "setup.sh").exists():
+        tr.ok, tr.reasons = False, ["the build context already holds a setup.sh"]
+    if tr.ok:
+        _copytree(context, env_dest, skip | {dockerfile.name})
+        (env_dest / "setup.sh").write_text(tr.setup)
+        (env_dest / "setup.sh").chmod(0o755)
+        meta.setdefault("image", "default")
+        res.way = "native"
+        res.notes += ["Dockerfile translated to environment/setup.sh"] + tr.notes
+        return
+    _copytree(context, env_dest, skip)
+    if not (env_dest / "Dockerfile").exists():
+        env_dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(dockerfile, env_dest / "Dockerfile")
+    meta.update(backend="podman", environment="dockerfile")
+    res.way = "container"
+    res.notes += ["keeps its Dockerfile: " + "; ".join(tr.reasons)]
+
+
+# -- Harbor -----------------------------------------------------------------------------------
+
+def _mb(value, path: Path, field_name: str) -> int | None:
+    """memory_mb/storage_mb, or the legacy strings '2G' / '512M'."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TaskError(path, f"expected a number of MB or a size like '2G', got {value!r}", field_name)
+    if isinstance(value, str):
+        units = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+        s = value.strip().lower().rstrip("ib").rstrip("b")
+        try:
+            return int(float(s[:-1]) * units[s[-1]]) if s and s[-1] in units else int(float(s))
+        except (ValueError, KeyError):
+            raise TaskError(path, f"expected a size like '2G', got {value!r}", field_name) from None
+    return int(value)
+
+
+def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
+    toml_path = src / "task.toml"
+    try:
+        doc = tomllib.loads(toml_path.read_text()) if toml_path.is_file() else {}
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise TaskError(toml_path, f"invalid TOML: {e}") from None
+    if not (src / "instruction.md").is_file():
+        raise TaskError(src / "instruction.md", "missing; expected the task prompt (multi-step tasks are not "
+                        "imported)")
+    if not (src / "tests" / "test.sh").is_file():
+        raise TaskError(src / "tests" / "test.sh", "missing; expected the verifier entry point")
+    task_t = dict(doc.get("task") or {})
+    meta = dict(doc.get("metadata") or {})
+    name = str(task_t.get("name") or src.name)
+    if "/" in name:
+        name = name.split("/", 1)[1]
+    name = str(meta.pop("tmax_name", name))
+    task_t["name"] = name
+    task_t = {k: v for k, v in task_t.items() if k in ("name", "description", "keywords", "version")}
+    agent_t, ver_t, env_t = (doc.get(k) or {} for k in ("agent", "verifier", "environment"))
+    ver_env = {k: str(v) for k, v in (ver_t.get("env") or {}).items()}
+    if ver_env.get("TEST_DIR") == "/tests":
+        del ver_env["TEST_DIR"]  # tmax's verifier sets it anyway
+    mode = env_t.get("network_mode")
+    allow = bool(env_t.get("allow_internet", False)) or mode in ("public", "allowlist")
+    if mode == "allowlist":
+        res.notes.append("network allowlist widened to full network")
+    resources = {"cpus": float(env_t.get("cpus") or 1),
+                 "memory_mb": _mb(env_t.get("memory_mb", env_t.get("memory")), toml_path, "environment.memory_mb")
+                 or 2048,
+                 "storage_mb": _mb(env_t.get("storage_mb", env_t.get("storage")), toml_path,
+                                   "environment.storage_mb") or 10240,
+                 "allow_internet": allow}
+    if meta.get("source_format") is None and tmax_image_of(_read(src / "environment" / "Dockerfile")) is None:
+        meta["source_format"] = "harbor"
+    env_dir = src / "environment"
+    if (env_dir / "Dockerfile").is_file() or not (env_dir / "docker-compose.yaml").is_file():
+        if not (env_dir / "Dockerfile").is_file() and env_t.get("docker_image"):
+            _copytree(env_dir, dest / "environment")
+            meta.update(backend="podman", environment="image", docker_image=str(env_t["docker_image"]))
+            res.way = "container"
+            res.notes.append(f"prebuilt image {env_t['docker_image']}")
+        else:
+            _environment(env_dir / "Dockerfile", env_dir, dest / "environment", allow, res, meta, set(), ".")
+    else:
+        _copytree(env_dir, dest / "environment")
+        meta.update(backend="podman", environment="compose")
+        res.way = "container"
+        res.notes.append("docker-compose environment kept (tmax builds only a single Dockerfile)")
+    shutil.copy2(src / "instruction.md", dest / "instruction.md")
+    _copytree(src / "solution", dest / "solution")
+    _copytree(src / "tests", dest / "tests")
+    _write_toml(dest, task_t, meta, agent_t.get("timeout_sec") or DEFAULT_AGENT_TIMEOUT,
+                ver_t.get("timeout_sec") or DEFAULT_VERIFIER_TIMEOUT, ver_env, resources)
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+# -- Terminal-Bench 1 -------------------------------------------------------------------------
+
+def _import_tb1(src: Path, dest: Path, res: ImportResult) -> None:
+    import yaml
+
+    yaml_path = src / "task.yaml"
+    try:
+        doc = yaml.safe_load(yaml_path.read_text())
+    except yaml.YAMLError as e:
+        raise TaskError(yaml_path, f"invalid YAML: {e}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("instruction"), str) or not doc["instruction"].strip():
+        raise TaskError(yaml_path, "expected a non-empty string", "instruction")
+    if not (src / "solution.sh").is_file():
+        raise TaskError(src / "solution.sh", "missing; expected the oracle script (solution.yaml is not imported)")
+    if not (src / "run-tests.sh").is_file():
+        raise TaskError(src / "run-tests.sh", "missing; expected the Terminal-Bench 1 test runner")
+    sidecar = src / TB1_SIDECAR
+    bundle = unbundle_solution(_read(src / "solution.sh"))
+    if sidecar.is_file() and bundle is not None:
+        _restore_tb1(src, dest, doc, sidecar, bundle, res)
+        return
+    meta = {k: doc[k] for k in ("difficulty", "category", "tags") if k in doc}
+    meta["source_format"] = "tb1"
+    compose = src / "docker-compose.yaml"
+    if compose.is_file():
+        services = (yaml.safe_load(compose.read_text()) or {}).get("services") or {}
+        if set(services) - {"client"}:
+            _copytree(src, dest / "environment", TB1_TASK_FILES - {"Dockerfile", "docker-compose.yaml"})
+            meta.update(backend="podman", environment="compose")
+            res.way = "container"
+            res.notes.append(f"docker-compose with services {sorted(services)} kept (tmax builds only one Dockerfile)")
+    if res.way != "container":
+        _environment(src / "Dockerfile", src, dest / "environment", False, res, meta, TB1_TASK_FILES, "environment")
+    (dest / "instruction.md").write_text(doc["instruction"])
+    (dest / "solution").mkdir()
+    shutil.copy2(src / "solution.sh", dest / "solution" / "solve.sh")
+    _copytree(src / "tests", dest / "tests")
+    if (dest / "tests" / "test.sh").exists():
+        raise TaskError(src / "tests" / "test.sh", "exists; expected tmax's verifier entry point name to be free")
+    shutil.copy2(src / "run-tests.sh", dest / "tests" / "run-tests.sh")
+    (dest / "tests" / "test.sh").write_text(TB1_TEST_SH)
+    (dest / "tests" / "test.sh").chmod(0o755)
+    if "uv " in _read(src / "run-tests.sh") or "pip install" in _read(src / "run-tests.sh"):
+        res.notes.append("run-tests.sh installs packages: the verifier needs the network")
+    _write_toml(dest, {"name": src.name}, meta, doc.get("max_agent_timeout_sec") or DEFAULT_AGENT_TIMEOUT,
+                doc.get("max_test_timeout_sec") or DEFAULT_VERIFIER_TIMEOUT, {},
+                {"cpus": 1.0, "memory_mb": 2048, "storage_mb": 10240, "allow_internet": False})
+
+
+def _restore_tb1(src: Path, dest: Path, doc: dict, sidecar: Path, bundle: dict, res: ImportResult) -> None:
+    """A Terminal-Bench 1 task that tmax exported: put every file back where it was."""
+    (dest / "instruction.md").write_text(doc["instruction"])
+    shutil.copy2(sidecar, dest / "task.toml")
+    meta = tomllib.loads(sidecar.read_text()).get("metadata", {})
+    _environment(src / "Dockerfile", src / "environment", dest / "environment", False, res, dict(meta), set(),
+                 "environment")
+    if res.way != "native":
+        raise TaskError(src / "Dockerfile", "was edited after export; expected the Dockerfile tmax rendered "
+                        "(import it as a plain Terminal-Bench 1 task by removing " + TB1_SIDECAR + ")")
+    _copytree(src / "tests", dest / "tests")
+    for rel, (data, mode) in bundle.items():
+        p = dest / "solution" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+        p.chmod(mode)
+    res.notes.append("tmax export restored")

@@ -80,6 +80,8 @@ def test_parse_is_lenient_but_names_what_is_missing():
     assert parse_reply('{"instruction": "x", "test_py": "def test(): pass", "solution": "true"}').test_py
     with pytest.raises(ParseError, match="solution, test"):
         parse_reply("<instruction>only this</instruction>")
+    with pytest.raises(ParseError, match="instruction, solution, test"):  # the format echoed back
+        parse_reply("<instruction>...</instruction> <file path='a'>...</file> <test>...</test> <solution>...</solution>")
     with pytest.raises(ParseError, match="no tagged sections"):
         parse_reply(BROKEN)
     with pytest.raises(ParseError, match="relative path"):

@@ -31,6 +31,7 @@ ALIASES = {"tests": "test", "test.sh": "test", "test_sh": "test", "pytest": "tes
 _NAMES = "|".join(re.escape(n) for n in sorted({*SECTIONS, *ALIASES}, key=len, reverse=True))
 OPEN_TAG = re.compile(rf"<\s*({_NAMES})((?:\s+\w+\s*=\s*(?:\"[^\"]*\"|'[^']*'|[^\s>]+))*)\s*>", re.I)
 FENCED = re.compile(r"^\s*```[\w.+-]*[ \t]*\n(.*?)\n?```\s*$", re.S)
+PLACEHOLDER = re.compile(r"^\s*(\.\.\.|\u2026)?\s*$")
 CHARS_PER_TOKEN = 4  # a tokenizer-free estimate, used when the API reports no usage
 
 # List prices in USD per 1M (input, output) tokens, for provider strings; override with --price-in/--price-out.
@@ -83,12 +84,14 @@ def parse_reply(text: str) -> Draft:
             found[name] = body
     if not tags:
         found, files = _parse_json(text)
+    # weak models echo the format with "..." in each section: that is no content
+    found = {k: ("" if PLACEHOLDER.match(v) else v) for k, v in found.items()}
     missing = [s for s in ("instruction", "solution") if not found.get(s, "").strip()]
     if not (found.get("test", "").strip() or found.get("test_py", "").strip()):
         missing.append("test (or test_py)")
     if missing:
         raise ParseError(f"missing or empty section(s): {', '.join(missing)}; expected <instruction>, <test> or "
-                         "<test_py>, and <solution> (each with content)")
+                         "<test_py>, and <solution>, each with real content (not a placeholder like ...)")
     for path in files:
         if ".." in Path(path).parts or not path:
             raise ParseError(f"<file path={path!r}>: expected a relative path inside /app")
@@ -253,7 +256,7 @@ def author_one(index: int, axes: Axes, cfg: AuthorConfig, out: Path, seed: int) 
     staging = out / ".staging" / name
     messages = first_messages(axes)
     rec: dict = {"index": index, "task": name, "axes": axes.to_json(), "rounds": [], "accepted": False,
-                 "reason": "", "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
+                 "reason": "", "reason_kind": "", "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0}
     t0 = time.monotonic()
     for rnd in range(1, cfg.rounds + 1):
         sent = len(messages)

@@ -579,7 +579,8 @@ def families_check(names, seeds, levels, out, jobs, repeat) -> None:
 @click.option("--model", required=True, help="Model name sent to the endpoint; also the price table key "
               "(e.g. openai/gpt-4o).")
 @click.option("--out", type=click.Path(path_type=Path), default=None, help="Output directory (needed unless --dry-run).")
-@click.option("--rounds", default=3, show_default=True, help="Replies per task (the first and its corrections).")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(1),
+              help="Replies per task (the first and its corrections).")
 @click.option("-j", "--jobs", default=1, show_default=True, help="Tasks authored in parallel.")
 @click.option("--max-tokens", default=4096, show_default=True, help="Tokens per reply.")
 @click.option("--temperature", default=0.7, show_default=True)

@@ -34,8 +34,8 @@ if [ "$got" = "$want" ]; then echo 1; else echo 0; fi > /logs/verifier/reward.tx
 <solution>
 echo 4 > /app/count.txt
 </solution>"""
-GOOD = WRONG.replace("echo 4 > /app/count.txt", "wc -l < input.txt > /app/count.txt").replace("<test>", "<test>\n```bash") \
-    .replace("</test>", "```\n</test>")
+GOOD = WRONG.replace("echo 4 > /app/count.txt", "wc -l < input.txt > /app/count.txt") \
+    .replace("<test>", "<test>\n```bash").replace("</test>", "```\n</test>")
 USAGE = [None, {"prompt_tokens": 900, "completion_tokens": 120}, {"prompt_tokens": 1300, "completion_tokens": 130}]
 
 
@@ -81,7 +81,8 @@ def test_parse_is_lenient_but_names_what_is_missing():
     with pytest.raises(ParseError, match="solution, test"):
         parse_reply("<instruction>only this</instruction>")
     with pytest.raises(ParseError, match="instruction, solution, test"):  # the format echoed back
-        parse_reply("<instruction>...</instruction> <file path='a'>...</file> <test>...</test> <solution>...</solution>")
+        parse_reply("<instruction>...</instruction> <file path='a'>...</file> <test>...</test> "
+                    "<solution>...</solution>")
     with pytest.raises(ParseError, match="no tagged sections"):
         parse_reply(BROKEN)
     with pytest.raises(ParseError, match="relative path"):

@@ -174,14 +174,31 @@ def test_harbor_oracle_scores_one_on_exported_tasks(harbor_export, tmp_path):
 
 @pytest.mark.slow
 def test_exported_dockerfile_builds_with_podman(harbor_export):
+    """podman builds an exported Dockerfile; in the image the oracle scores 1 and doing nothing 0.
+    Without a registry, TMAX_BUILD_BASE names a local stand-in for the base (podman build --from)."""
+    from tmax.sandbox.container import Engine
+
     if shutil.which("podman") is None:
         pytest.skip("podman not installed")
-    if subprocess.run(["podman", "image", "exists", "debian:bookworm-slim"]).returncode != 0:
-        pytest.skip("debian:bookworm-slim is not in podman's store and no registry is reachable here")
-    ctx = harbor_export / "fix-word-tally" / "environment"
-    r = subprocess.run(["podman", "build", "-t", "localhost/tmax-export-check", str(ctx)], capture_output=True,
-                       text=True, timeout=3000)
+    env = Engine("podman").env()  # tmax's containers.conf: this host's runtime and ulimits
+    base = os.environ.get("TMAX_BUILD_BASE", "debian:bookworm-slim")
+    if subprocess.run(["podman", "image", "exists", base], env=env).returncode != 0:
+        pytest.skip(f"{base} is not in podman's store and no registry is reachable here (set TMAX_BUILD_BASE)")
+    task = harbor_export / "fix-word-tally"
+    tag = "localhost/tmax-export-check:fix-word-tally"
+    r = subprocess.run(["podman", "build", "--from", base, "-t", tag, str(task / "environment")],
+                       capture_output=True, text=True, timeout=3000, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
+    try:
+        for agent, want in (("bash /solution/solve.sh", "1"), ("true", "0")):
+            script = f"{agent} >/dev/null 2>&1; mkdir -p /logs/verifier; bash /tests/test.sh >/dev/null 2>&1; " \
+                     "cat /logs/verifier/reward.txt"
+            r = subprocess.run(["podman", "run", "--rm", "-v", f"{task / 'solution'}:/solution:ro",
+                                "-v", f"{task / 'tests'}:/tests:ro", tag, "bash", "-c", script],
+                               capture_output=True, text=True, timeout=600, env=env)
+            assert r.stdout.strip() == want, (agent, r.stdout, r.stderr[-1000:])
+    finally:
+        subprocess.run(["podman", "rmi", "-f", tag], capture_output=True, env=env)
 
 
 # -- round trips through the gate ---------------------------------------------------------------

@@ -69,6 +69,15 @@ def _generate(llm, msg: dict) -> dict:
     return {"ok": True, "results": results}
 
 
+def _refresh_tied_head(model) -> None:
+    """A head tied to the embeddings receives no weights of its own, so the reload skips it, but on CPU
+    it keeps a prepacked copy of the old matrix for its GEMM: rebuild that from the new embeddings."""
+    head = getattr(model, "lm_head", None)
+    embed = getattr(getattr(model, "model", None), "embed_tokens", None)
+    if head is not None and embed is not None and getattr(head, "weight", None) is getattr(embed, "weight", 0):
+        head.quant_method.process_weights_after_loading(head)
+
+
 def _load_weights(llm, msg: dict) -> dict:
     from safetensors.torch import load_file
 
@@ -76,6 +85,7 @@ def _load_weights(llm, msg: dict) -> dict:
     # reload_weights, not the model's load_weights: the CPU kernels repack weights after loading, and
     # reloading undoes and redoes that layer by layer.
     llm.collective_rpc("reload_weights", kwargs={"weights_iterator": iter(tensors.items())})
+    llm.apply_model(_refresh_tied_head)
     llm.reset_prefix_cache()  # cached KV blocks were computed by the old weights
     return {"ok": True, "tensors": len(tensors)}
 

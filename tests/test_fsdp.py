@@ -1,0 +1,106 @@
+"""The FSDP learner: one step under ``torchrun --nproc-per-node 2`` (gloo, CPU) on a tiny random Qwen3
+equals one single-process step on the whole batch with the same DPPO loss and FP32 head."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="needs torch (scripts/setup.sh installs it)")
+pytest.importorskip("transformers", reason="needs transformers (scripts/setup.sh installs it)")
+
+# Shared by the torchrun ranks and the reference: the model, the batch, the settings.
+COMMON = textwrap.dedent("""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from tmax.rl.fsdp import Sample
+
+    # SGD, not AdamW: its first step is about lr * sign(grad), blind to a wrongly scaled gradient.
+    # The clip (below the gradient norm of ~0.027) is active.
+    LR, CLIP, MICRO, LOSS, KW = 10.0, 0.01, 2, "dppo_tv", {"delta": 0.1}
+
+    def model():
+        torch.manual_seed(0)
+        cfg = Qwen3Config(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=128,
+                          tie_word_embeddings=False)
+        m = Qwen3ForCausalLM(cfg)
+        m.config.use_cache = False
+        return m
+
+    def batch():
+        g = torch.Generator().manual_seed(1)
+        out = []
+        for i in range(7):  # odd: the ranks get unequal shares
+            n = 12 + 3 * i
+            ids = torch.randint(1, 300, (n,), generator=g).tolist()
+            mask = [0] * 5 + [1] * (n - 5)
+            lps = [0.0] * 5 + (-torch.rand(n - 5, generator=g) * 3).tolist()
+            out.append(Sample(ids, mask, lps, [0.5, -0.5, 1.0, -1.0, 0.25, -0.25, 0.5][i]))
+        return out
+""")
+
+RANK = COMMON + textwrap.dedent("""
+    import sys
+    import torch.distributed as dist
+    from tmax.rl.fsdp import full_state_dict, shard, sharded_step
+
+    dist.init_process_group("gloo")
+    policy = shard(model())
+    optim = torch.optim.SGD(policy.parameters(), lr=LR)
+    stats = sharded_step(policy, optim, batch(), LOSS, KW, MICRO, CLIP)
+    sd = full_state_dict(policy)
+    if dist.get_rank() == 0:
+        torch.save({"state": sd, "stats": stats}, sys.argv[1])
+    dist.destroy_process_group()
+""")
+
+
+def _reference(ns: dict) -> tuple[dict, float, float]:
+    """The single-process step: the whole batch in one forward, the same loss, clip and optimiser."""
+    from tmax.rl.fsdp import _tensors
+    from tmax.rl.logprobs import sequence_logprobs
+    from tmax.rl.losses import LOSSES
+
+    m = ns["model"]()
+    optim = torch.optim.SGD(m.parameters(), lr=ns["LR"])
+    ids, attn, mask, old, adv = _tensors(ns["batch"](), 0, "cpu")
+    loss, _ = LOSSES[ns["LOSS"]](sequence_logprobs(m, ids, attn), old, adv, mask, **ns["KW"])
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(m.parameters(), ns["CLIP"]).item()
+    optim.step()
+    return m.state_dict(), loss.item(), norm
+
+
+def test_two_rank_fsdp_step_equals_a_single_process_step(tmp_path, record_property):
+    torchrun = shutil.which("torchrun") or ""
+    if not torchrun:
+        pytest.skip("torchrun not on PATH")
+    script = tmp_path / "rank.py"
+    script.write_text(RANK)
+    out = tmp_path / "fsdp.pt"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "2", str(script), str(out)],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    got = torch.load(out)
+    ns: dict = {}
+    exec(COMMON, ns)  # noqa: S102 - the same definitions the ranks ran
+    ref, ref_loss, ref_norm = _reference(ns)
+    initial = ns["model"]().state_dict()
+    assert set(got["state"]) == set(ref)
+    diff = max((got["state"][k] - ref[k]).abs().max().item() for k in ref)
+    moved = max((ref[k] - initial[k]).abs().max().item() for k in ref)
+    record_property("fsdp_vs_single_max_abs_diff", diff)
+    print(f"FSDP (2 ranks) vs single process after one step: max |diff| {diff:.2e}; "
+          f"largest parameter move {moved:.2e}; loss {got['stats']['loss']:.6f} vs {ref_loss:.6f}; "
+          f"grad norm {got['stats']['grad_norm']:.6f} vs {ref_norm:.6f}")
+    assert moved > 1e-3  # a real step...
+    assert diff < 1e-6  # ...and the same one
+    assert got["stats"]["loss"] == pytest.approx(ref_loss, abs=1e-5)
+    assert got["stats"]["grad_norm"] == pytest.approx(ref_norm, rel=1e-4)  # the gradients' scale, before clipping

@@ -53,6 +53,8 @@ class TrainConfig:
     dtype: str = "float32"  # body dtype: float32 on CPU, bfloat16 on accelerators (the head is always fp32)
     device: str = "cpu"
     engine: str = "hf"  # hf | vllm
+    rollout_backend: str = "thread"  # thread (in this process) | ray (engine copies on Ray actors)
+    ray_actors: int = 2
     backend: str = "bwrap"
     seed: int = 0
     checkpoint_every: int = 10
@@ -90,6 +92,10 @@ class TrainConfig:
         need(self.max_staleness >= 0, "max_staleness", "must be >= 0")
         need(self.dtype in ("float32", "bfloat16", "float16"), "dtype", "expected float32, bfloat16 or float16")
         need(self.engine in ("hf", "vllm"), "engine", "expected hf or vllm")
+        need(self.rollout_backend in ("thread", "ray"), "rollout_backend", "expected thread or ray")
+        need(self.rollout_backend != "ray" or self.engine == "hf", "rollout_backend",
+             "Ray actors hold HF engines; use engine=hf with rollout_backend=ray")
+        need(self.ray_actors >= 1, "ray_actors", "must be >= 1")
         need(self.lr > 0 and self.grad_clip > 0, "lr/grad_clip", "must be positive")
         need(self.warm_start_epochs >= 1 and self.warm_start_lr > 0, "warm_start_epochs/warm_start_lr",
              "must be positive")

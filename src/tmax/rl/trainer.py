@@ -72,6 +72,12 @@ class Trainer:
                                    top_p=cfg.top_p, seed=cfg.seed)
         self.harness = HarnessConfig(max_steps=cfg.max_turns, max_tokens_per_turn=cfg.max_tokens_per_turn,
                                      command_timeout=cfg.command_timeout)
+        self.pool = None
+        if cfg.rollout_backend == "ray":  # rollouts on Ray actors, each with its own engine copy
+            from tmax.rl.ray_pool import RayRolloutPool
+
+            self.pool = RayRolloutPool(cfg.ray_actors, str(path), self.harness, cfg.backend, cfg.max_total_tokens,
+                                       cfg.temperature, cfg.top_p, cfg.seed, cfg.device)
         self.step = 0
         self.version = 0
         if not self._resume() and cfg.warm_start_jobs:
@@ -130,6 +136,8 @@ class Trainer:
     def _push_weights(self) -> None:
         import torch
 
+        if self.pool is not None:
+            self.pool.push_weights(self.model.state_dict(), self.version)
         if hasattr(self.engine, "push_weights"):  # an engine in another process
             self.engine.push_weights(self.model.state_dict(), self.version)
             return
@@ -141,8 +149,11 @@ class Trainer:
     def _group(self, rng: random.Random) -> tuple[list[Rollout], bool]:
         cfg = self.cfg
         task = self.tasks[rng.randrange(len(self.tasks))]
-        group = collect_group(task, self.engine, cfg.group_size, self.harness, cfg.backend, cfg.rollout_workers,
-                              cfg.max_total_tokens)
+        if self.pool is not None:
+            group = self.pool.collect_group(task, cfg.group_size, cfg.rollout_workers)
+        else:
+            group = collect_group(task, self.engine, cfg.group_size, self.harness, cfg.backend, cfg.rollout_workers,
+                                  cfg.max_total_tokens)
         usable = prepare_rewards([r.traj for r in group], cfg.never_submitted, cfg.truncated)
         keep = advantages(usable, cfg.advantage)
         return [r for r in group if r.traj in usable], keep

@@ -135,8 +135,8 @@ class DistributedTrainer(Trainer):
         self._policy = None
         self._root = Path(cfg.out)
         self._optim_state = None
-        if self.rank:
-            cfg = dataclasses.replace(cfg, out=str(self._root / f".rank{self.rank}"))
+        if self.rank:  # only rank 0 rolls out (and starts a Ray pool if asked to)
+            cfg = dataclasses.replace(cfg, out=str(self._root / f".rank{self.rank}"), rollout_backend="thread")
         super().__init__(cfg, log if self.rank == 0 else (lambda s: None))
         with torch.no_grad():  # the same starting weights everywhere, whatever happened before
             for t in self.model.state_dict().values():
@@ -190,6 +190,8 @@ class DistributedTrainer(Trainer):
             return super()._push_weights()
         sd = full_state_dict(self._policy)
         if self.rank == 0:
+            if self.pool is not None:
+                self.pool.push_weights(sd, self.version)
             if hasattr(self.engine, "push_weights"):
                 self.engine.push_weights(sd, self.version)
             else:

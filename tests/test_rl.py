@@ -196,3 +196,126 @@ def test_tiny_model_trains_on_real_sandboxed_tasks(tmp_path, bwrap):
     # the engine got the new weights and the version moved on
     assert trainer.engine.policy_version == 2
     assert torch.equal(trainer.engine.model.state_dict()["lm_head.weight"], trainer.model.state_dict()["lm_head.weight"])
+
+
+@pytest.fixture(scope="module")
+def two_habit_setup(tmp_path_factory):
+    """A tiny model taught two replies to the same task ('touch /app/a' scores 1, 'true' scores 0), so
+    its groups have reward variance; the job of scripted trajectories it was taught from; the task."""
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from tmax.agent.hf import HFPolicy, embedded_model_dir
+    from tmax.agent.policies import ScriptedPolicy
+    from tmax.rl.sft import successful_conversations, warm_start
+    from tmax.runs import JobSpec, run_one
+    from tmax.task import load_task, write_task
+
+    root = tmp_path_factory.mktemp("two-habits")
+    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
+    model_dir = root / "model"
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                 num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
+                                 eos_token_id=tok.eos_token_id)).save_pretrained(model_dir)
+    tok.save_pretrained(model_dir)
+    task = load_task(write_task(root / "touch", name="touch", instruction="Create the file /app/a.",
+                                files={"solution/solve.sh": "touch /app/a\n",
+                                       "tests/test.sh": "#!/bin/bash\n[ -f /app/a ] && echo 1 > /logs/verifier/reward.txt"
+                                                        " || echo 0 > /logs/verifier/reward.txt\n"},
+                                metadata={"image": "host"}))
+    job = root / "job"
+    spec = JobSpec(corpus=[task.path], policy="scripted", max_steps=3)
+    for attempt, cmd in enumerate(["touch /app/a", "true"]):
+        res = run_one(spec, task, attempt, job, {"policy": ScriptedPolicy(script=[cmd], tool_calling=False)})
+        assert res["reward"] == (1.0 if cmd.startswith("touch") else 0.0)
+    convs = successful_conversations([job], min_reward=0.0)
+    assert len(convs) == 2 and len(successful_conversations([job])) == 1
+    engine = HFPolicy(model_path=str(model_dir))
+    warm_start(engine.model, engine, convs, epochs=150, lr=1e-2, micro_batch=2, log=lambda s: None)
+    engine.model.save_pretrained(model_dir)
+    return {"model": model_dir, "task": task.path, "job": job}
+
+
+def _train_config(setup, out, **kw) -> dict:
+    cfg = {"tasks": [str(setup["task"])], "model": str(setup["model"]), "out": str(out), "steps": 3,
+           "prompts_per_step": 1, "group_size": 4, "micro_batch": 2, "max_turns": 2, "max_tokens_per_turn": 40,
+           "max_total_tokens": 2048, "max_prompt_tokens": 1024, "lr": 1e-3, "async_rollouts": False, "rollout_workers": 1,
+           "checkpoint_every": 1, "max_refill_factor": 2, "seed": 7}
+    cfg.update(kw)
+    return cfg
+
+
+@needs_model
+def test_sft_warm_start_raises_the_likelihood_of_successful_replies(two_habit_setup, tmp_path, bwrap):
+    from tmax.rl.config import TrainConfig
+    from tmax.rl.sft import successful_conversations, tokenize_conversation
+    from tmax.rl.trainer import Trainer
+
+    def reply_logprob(trainer) -> float:
+        conv = successful_conversations([two_habit_setup["job"]])[0]
+        ids, mask = tokenize_conversation(trainer.engine, conv)
+        with torch.no_grad():
+            logits = trainer.model(torch.tensor([ids])).logits[0, :-1].float()
+        lp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(ids[1:])[:, None])[:, 0]
+        return float((lp * torch.tensor(mask[1:])).sum())
+
+    base = Trainer(TrainConfig(**_train_config(two_habit_setup, tmp_path / "base", steps=1)), log=lambda s: None)
+    cfg = TrainConfig(**_train_config(two_habit_setup, tmp_path / "warm", steps=1,
+                                      warm_start_jobs=[str(two_habit_setup["job"])], warm_start_epochs=20,
+                                      warm_start_lr=1e-2))
+    warm = Trainer(cfg, log=lambda s: None)
+    summary = json.loads((tmp_path / "warm" / "warm_start.json").read_text())
+    assert summary["examples"] == 1 and summary["tokens"] > 10
+    # taught both replies, the model picks the successful one half the time; warmed, almost always
+    assert reply_logprob(base) < math.log(0.7) and reply_logprob(warm) > math.log(0.9)
+    # the engine samples from the warmed weights
+    assert torch.equal(warm.engine.model.state_dict()["lm_head.weight"], warm.model.state_dict()["lm_head.weight"])
+
+
+@needs_model
+@pytest.mark.timeout(900)
+def test_kill_9_during_training_then_resume_gives_identical_metrics(two_habit_setup, tmp_path, bwrap):
+    """A deterministic config (synchronous rollouts, one worker) run straight through and run with a
+    SIGKILL after its first checkpoint, then resumed: same steps, identical metrics."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import yaml
+
+    def start(out):
+        (tmp_path / f"{out}.yaml").write_text(yaml.safe_dump(_train_config(two_habit_setup, tmp_path / out)))
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        return subprocess.Popen([sys.executable, "-m", "tmax", "train", str(tmp_path / f"{out}.yaml")], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def rows(out):
+        return [json.loads(x) for x in (tmp_path / out / "metrics.jsonl").read_text().splitlines() if x]
+
+    straight = start("straight")
+    _, err = straight.communicate(timeout=600)
+    assert straight.returncode == 0, err[-2000:]
+
+    killed = start("killed")
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and killed.poll() is None:
+        state = tmp_path / "killed" / "checkpoint" / "state.json"
+        if state.exists() and json.loads(state.read_text())["step"] >= 1:
+            break
+        time.sleep(0.05)
+    assert killed.poll() is None, "the run ended before it could be killed"
+    killed.send_signal(signal.SIGKILL)
+    killed.wait()
+    resumed = start("killed")
+    _, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err[-2000:]
+    assert "resumed at step" in err
+
+    a, b = rows("straight"), rows("killed")
+    assert [r["step"] for r in a] == [r["step"] for r in b] == [1, 2, 3]
+    drop = {"step_time"}
+    for x, y in zip(a, b):
+        assert {k: v for k, v in x.items() if k not in drop} == {k: v for k, v in y.items() if k not in drop}
+    assert any(r["loss"] for r in a), "no step trained: the groups had no reward variance"

@@ -459,7 +459,7 @@ def train(config, overrides) -> None:
     try:
         cfg = load_config(config, list(overrides))
     except ConfigError as e:
-        console.print(f"[red]config error:[/red] {e}", markup=False)
+        console.print(f"config error: {e}", markup=False, highlight=False)
         sys.exit(2)
     from tmax.rl.trainer import Trainer
 

@@ -176,9 +176,11 @@ def image_list() -> None:
 @click.option("--out", type=click.Path(path_type=Path), default=Path("demo-out"), show_default=True)
 @click.option("--generate-n", default=12, show_default=True, help="Tasks to generate and gate.")
 @click.option("--solve-n", default=3, show_default=True, help="Generated tasks the embedded model attempts (0: skip).")
-def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int, solve_n: int) -> None:
+@click.option("--train-steps", default=2, show_default=True, help="DPPO steps of the embedded model (0: skip).")
+def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int, solve_n: int, train_steps: int) -> None:
     """Run the main job small: build or pick the image, gate the example tasks, generate a small
-    corpus and gate it, solve part of it with the embedded model (k=2), write the analysis report.
+    corpus and gate it, solve part of it with the embedded model (k=2), write the analysis report,
+    and take a few DPPO steps of the embedded model on two example tasks.
 
     \b
     Examples:
@@ -226,6 +228,18 @@ def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int, solve_
 
         run_analyze([corpus], job_dirs, out / "report")
         console.print(f"report: {out / 'report' / 'report.html'}")
+    if train_steps > 0:
+        from tmax.rl.config import TrainConfig
+        from tmax.rl.trainer import Trainer
+
+        console.rule(f"6. {train_steps} DPPO steps of the embedded model (groups of 4)")
+        cfg = TrainConfig(tasks=[str(EXAMPLES / "log-5xx-summary"), str(EXAMPLES / "sqlite-revenue-report")],
+                          out=str(out / "train"), steps=train_steps, prompts_per_step=1, group_size=4, micro_batch=4,
+                          max_turns=3, max_tokens_per_turn=96, max_total_tokens=4096, lr=1e-5, async_rollouts=False,
+                          rollout_workers=4, checkpoint_every=train_steps, backend=backend)
+        cfg.validate()
+        Trainer(cfg, log=lambda s: console.print(s, markup=False, highlight=False)).run()
+        console.print(f"metrics: {out / 'train' / 'metrics.jsonl'}, curves: {out / 'train' / 'curves.png'}")
     sys.exit(0 if ok else 1)
 
 

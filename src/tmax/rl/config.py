@@ -58,6 +58,7 @@ class TrainConfig:
     backend: str = "bwrap"
     seed: int = 0
     checkpoint_every: int = 10
+    max_minutes: float | None = None  # wall-clock budget: stop (with a checkpoint) after the step that crosses it
     # optional SFT warm start on the successful trajectories of solve jobs (the recipe needs none)
     warm_start_jobs: list[str] = field(default_factory=list)
     warm_start_epochs: int = 1
@@ -89,6 +90,7 @@ class TrainConfig:
              f"must be below max_total_tokens ({self.max_total_tokens})")
         need(self.max_tokens_per_turn <= self.max_total_tokens, "max_tokens_per_turn",
              f"must not exceed max_total_tokens ({self.max_total_tokens})")
+        need(self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be positive (or null)")
         need(self.max_staleness >= 0, "max_staleness", "must be >= 0")
         need(self.dtype in ("float32", "bfloat16", "float16"), "dtype", "expected float32, bfloat16 or float16")
         need(self.engine in ("hf", "vllm"), "engine", "expected hf or vllm")

@@ -247,6 +247,7 @@ class Trainer:
             producer = threading.Thread(target=self._producer, args=(q, stop), daemon=True)
             producer.start()
         try:
+            started = time.monotonic()
             while self.step < cfg.steps:
                 t0 = time.monotonic()
                 if not cfg.async_rollouts:  # sampling depends only on (seed, step): a resumed run redoes it exactly
@@ -266,9 +267,13 @@ class Trainer:
                          f"kept {stats['groups_kept']}/{stats['groups_seen']} loss {_fmt(upd['loss'])} "
                          f"masked {_fmt(upd['masked_fraction'])} gap {_fmt(upd['logprob_gap_max'])} "
                          f"{row['step_time']:.1f}s")
-                if self.step % cfg.checkpoint_every == 0 or self.step == cfg.steps:
+                out_of_time = cfg.max_minutes is not None and time.monotonic() - started > cfg.max_minutes * 60
+                if self.step % cfg.checkpoint_every == 0 or self.step == cfg.steps or out_of_time:
                     self.save()
                     plot_metrics(self.out)
+                if out_of_time:
+                    self.log(f"stopping after step {self.step}: the {cfg.max_minutes} minute budget is spent")
+                    break
         finally:
             stop.set()
 

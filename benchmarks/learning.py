@@ -9,6 +9,7 @@ Setup (all seeded):
     ``warm_start_jobs`` runs) on scripted successful trajectories of *training* tasks.
   - training: the Trainer that `tmax train` runs, for a wall-clock budget (``max_minutes``), once with
     DPPO (binary TV) and once with GRPO, everything else equal.
+  - turns: 2 (answer, then submit) in training and evaluation alike, to fit a CPU hour.
   - evaluation: held-out pass@1 from k attempts per task through the same harness (`tmax solve`'s
     runner), with a 95% bootstrap interval over tasks: base model, after the warm start, after RL.
 
@@ -74,11 +75,11 @@ def warm_start_job(train_dir: Path, job: Path, n: int) -> Path:
     return job
 
 
-def evaluate(policy: str, heldout: Path, job: Path, k: int, jobs: int, seed: int) -> dict:
+def evaluate(policy: str, heldout: Path, job: Path, k: int, jobs: int, seed: int, args_turns: int = 2) -> dict:
     from tmax.runs import JobSpec, solve
 
     spec = JobSpec(corpus=sorted(p for p in heldout.iterdir() if p.is_dir()), policy=policy, k=k, jobs=jobs,
-                   max_steps=3, max_tokens_per_turn=48)
+                   max_steps=args_turns, max_tokens_per_turn=48)
     t0 = time.monotonic()
     solve(spec, job)
     per_task: dict[str, list[float]] = {}
@@ -128,7 +129,7 @@ def train(loss: str, args, train_dir: Path, warm: Path, out: Path):
 
     cfg = TrainConfig(tasks=[str(train_dir)], model=str(warm), out=str(out / f"train-{loss}"), loss=loss,
                       steps=10_000, max_minutes=args.minutes, prompts_per_step=args.prompts, group_size=args.group,
-                      micro_batch=args.micro_batch, max_turns=3, max_tokens_per_turn=48, max_total_tokens=2048,
+                      micro_batch=args.micro_batch, max_turns=2, max_tokens_per_turn=48, max_total_tokens=2048,
                       max_prompt_tokens=1024, lr=args.lr, async_rollouts=True, rollout_workers=args.group,
                       checkpoint_every=5, seed=args.seed)
     cfg.validate()
@@ -151,9 +152,9 @@ def main() -> None:
     ap.add_argument("--eval-tasks", type=int, default=24)
     ap.add_argument("--warm-examples", type=int, default=32)
     ap.add_argument("--warm-epochs", type=int, default=3)
-    ap.add_argument("-k", type=int, default=4)
+    ap.add_argument("-k", type=int, default=2)
     ap.add_argument("-j", "--jobs", type=int, default=8)
-    ap.add_argument("--prompts", type=int, default=2)
+    ap.add_argument("--prompts", type=int, default=1)
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--micro-batch", type=int, default=4)
     ap.add_argument("--lr", type=float, default=1e-5)

@@ -235,8 +235,9 @@ def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int, solve_
         console.rule(f"6. {train_steps} DPPO steps of the embedded model (groups of 4)")
         cfg = TrainConfig(tasks=[str(EXAMPLES / "log-5xx-summary"), str(EXAMPLES / "sqlite-revenue-report")],
                           out=str(out / "train"), steps=train_steps, prompts_per_step=1, group_size=4, micro_batch=4,
-                          max_turns=3, max_tokens_per_turn=96, max_total_tokens=4096, lr=1e-5, async_rollouts=False,
-                          rollout_workers=4, checkpoint_every=train_steps, backend=backend)
+                          max_turns=2, max_tokens_per_turn=64, max_total_tokens=4096, lr=1e-5, async_rollouts=False,
+                          rollout_workers=4, checkpoint_every=train_steps, backend=backend,
+                          max_refill_factor=1)  # one group per step: the demo shows the loop, not a long run
         cfg.validate()
         Trainer(cfg, log=lambda s: console.print(s, markup=False, highlight=False)).run()
         console.print(f"metrics: {out / 'train' / 'metrics.jsonl'}, curves: {out / 'train' / 'curves.png'}")

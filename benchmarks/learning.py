@@ -194,7 +194,7 @@ def main() -> None:
     for label in ("base", "warm_start", *curves):
         if label in results:
             ax.axhline(results[label]["pass@1"], ls=":", lw=1, color="grey")
-            ax.annotate(f"held-out {label} {results[label]['pass@1']:.2f}", (0, results[label]["pass@1"]),
+            ax.annotate(f"held-out {label} {results[label]['pass@1']:.2f}", (1, results[label]["pass@1"]),
                         fontsize=7, va="bottom")
     ax.set_xlabel("step")
     ax.set_ylabel("reward / pass@1")

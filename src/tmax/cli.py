@@ -29,6 +29,8 @@ def main() -> None:
       tmax solve c --policy oracle -k 2 pass@k through the one harness
       tmax analyze c --job J --out r    plots, report.html, stats.json
       tmax train configs/tiny.yaml      a few DPPO steps
+      tmax export harbor c out          Harbor tasks that run outside tmax (also tb1, hf)
+      tmax author --n 10 --base-url U   tasks written by an LLM, gated, with feedback rounds
     """
 
 

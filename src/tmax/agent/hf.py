@@ -16,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tmax.agent.batching import Batcher
 from tmax.agent.harness import PolicyError, Reply, ToolCall
 
 EMBEDDED = "smollm2-135m-instruct"
@@ -135,9 +136,7 @@ class HFPolicy:
             torch.manual_seed(self.seed)
         self._eos = {self._tok.eos_token_id, *(self._tok.convert_tokens_to_ids(t) for t in ("<|im_end|>",)
                                                if t in self._tok.get_vocab())}
-        self._queue: list[dict] = []
-        self._cv = threading.Condition()
-        self._worker: threading.Thread | None = None
+        self._batcher = Batcher(self._run_batch, self.max_batch)
 
     @property
     def model(self):
@@ -168,36 +167,15 @@ class HFPolicy:
         """Sample a completion; returns (token ids, behaviour logprobs under the sampling temperature,
         finish reason). Concurrent callers are batched: requests that arrive while a batch runs are
         generated together in the next one (left-padded), which multiplies throughput on a CPU."""
-        req = {"prompt": prompt, "max_tokens": max_tokens, "done": threading.Event()}
-        with self._cv:
-            self._queue.append(req)
-            self._cv.notify()
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._batch_loop, daemon=True)
-                self._worker.start()
-        req["done"].wait()
-        if "error" in req:
-            raise req["error"]
-        return req["result"]
+        return self._batcher.submit({"prompt": prompt, "max_tokens": max_tokens})
 
-    def _batch_loop(self) -> None:
-        while True:
-            with self._cv:
-                while not self._queue:
-                    self._cv.wait()
-                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
-            try:
-                results = self._generate_batch([r["prompt"] for r in batch], max(r["max_tokens"] for r in batch))
-                for r, res in zip(batch, results):
-                    gen, lps, _ = res
-                    if len(gen) > r["max_tokens"]:
-                        gen, lps = gen[: r["max_tokens"]], lps[: r["max_tokens"]]
-                    r["result"] = (gen, lps, "stop" if gen and gen[-1] in self._eos else "length")
-            except Exception as e:  # noqa: BLE001 - handed to every caller of this batch
-                for r in batch:
-                    r["error"] = e
-            for r in batch:
-                r["done"].set()
+    def _run_batch(self, batch: list[dict]) -> list[tuple[list[int], list[float], str]]:
+        results = []
+        for r, (gen, lps, _) in zip(batch, self._generate_batch([r["prompt"] for r in batch],
+                                                                max(r["max_tokens"] for r in batch))):
+            gen, lps = gen[: r["max_tokens"]], lps[: r["max_tokens"]]
+            results.append((gen, lps, "stop" if gen and gen[-1] in self._eos else "length"))
+        return results
 
     def _generate_batch(self, prompts: list[list[int]], max_tokens: int) -> list[tuple[list[int], list[float], str]]:
         import torch

@@ -19,6 +19,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tmax.agent.batching import Batcher
 from tmax.agent.harness import PolicyError
 from tmax.agent.hf import HFPolicy, resolve_model
 
@@ -78,9 +79,7 @@ class VLLMEngine:
         self._requests = 0
         hello = self._read()
         self.max_model_len = hello["max_model_len"]
-        self._queue: list[dict] = []
-        self._cv = threading.Condition()
-        self._worker: threading.Thread | None = None
+        self._batcher = Batcher(self._run_batch, self.max_batch)
 
     @property
     def tokenizer(self):
@@ -115,39 +114,17 @@ class VLLMEngine:
         max_tokens = min(max_tokens, self.max_model_len - len(prompt))
         if max_tokens <= 0:
             return [], [], "length"
-        req = {"prompt": list(prompt), "max_tokens": max_tokens, "done": threading.Event()}
-        with self._cv:
-            self._queue.append(req)
-            self._cv.notify()
-            if self._worker is None:
-                self._worker = threading.Thread(target=self._batch_loop, daemon=True)
-                self._worker.start()
-        req["done"].wait()
-        if "error" in req:
-            raise req["error"]
-        return req["result"]
+        return self._batcher.submit({"prompt": list(prompt), "max_tokens": max_tokens})
 
-    def _batch_loop(self) -> None:
-        while True:
-            with self._cv:
-                while not self._queue:
-                    self._cv.wait()
-                batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
-            try:
-                reqs = []
-                for r in batch:
-                    self._requests += 1  # a seeded engine gives every request its own reproducible seed
-                    seed = None if self.seed is None else (self.seed * 1_000_003 + self._requests) % 2**31
-                    reqs.append({"prompt": r["prompt"], "max_tokens": r["max_tokens"], "seed": seed})
-                answer = self._call({"op": "generate", "requests": reqs, "temperature": self.temperature,
-                                     "top_p": self.top_p, "stop_ids": self._eos})
-                for r, res in zip(batch, answer["results"]):
-                    r["result"] = (res["ids"], res["logprobs"], res["finish"])
-            except Exception as e:  # noqa: BLE001 - handed to every caller of this batch
-                for r in batch:
-                    r["error"] = e
-            for r in batch:
-                r["done"].set()
+    def _run_batch(self, batch: list[dict]) -> list[tuple[list[int], list[float], str]]:
+        reqs = []
+        for r in batch:
+            self._requests += 1  # a seeded engine gives every request its own reproducible seed
+            seed = None if self.seed is None else (self.seed * 1_000_003 + self._requests) % 2**31
+            reqs.append({"prompt": r["prompt"], "max_tokens": r["max_tokens"], "seed": seed})
+        answer = self._call({"op": "generate", "requests": reqs, "temperature": self.temperature,
+                             "top_p": self.top_p, "stop_ids": self._eos})
+        return [(res["ids"], res["logprobs"], res["finish"]) for res in answer["results"]]
 
     # -- weights ----------------------------------------------------------------------------------
     def push_weights(self, state_dict: dict, version: int | None = None) -> None:

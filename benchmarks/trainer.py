@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Trainer cost, measured side by side in one run:
 
-1. a DPPO step (FP32 chunked head + DPPO-TV loss + clip + AdamW) against a bare
-   forward+backward+optimizer step (the model's own logits and cross-entropy) on the same tokens;
-   goal <= 1.15x;
-2. peak memory of the chunked FP32-head loss against naive full fp32 logits at a 151k vocabulary;
-   goal <= 0.5x (each variant in a fresh process, peak RSS above the process's baseline);
+1. a DPPO step (the trainer's masked_policy_loss: FP32 head fused with the DPPO-TV loss, chunked,
+   on the model tokens only; clip; AdamW) against a bare forward+backward+optimizer step (the
+   model's own logits over every position, masked cross-entropy) on the same tokens; goal <= 1.15x;
+2. peak memory of the chunked FP32-head loss (fused_head_loss) against naive full fp32 logits at a
+   151k vocabulary; goal <= 0.5x (each variant in a fresh process, peak RSS above its baseline);
 3. a whole RL step (sample G completions for each of B prompts, rewards, advantages, the DPPO update,
    the weight push to the engine) against TRL's GRPOTrainer step (its own generation and GRPO update)
    on the same tiny model, prompts, group size and completion length, when trl is installed
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -39,7 +38,7 @@ def tiny_model(vocab: int, hidden: int = 256, layers: int = 4):
 def step_times(batch: int, seq: int, repeats: int, vocab: int) -> tuple[float, float]:
     import torch
 
-    from tmax.rl.logprobs import sequence_logprobs
+    from tmax.rl.logprobs import masked_policy_loss
     from tmax.rl.losses import dppo_binary_tv
 
     model = tiny_model(vocab)
@@ -59,8 +58,7 @@ def step_times(batch: int, seq: int, repeats: int, vocab: int) -> tuple[float, f
 
     def dppo():
         opt.zero_grad(set_to_none=True)
-        logp = sequence_logprobs(model, ids, attn, chunk=1024)
-        loss, _ = dppo_binary_tv(logp, old, adv, mask)
+        loss, _, _ = masked_policy_loss(model, ids, attn, mask, old, adv, dppo_binary_tv, {}, int(mask.sum()))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
@@ -176,25 +174,36 @@ def trl_grpo_steps(folder, prompts: int, group: int, completion: int, steps: int
     return times[1:]
 
 
+def _status_mb(field: str) -> float:
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
 def memory_child(variant: str, batch: int, seq: int, vocab: int) -> None:
-    """Peak RSS growth (MB) of one loss forward+backward over the head, in this fresh process."""
+    """Peak RSS growth (MB) of one loss forward+backward over the head, in this fresh process.
+
+    The peak is this process's VmHWM, reset just before (ru_maxrss would not do: Linux carries it
+    over from the parent through fork and exec)."""
     import torch
 
-    from tmax.rl.logprobs import fp32_head_logprobs
+    from tmax.rl.logprobs import fused_head_loss
 
     torch.manual_seed(0)
-    hidden = torch.randn(batch, seq, 576, requires_grad=True)
-    head = torch.nn.Linear(576, vocab, bias=False).to(torch.bfloat16)
-    targets = torch.randint(0, vocab, (batch, seq))
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    hidden = torch.randn(batch * seq, 576, requires_grad=True)
+    head = torch.nn.Linear(576, vocab, bias=False, dtype=torch.bfloat16)
+    targets = torch.randint(0, vocab, (batch * seq,))
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")  # resets VmHWM to the current RSS
+    base = _status_mb("VmRSS")
     if variant == "chunked":
-        logp = fp32_head_logprobs(hidden, head, targets, chunk=1024)
+        loss, _ = fused_head_loss(hidden, head, targets, lambda lp, s, e: -lp.sum() / len(targets), chunk=1024)
     else:
         logits = hidden.float() @ head.weight.float().t()
-        logp = torch.log_softmax(logits, -1).gather(-1, targets[..., None])[..., 0]
-    logp.sum().backward()
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"mb": (peak - base) / 1024}))
+        loss = -torch.log_softmax(logits, -1).gather(-1, targets[:, None]).sum() / len(targets)
+    loss.backward()
+    print(json.dumps({"mb": _status_mb("VmHWM") - base}))
 
 
 def memory(batch: int, seq: int, vocab: int) -> tuple[float, float]:

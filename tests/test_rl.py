@@ -136,6 +136,82 @@ def test_fp32_head_matches_full_fp32_logits_with_gradients():
     assert (bf16 - naive).abs().max() > (ours - naive).abs().max()
 
 
+@pytest.mark.parametrize("loss_name", sorted(LOSSES))
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_fused_masked_loss_equals_the_checkpointed_head_plus_loss(loss_name, temperature):
+    """The trainer's fused path (head only on model tokens, gradient made in the forward) gives the
+    same loss and the same gradients as logprobs of every position followed by the masked loss."""
+    import copy
+
+    from tmax.rl.logprobs import masked_policy_loss, sequence_logprobs
+    from tmax.rl.losses import DEFAULT_THRESHOLDS
+
+    torch.manual_seed(1)
+    model = _tiny_lm(vocab=300).float()
+    ids = torch.randint(0, 300, (3, 24))
+    attn = torch.ones_like(ids)
+    attn[2, 18:] = 0
+    mask = (torch.rand(3, 23) < 0.6).float()
+    mask[2, 17:] = 0
+    with torch.no_grad():  # behaviour logprobs far enough off that some tokens are masked or clipped
+        old = sequence_logprobs(model, ids, attn, temperature=temperature) + 0.5 * torch.randn(3, 23)
+    old[:, ::3] = math.log(0.5)  # mu = 0.5 against pi ~ 1/300: past every trust region
+    adv = torch.tensor([[1.0], [-0.5], [0.7]]).expand(3, 23).contiguous()
+    kw = DEFAULT_THRESHOLDS[loss_name]
+    a, b = copy.deepcopy(model), copy.deepcopy(model)
+    ref, ref_stats = LOSSES[loss_name](sequence_logprobs(a, ids, attn, chunk=5, temperature=temperature), old, adv,
+                                       mask, **kw)
+    ref.backward()
+    # split in two micro-batches, each weighted by its share of the batch's tokens, as the trainer does
+    total = int(mask.sum())
+    for rows in ([0, 1], [2]):
+        loss, logp, _ = masked_policy_loss(b, ids[rows], attn[rows], mask[rows], old[rows], adv[rows],
+                                           LOSSES[loss_name], kw, total, chunk=5, temperature=temperature)
+        loss.backward()
+        assert logp.shape == (int(mask[rows].sum()),)
+    _, _, stats = masked_policy_loss(copy.deepcopy(model), ids, attn, mask, old, adv, LOSSES[loss_name], kw, total,
+                                     temperature=temperature)
+    assert stats["masked_fraction"] == pytest.approx(ref_stats["masked_fraction"])
+    assert 0 < ref_stats["masked_fraction"] < 1
+    for (name, pa), pb in zip(a.named_parameters(), b.parameters()):
+        assert torch.allclose(pa.grad, pb.grad, atol=1e-6, rtol=1e-4), name
+
+
+def test_sampler_draws_from_the_tempered_softmax_and_reports_its_logprob():
+    from tmax.agent.sampling import sample_tokens
+
+    torch.manual_seed(0)
+    logits = torch.tensor([[0.0, 1.0, 2.0, -1.0, -30.0]]).expand(40_000, 5)
+    for temperature in (1.0, 0.5):
+        tok, lp = sample_tokens(logits, temperature)
+        expected = torch.softmax(logits[0] / temperature, -1)
+        freq = torch.bincount(tok, minlength=5).double() / len(tok)
+        assert (freq - expected).abs().max() < 0.01
+        assert torch.allclose(lp, torch.log(expected)[tok], atol=1e-5)
+    tok, _ = sample_tokens(logits, 1.0, top_p=0.7)  # p = .64 .24 .09 .03: top-p 0.7 keeps the first two
+    assert set(tok.tolist()) == {1, 2}
+    tok, lp = sample_tokens(logits[:3], 0.0)
+    assert tok.tolist() == [2, 2, 2] and torch.allclose(lp, torch.log_softmax(logits[0], -1)[2].expand(3))
+
+
+def test_batched_kv_cache_decoding_logprobs_match_the_trainer(tmp_path):
+    """Prompts of different lengths decoded together (left padding, KV cache): each token's behaviour
+    logprob is what the trainer's FP32 head computes on the final sequence, and rows stop at EOS."""
+    from tmax.agent.sampling import decode
+    from tmax.rl.logprobs import sequence_logprobs
+
+    torch.manual_seed(0)
+    model = _tiny_lm(vocab=300).float().eval()
+    prompts = [[5, 6, 7, 8, 9, 10, 11], [12, 13], [14, 15, 16, 17]]
+    out = decode(model, prompts, 20, pad=0, stop_ids={3}, temperature=0.8)
+    for prompt, (gen, lps) in zip(prompts, out):
+        assert 1 <= len(gen) == len(lps) <= 20 and 3 not in gen[:-1]
+        seq = torch.tensor([prompt + gen])
+        with torch.no_grad():
+            ref = sequence_logprobs(model, seq, torch.ones_like(seq), temperature=0.8)[0, len(prompt) - 1:]
+        assert torch.allclose(torch.tensor(lps), ref, atol=1e-4)
+
+
 def test_config_defaults_are_the_recipe_and_errors_say_why(tmp_path):
     cfg = load_config(None, ["tasks=x"])
     assert (cfg.group_size, cfg.prompts_per_step, cfg.lr, cfg.loss, cfg.loss_kwargs["delta"], cfg.max_staleness,

@@ -178,27 +178,12 @@ class HFPolicy:
         return results
 
     def _generate_batch(self, prompts: list[list[int]], max_tokens: int) -> list[tuple[list[int], list[float], str]]:
-        import torch
+        from tmax.agent.sampling import decode
 
         pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else self._tok.eos_token_id
-        width = max(len(p) for p in prompts)
-        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=self.device)
-        attn = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
-        with _lock, torch.no_grad():
-            out = self._model.generate(
-                ids, attention_mask=attn, max_new_tokens=max_tokens,
-                do_sample=self.temperature > 0, temperature=max(self.temperature, 1e-5), top_p=self.top_p,
-                top_k=0, return_dict_in_generate=True, output_logits=True, pad_token_id=pad)
-        temp = self.temperature if self.temperature > 0 else 1.0
-        logp_all = torch.stack([torch.log_softmax(lg.float() / temp, dim=-1) for lg in out.logits], dim=1)
-        results = []
-        for b in range(len(prompts)):
-            gen = out.sequences[b, width:].tolist()
-            cut = next((i + 1 for i, tok in enumerate(gen) if tok in self._eos), len(gen))
-            gen = gen[:cut]
-            lps = [logp_all[b, i, tok].item() for i, tok in enumerate(gen)]
-            results.append((gen, lps, ""))
-        return results
+        with _lock:
+            out = decode(self._model, prompts, max_tokens, pad, self._eos, self.temperature, self.top_p, self.device)
+        return [(gen, lps, "") for gen, lps in out]
 
     def act(self, messages: list[dict], tools: list[dict] | None, max_tokens: int) -> Reply:
         try:

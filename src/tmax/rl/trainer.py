@@ -195,7 +195,7 @@ class Trainer:
     def train_step(self, groups: list[list[Rollout]]) -> dict:
         import torch
 
-        from tmax.rl.logprobs import sequence_logprobs
+        from tmax.rl.logprobs import masked_policy_loss
 
         cfg = self.cfg
         rollouts = [r for g in groups for r in g]
@@ -219,17 +219,19 @@ class Trainer:
             old = torch.tensor([r.session.logprobs + [0.0] * (L - len(r.session.ids)) for r in mb], device=cfg.device,
                                dtype=torch.float32)[:, 1:]
             adv = torch.tensor([[r.traj.advantage] * L for r in mb], device=cfg.device, dtype=torch.float32)[:, 1:]
-            logp = sequence_logprobs(self.model, ids, attn, cfg.logprob_chunk, cfg.temperature)
-            loss, st = loss_fn(logp, old, adv, mask, **kw)
-            share = mask.sum() / total_tokens
-            (loss * share).backward()
-            losses += loss.item() * share.item()
-            masked += st["masked_fraction"] * share.item()
+            if not mask.any():
+                continue
+            loss, logp, st = masked_policy_loss(self.model, ids, attn, mask, old, adv, loss_fn, kw, total_tokens,
+                                                cfg.logprob_chunk, cfg.temperature)
+            loss.backward()
+            share = mask.sum().item() / total_tokens
+            losses += loss.item()
+            masked += st["masked_fraction"] * share
             with torch.no_grad():
-                gap = (logp.detach() - old).abs() * mask
+                gap = (logp - old[mask > 0]).abs()
                 gaps += gap.sum().item()
                 gap_max = max(gap_max, gap.max().item())
-                ent += (-logp.detach() * mask).sum().item()
+                ent += (-logp).sum().item()
         grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip).item()
         self.optim.step()
         return {"loss": losses, "masked_fraction": masked, "logprob_gap_max": gap_max,

@@ -6,7 +6,10 @@ Setup (all seeded):
     and a disjoint held-out split.
   - model: the embedded SmolLM2-135M-Instruct. Out of the box it almost never produces the harness'
     format, so both RL runs start from the same SFT warm start (tmax.rl.sft, what the config's
-    ``warm_start_jobs`` runs) on scripted successful trajectories of *training* tasks.
+    ``warm_start_jobs`` runs) on scripted successful trajectories of *training* tasks, in two styles:
+    most write the answer as a literal number (right on that task, a guess on a new one), a quarter
+    let the shell compute it (``echo $((a + b))``). The warm model does both; outcome-only RL has
+    to find out from rewards alone which one pays.
   - training: the Trainer that `tmax train` runs, for a wall-clock budget (``max_minutes``), once with
     DPPO (binary TV) and once with GRPO, everything else equal.
   - turns: 2 (answer, then submit) in training and evaluation alike, to fit a CPU hour.
@@ -58,20 +61,29 @@ def make_tasks(out: Path, n_train: int, n_eval: int, seed: int) -> tuple[Path, P
     return dirs[0], dirs[1]
 
 
-def warm_start_job(train_dir: Path, job: Path, n: int) -> Path:
-    """Scripted successful trajectories (write the answer, submit) on ``n`` training tasks."""
+def warm_start_job(train_dir: Path, job: Path, n: int, shell_fraction: float, seed: int) -> Path:
+    """Scripted successful trajectories on ``n`` training tasks, in two styles: a ``shell_fraction``
+    of them let the shell add (``echo $((a + b))``), the rest write the number they know. Both
+    succeed on their task; only the first carries over to new numbers. What RL should then learn is
+    which of its behaviours earns reward."""
+    import re
+
     from tmax.agent.policies import ScriptedPolicy
     from tmax.runs import JobSpec, run_one
     from tmax.task import load_task
 
     tasks = [load_task(d) for d in sorted(p for p in train_dir.iterdir() if p.is_dir())[:n]]
     spec = JobSpec(corpus=[t.path for t in tasks], policy="scripted", max_steps=3)
-    for t in tasks:
+    shell = set(random.Random(f"{seed}:warm").sample(range(len(tasks)), round(shell_fraction * len(tasks))))
+    for i, t in enumerate(tasks):
         if (job / f"{t.name}__0" / "result.json").exists():
             continue
-        answer = json.loads((t.path / "tests" / "expected.json").read_text())["answer"]
-        run_one(spec, t, 0, job, {"policy": ScriptedPolicy(script=[f"echo {answer} > /app/answer.txt"],
-                                                           tool_calling=False)})
+        if i in shell:
+            a, b = re.search(r"add-(\d+)-(\d+)$", t.name).groups()
+            command = f"echo $(({a} + {b})) > /app/answer.txt"
+        else:
+            command = f"echo {json.loads((t.path / 'tests' / 'expected.json').read_text())['answer']} > /app/answer.txt"
+        run_one(spec, t, 0, job, {"policy": ScriptedPolicy(script=[command], tool_calling=False)})
     return job
 
 
@@ -152,6 +164,8 @@ def main() -> None:
     ap.add_argument("--eval-tasks", type=int, default=24)
     ap.add_argument("--warm-examples", type=int, default=32)
     ap.add_argument("--warm-epochs", type=int, default=3)
+    ap.add_argument("--warm-shell-fraction", type=float, default=0.25,
+                    help="share of warm-start examples that compute with $((a + b)) instead of a literal")
     ap.add_argument("-k", type=int, default=2)
     ap.add_argument("-j", "--jobs", type=int, default=8)
     ap.add_argument("--prompts", type=int, default=1)
@@ -165,7 +179,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
 
     train_dir, heldout = make_tasks(out, args.train_tasks, args.eval_tasks, args.seed)
-    warm_job = warm_start_job(train_dir, out / "warm-job", args.warm_examples)
+    warm_job = warm_start_job(train_dir, out / "warm-job", args.warm_examples, args.warm_shell_fraction, args.seed)
     results: dict = {"model": "SmolLM2-135M-Instruct (embedded)", "train_tasks": args.train_tasks,
                      "heldout_tasks": args.eval_tasks, "k": args.k, "minutes_per_loss": args.minutes,
                      "batch": f"{args.prompts} prompts x {args.group}", "lr": args.lr}

@@ -6,7 +6,8 @@ The same scripted episode runs through both loops: ``--steps`` turns of ``echo h
 command (``echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT``), so each side takes steps + 1 turns.
 
 * tmax: ``run_episode`` with a ``ScriptedPolicy`` (tool calls) in a real bwrap sandbox on the
-  ``default`` image, through the persistent shell, saving the ATIF trajectory after every step.
+  ``default`` image, through the persistent shell, saving the ATIF trajectory as in solving: during
+  the episode at most once a second (a killed run loses at most a second of steps), and at the end.
 * mini-swe-agent (PyPI ``mini-swe-agent``, the reference): ``DefaultAgent`` with its deterministic
   test model (``DeterministicModel``) and its unsandboxed ``LocalEnvironment`` (one ``bash -c`` per
   command), configured from its packaged ``default.yaml``, saving its trajectory after every step.
@@ -111,7 +112,7 @@ def fail(msg: str) -> None:
 
 
 def run_tmax(env, steps: int) -> dict:
-    """One episode in a fresh bwrap sandbox; the trajectory is saved after every step, as in solving."""
+    """One episode in a fresh bwrap sandbox; the trajectory is saved as in solving (at most once a second)."""
     be = get_backend("bwrap")
     with tempfile.TemporaryDirectory(prefix="tmax-bench-harness-") as tmp:
         t0 = time.perf_counter()
@@ -226,7 +227,8 @@ def main() -> int:
     def med(rs: list[dict], key: str) -> float:
         return statistics.median(r[key] for r in rs) * 1000
 
-    print(f"\nper step (medians over {args.repeats}; {n} steps each, trajectory saved every step on both sides):")
+    print(f"\nper step (medians over {args.repeats}; {n} steps each; trajectory saved at most once a second by tmax, "
+          "every step by mini-swe-agent):")
     print(f"  tmax run_episode, bwrap persistent shell      {tmax_ms:8.2f} ms/step   "
           f"(+ sandbox start {med(tm, 'start_s'):.0f} ms, once per episode)")
     print(f"  mini-swe-agent DefaultAgent, LocalEnvironment {mini_ms:8.2f} ms/step   "

@@ -120,3 +120,17 @@ def test_terminus_harness_drives_tmux(task_factory):
     res = run_trial(task, agent)
     assert res.reward == 1.0 and agent.episode.submitted and agent.episode.format_errors == 1
     assert parse_reply('{"commands": "ls"}')[0] is None
+
+
+def test_trajectory_writes_are_throttled_during_the_episode_and_final_at_the_end(tmp_path):
+    from tmax.agent.atif import Trajectory
+
+    path = tmp_path / "t" / "trajectory.json"
+    traj = Trajectory(agent_name="a", model_name="m")
+    traj.add_message("user", "one")
+    traj.save(path, min_interval=60.0)  # the first write always happens
+    traj.add_message("user", "two")
+    traj.save(path, min_interval=60.0)  # too soon: skipped
+    assert [s["message"] for s in json.loads(path.read_text())["steps"]] == ["one"]
+    traj.save(path)  # the final write is unconditional
+    assert [s["message"] for s in json.loads(path.read_text())["steps"]] == ["one", "two"]

@@ -1,9 +1,10 @@
-"""ATIF (Agent Trajectory Interchange Format, v1.x) trajectories, written after every step."""
+"""ATIF (Agent Trajectory Interchange Format, v1.x) trajectories, written during the episode."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,6 +27,7 @@ class Trajectory:
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     steps: list[dict[str, Any]] = field(default_factory=list)
     final_metrics: dict[str, Any] = field(default_factory=dict)
+    _saved_at: float = field(default=float("-inf"), repr=False)
 
     def add_message(self, source: str, message: str) -> None:
         self.steps.append({"step_id": len(self.steps) + 1, "timestamp": _now(), "source": source, "message": message})
@@ -51,7 +53,13 @@ class Trajectory:
                 "agent": {"name": self.agent_name, "version": tmax.__version__, "model_name": self.model_name},
                 "steps": self.steps, "final_metrics": self.final_metrics}
 
-    def save(self, path: Path) -> None:
+    def save(self, path: Path, min_interval: float = 0.0) -> None:
+        """Rewrite the file whole (atomically). With ``min_interval``, skip the write if the last one is
+        more recent: a long episode then costs O(steps), not O(steps^2), and a kill loses at most that
+        many seconds of steps."""
+        if time.monotonic() - self._saved_at < min_interval:
+            return
+        self._saved_at = time.monotonic()
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(path.suffix + ".tmp")
         tmp.write_text(json.dumps(self.to_json(), indent=1))

@@ -164,10 +164,10 @@ def run_episode(instruction: str, sandbox: Sandbox, policy: Policy, config: Harn
     tools = [BASH_TOOL] if tool_mode else None
     consecutive_errors = 0
 
-    def save() -> None:
+    def save(min_interval: float = 1.0) -> None:  # during the episode at most once a second; at the end always
         if trajectory_path is not None:
             traj.final_metrics = ep.summary()
-            traj.save(trajectory_path)
+            traj.save(trajectory_path, min_interval)
 
     while True:
         if ep.steps >= cfg.max_steps:
@@ -226,7 +226,7 @@ def run_episode(instruction: str, sandbox: Sandbox, policy: Policy, config: Harn
         _answer(ep, reply, obs, tool_mode)
         traj.add_agent_step(reply, command, obs)
         save()
-    save()
+    save(min_interval=0.0)
     return ep
 
 

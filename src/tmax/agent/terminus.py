@@ -97,7 +97,7 @@ class TerminusAgent:
             traj.add_agent_step(reply, None, screen)
             if self.trajectory_path:
                 traj.final_metrics = ep.summary()
-                traj.save(self.trajectory_path)
+                traj.save(self.trajectory_path, min_interval=1.0)
         else:
             ep.stop_reason = "step_limit"
         if self.trajectory_path:

@@ -7,8 +7,8 @@ Setup (all seeded):
   - model: the embedded SmolLM2-135M-Instruct. Out of the box it almost never produces the harness'
     format, so both RL runs start from the same SFT warm start (tmax.rl.sft, what the config's
     ``warm_start_jobs`` runs) on scripted successful trajectories of *training* tasks, in two styles:
-    most write the answer as a literal number (right on that task, a guess on a new one), a quarter
-    let the shell compute it (``echo $((a + b))``). The warm model does both; outcome-only RL has
+    half write the answer as a literal number (right on that task, a guess on a new one), half let
+    the shell compute it (``echo $((a + b))``). The warm model does both; outcome-only RL has
     to find out from rewards alone which one pays.
   - training: the Trainer that `tmax train` runs, for a wall-clock budget (``max_minutes``), once with
     DPPO (binary TV) and once with GRPO, everything else equal.
@@ -155,6 +155,35 @@ def train(loss: str, args, train_dir: Path, warm: Path, out: Path):
     return final, rows, minutes
 
 
+def plot(results: dict, curves: dict, png: Path) -> None:
+    """Training reward per step for each loss; held-out pass@1 of each model as a labelled line
+    (models with the same figure share one label)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for loss, pts in curves.items():
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=f"{loss} (training reward)")
+    levels: dict[float, list[str]] = {}
+    for label in ("base", "warm_start", *curves):
+        if label in results:
+            levels.setdefault(round(results[label]["pass@1"], 2), []).append(label)
+    for value, labels in levels.items():
+        ax.axhline(value, ls=":", lw=1, color="grey")
+        ax.annotate(f"held-out {', '.join(labels)}: {value:.2f}", (0.01, value), xycoords=("axes fraction", "data"),
+                    fontsize=7, va="bottom")
+    ax.set_xlabel("step")
+    ax.set_ylabel("reward / pass@1")
+    ax.set_ylim(-0.05, 1.08)
+    ax.legend(fontsize=8, loc="center right")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png, dpi=90)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("runs/learning"))
@@ -164,19 +193,28 @@ def main() -> None:
     ap.add_argument("--eval-tasks", type=int, default=24)
     ap.add_argument("--warm-examples", type=int, default=32)
     ap.add_argument("--warm-epochs", type=int, default=3)
-    ap.add_argument("--warm-shell-fraction", type=float, default=0.25,
+    ap.add_argument("--warm-shell-fraction", type=float, default=0.5,
                     help="share of warm-start examples that compute with $((a + b)) instead of a literal")
     ap.add_argument("-k", type=int, default=2)
     ap.add_argument("-j", "--jobs", type=int, default=8)
     ap.add_argument("--prompts", type=int, default=1)
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--micro-batch", type=int, default=4)
-    ap.add_argument("--lr", type=float, default=1e-5)
+    ap.add_argument("--lr", type=float, default=3e-5)
     ap.add_argument("--warm-lr", type=float, default=5e-5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--plot-only", action="store_true", help="redraw learning.png from a finished --out")
     args = ap.parse_args()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
+    if args.plot_only:
+        results = json.loads((out / "results.json").read_text())
+        curves = {}
+        for loss in args.losses.split(","):
+            rows = [json.loads(x) for x in (out / f"train-{loss}" / "metrics.jsonl").read_text().splitlines() if x]
+            curves[loss] = [(r["step"], r["reward"]) for r in rows if r.get("reward") is not None]
+        plot(results, curves, out / "learning.png")
+        return
 
     train_dir, heldout = make_tasks(out, args.train_tasks, args.eval_tasks, args.seed)
     warm_job = warm_start_job(train_dir, out / "warm-job", args.warm_examples, args.warm_shell_fraction, args.seed)
@@ -197,25 +235,7 @@ def main() -> None:
         curves[loss] = [(r["step"], r["reward"]) for r in rows if r.get("reward") is not None]
         (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for loss, pts in curves.items():
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", label=f"{loss} (training reward)")
-    for label in ("base", "warm_start", *curves):
-        if label in results:
-            ax.axhline(results[label]["pass@1"], ls=":", lw=1, color="grey")
-            ax.annotate(f"held-out {label} {results[label]['pass@1']:.2f}", (1, results[label]["pass@1"]),
-                        fontsize=7, va="bottom")
-    ax.set_xlabel("step")
-    ax.set_ylabel("reward / pass@1")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(out / "learning.png", dpi=90)
+    plot(results, curves, out / "learning.png")
 
     def fmt(key: str) -> str:
         r = results[key]

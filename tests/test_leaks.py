@@ -107,9 +107,12 @@ def test_failed_start_leaves_nothing(backend, run_dir):
     assert_nothing_left(run_dir, set())
 
 
+TAG = f"{os.getpid()}{time.monotonic_ns() % 10**6}"  # unique durations: only this test's sleeps are looked for
+
+
 class Crashing(ScriptAgent):
     def run(self, task, sandbox, timeout):
-        sandbox.exec("echo work > /app/answer.txt; sleep 300 &")
+        sandbox.exec(f"echo work > /app/answer.txt; sleep 300.{TAG} &")
         raise RuntimeError("agent bug")
 
 
@@ -118,10 +121,10 @@ def test_trials_leave_nothing(task_factory, backend, run_dir, tmp_path, monkeypa
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     task = task_factory()
-    for agent in (ScriptAgent("echo 42 > /app/answer.txt; sleep 500 &"), Crashing()):
+    for agent in (ScriptAgent(f"echo 42 > /app/answer.txt; sleep 500.{TAG} &"), Crashing()):
         res = run_trial(task, agent, backend=backend)
         assert res.outcome in (Outcome.PASSED, Outcome.INFRA_ERROR)
     assert res.outcome == Outcome.INFRA_ERROR and "agent bug" in res.reason and res.reward is None
     assert list(scratch.iterdir()) == []
     assert_nothing_left(run_dir, set())
-    assert not [p for p in all_pids() if "sleep 500" in cmdline(p) or "sleep 300" in cmdline(p)]
+    assert not [p for p in all_pids() if f"sleep 500.{TAG}" in cmdline(p) or f"sleep 300.{TAG}" in cmdline(p)]

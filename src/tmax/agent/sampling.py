@@ -50,16 +50,20 @@ def decode(model, prompts: list[list[int]], max_tokens: int, pad: int, stop_ids:
     its first stop token (included). Returns (token ids, behaviour logprobs) per prompt."""
     from transformers import DynamicCache
 
+    if max_tokens <= 0:
+        return [([], []) for _ in prompts]
     width = max(len(p) for p in prompts)
     ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts], device=device)
     attn = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
     pos = (attn.cumsum(-1) - 1).clamp_min(0)
-    stops = torch.tensor(sorted(stop_ids), device=device)
+    stops = torch.tensor(sorted(stop_ids), dtype=torch.long, device=device)
     done = torch.zeros(len(prompts), dtype=torch.bool, device=device)
     toks, lps = [], []
     # the cache is filled in place; its keyword was renamed in transformers 5.x
-    name = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-    kw = {name: DynamicCache(), "use_cache": True, "logits_to_keep": 1}
+    params = inspect.signature(model.forward).parameters
+    kw = {"cache" if "cache" in params else "past_key_values": DynamicCache(), "use_cache": True}
+    if "logits_to_keep" in params:  # only the last position's logits are needed
+        kw["logits_to_keep"] = 1
     out = model(input_ids=ids, attention_mask=attn, position_ids=pos, **kw)
     for i in range(max_tokens):
         tok, lp = sample_tokens(out.logits[:, -1], temperature, top_p)

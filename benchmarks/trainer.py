@@ -126,7 +126,7 @@ def tmax_rl_steps(folder, prompts: int, group: int, completion: int, steps: int)
         t0 = time.perf_counter()
         batch = PROMPTS[(step * prompts) % len(PROMPTS):][:prompts]
         ids = [trainer.engine.prompt_ids(m, None) for m in batch for _ in range(group)]
-        outs = trainer.engine._generate_batch(ids, completion)
+        outs = trainer.engine._run_batch([{"prompt": p, "max_tokens": completion} for p in ids])
         groups = []
         for g in range(prompts):
             rollouts = []

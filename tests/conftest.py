@@ -245,3 +245,20 @@ def wait_until(pred: Callable[[], bool], timeout: float = 5.0, step: float = 0.0
         if time.monotonic() > end:
             return False
         time.sleep(step)
+
+
+def save_tiny_chat_model(folder: Path, layers: int = 1) -> Path:
+    """A tiny random Llama (seeded) with the embedded model's tokenizer and chat template, saved as a
+    plain Hugging Face folder: fast rollouts and training steps on real token streams."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from tmax.agent.hf import embedded_model_dir
+
+    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
+    torch.manual_seed(0)
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
+                                 num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
+                                 eos_token_id=tok.eos_token_id)).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -12,6 +12,8 @@ import textwrap
 import pytest
 
 torch = pytest.importorskip("torch", reason="needs torch (scripts/setup.sh installs it)")
+
+from conftest import save_tiny_chat_model  # noqa: E402
 pytest.importorskip("transformers", reason="needs transformers (scripts/setup.sh installs it)")
 
 # Shared by the torchrun ranks and the reference: the model, the batch, the settings.
@@ -113,18 +115,12 @@ def test_distributed_training_run_checkpoints_and_resumes(tmp_path, bwrap):
     the optimizer state."""
     import json
 
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaForCausalLM
 
-    from tmax.agent.hf import embedded_model_dir
     from tmax.task import write_task
 
-    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
     model = tmp_path / "tiny"
-    torch.manual_seed(0)
-    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                 num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
-                                 eos_token_id=tok.eos_token_id)).save_pretrained(model)
-    tok.save_pretrained(model)
+    save_tiny_chat_model(model, layers=2)
     task = write_task(tmp_path / "coin", name="coin", instruction="Do anything.",
                       files={"solution/solve.sh": "true\n",
                              "tests/test.sh": "#!/bin/bash\necho $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) "

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch", reason="needs torch (scripts/setup.sh installs it)")
+
+from conftest import save_tiny_chat_model  # noqa: E402
 ray = pytest.importorskip("ray", reason="needs ray: pip install -e '.[scale]'")
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
@@ -34,17 +36,8 @@ def local_ray(tmax_dirs):
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     """A tiny random Llama with the embedded model's tokenizer: fast rollouts, real token streams."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from tmax.agent.hf import embedded_model_dir
-
-    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
     path = tmp_path_factory.mktemp("tiny")
-    torch.manual_seed(0)
-    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                 num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
-                                 eos_token_id=tok.eos_token_id)).save_pretrained(path)
-    tok.save_pretrained(path)
+    save_tiny_chat_model(path)
     return path
 
 

@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch", reason="the RL tests need torch (scripts/se
 from tmax.rl.advantages import Traj, advantages, prepare_rewards  # noqa: E402
 from tmax.rl.config import ConfigError, load_config  # noqa: E402
 from tmax.rl.losses import LOSSES, dppo_binary_kl, dppo_binary_tv, grpo_clip  # noqa: E402
+from conftest import save_tiny_chat_model  # noqa: E402
 
 
 def t(*xs):
@@ -238,20 +239,12 @@ needs_model = pytest.mark.skipif(
 def test_tiny_model_trains_on_real_sandboxed_tasks(tmp_path, bwrap):
     """A tiny random model with the embedded tokenizer, real rollouts in real sandboxes, a verifier
     whose reward is a coin flip (so groups have variance): the parameters change and metrics appear."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from tmax.agent.hf import embedded_model_dir
     from tmax.rl.config import TrainConfig
     from tmax.rl.trainer import Trainer
     from tmax.task import write_task
 
-    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
     model_dir = tmp_path / "tiny"
-    torch.manual_seed(0)
-    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                 num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
-                                 eos_token_id=tok.eos_token_id)).save_pretrained(model_dir)
-    tok.save_pretrained(model_dir)
+    save_tiny_chat_model(model_dir)
     task = write_task(tmp_path / "coin", name="coin", instruction="Do anything.",
                       files={"solution/solve.sh": "true\n",
                              "tests/test.sh": "#!/bin/bash\necho $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) "
@@ -278,22 +271,15 @@ def test_tiny_model_trains_on_real_sandboxed_tasks(tmp_path, bwrap):
 def two_habit_setup(tmp_path_factory):
     """A tiny model taught two replies to the same task ('touch /app/a' scores 1, 'true' scores 0), so
     its groups have reward variance; the job of scripted trajectories it was taught from; the task."""
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from tmax.agent.hf import HFPolicy, embedded_model_dir
+    from tmax.agent.hf import HFPolicy
     from tmax.agent.policies import ScriptedPolicy
     from tmax.rl.sft import successful_conversations, warm_start
     from tmax.runs import JobSpec, run_one
     from tmax.task import load_task, write_task
 
     root = tmp_path_factory.mktemp("two-habits")
-    tok = AutoTokenizer.from_pretrained(embedded_model_dir())
     model_dir = root / "model"
-    torch.manual_seed(0)
-    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                 num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
-                                 eos_token_id=tok.eos_token_id)).save_pretrained(model_dir)
-    tok.save_pretrained(model_dir)
+    save_tiny_chat_model(model_dir)
     task = load_task(write_task(root / "touch", name="touch", instruction="Create the file /app/a.",
                                 files={"solution/solve.sh": "touch /app/a\n",
                                        "tests/test.sh": "#!/bin/bash\n[ -f /app/a ] && echo 1 > /logs/verifier/reward.txt"

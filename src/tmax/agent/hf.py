@@ -170,20 +170,17 @@ class HFPolicy:
         return self._batcher.submit({"prompt": prompt, "max_tokens": max_tokens})
 
     def _run_batch(self, batch: list[dict]) -> list[tuple[list[int], list[float], str]]:
-        results = []
-        for r, (gen, lps, _) in zip(batch, self._generate_batch([r["prompt"] for r in batch],
-                                                                max(r["max_tokens"] for r in batch))):
-            gen, lps = gen[: r["max_tokens"]], lps[: r["max_tokens"]]
-            results.append((gen, lps, "stop" if gen and gen[-1] in self._eos else "length"))
-        return results
-
-    def _generate_batch(self, prompts: list[list[int]], max_tokens: int) -> list[tuple[list[int], list[float], str]]:
         from tmax.agent.sampling import decode
 
         pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else self._tok.eos_token_id
         with _lock:
-            out = decode(self._model, prompts, max_tokens, pad, self._eos, self.temperature, self.top_p, self.device)
-        return [(gen, lps, "") for gen, lps in out]
+            out = decode(self._model, [r["prompt"] for r in batch], max(r["max_tokens"] for r in batch), pad,
+                         self._eos, self.temperature, self.top_p, self.device)
+        results = []
+        for r, (gen, lps) in zip(batch, out):
+            gen, lps = gen[: r["max_tokens"]], lps[: r["max_tokens"]]
+            results.append((gen, lps, "stop" if gen and gen[-1] in self._eos else "length"))
+        return results
 
     def act(self, messages: list[dict], tools: list[dict] | None, max_tokens: int) -> Reply:
         try:

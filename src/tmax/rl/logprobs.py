@@ -38,12 +38,17 @@ def fp32_head_logprobs(hidden: torch.Tensor, lm_head: torch.nn.Module, targets: 
     return torch.cat(parts).reshape(b, t)
 
 
+def last_hidden(model, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The body's final hidden states [B, T, H], without the model's own head."""
+    if hasattr(model, "model"):
+        return model.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+    return model(input_ids, attention_mask=attention_mask, output_hidden_states=True).hidden_states[-1]
+
+
 def sequence_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, chunk: int = 1024,
                       temperature: float = 1.0) -> torch.Tensor:
     """log p(input_ids[:, 1:]) under ``model`` with the FP32 head: [B, T-1]."""
-    out = model.model(input_ids=input_ids, attention_mask=attention_mask) if hasattr(model, "model") else None
-    hidden = out.last_hidden_state if out is not None else model(input_ids, attention_mask=attention_mask,
-                                                                  output_hidden_states=True).hidden_states[-1]
+    hidden = last_hidden(model, input_ids, attention_mask)
     return fp32_head_logprobs(hidden[:, :-1], model.get_output_embeddings(), input_ids[:, 1:], chunk, temperature)
 
 
@@ -130,10 +135,7 @@ def masked_policy_loss(model, input_ids: torch.Tensor, attention_mask: torch.Ten
     positions carry no gradient, and in multi-turn rollouts they are most of the sequence. Returns
     (loss share, trainer logprobs of the masked tokens, the loss's stats over them).
     """
-    if hasattr(model, "model"):
-        hidden = model.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-    else:
-        hidden = model(input_ids, attention_mask=attention_mask, output_hidden_states=True).hidden_states[-1]
+    hidden = last_hidden(model, input_ids, attention_mask)
     sel = mask > 0
     h, targets = hidden[:, :-1][sel], input_ids[:, 1:][sel]
     old, a = logp_old[sel], adv[sel]

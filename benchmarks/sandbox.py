@@ -1,10 +1,16 @@
 """Sandbox latency, side by side: start+close of every available backend on the host environment,
-``podman run --rm IMAGE true`` as the baseline, and the persistent shell's per-command overhead.
+``podman run --rm IMAGE true`` as the baseline, the persistent shell's per-command overhead, and
+many sandboxes alive at once.
 
     python benchmarks/sandbox.py [--n 50] [--shell-n 500] [--backends bwrap,unshare,podman,docker]
+                                 [--concurrent 256] [--commands 10] [--threads 8] [--skip-concurrency]
 
 Each backend gets one untimed warm-up start (which imports the container image on first use), then
-``--n`` timed start+close cycles. The last line is the summary, starting with ``RESULT``.
+``--n`` timed start+close cycles. The concurrency section (native backends in ``--backends``) starts
+``--concurrent`` sandboxes one after another, all alive at once, runs ``--commands`` commands in each
+from a pool of ``--threads`` threads (one sandbox's commands in order: a shell runs one at a time),
+measures the memory of every sandbox process (summed Pss) and the host's MemAvailable drop, then
+closes them all. The last line is the summary, starting with ``RESULT``.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from tmax.images import host_environment
 from tmax.sandbox import get_backend
@@ -62,11 +69,80 @@ def time_cli(argv: list[str], n: int, env: dict) -> list[float]:
     return out
 
 
+def pss_kb(pids: list[int]) -> int:
+    """Summed Pss of ``pids`` (kB): shared pages are split between their users, so sums add up."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                total += next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            pass  # exited meanwhile
+    return total
+
+
+def mem_available_kb() -> int:
+    with open("/proc/meminfo") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
+
+
+CMD = "cat /etc/os-release | wc -l"  # cheap but real: two forks and a pipe in the sandbox
+
+
+def concurrency(be, spec, n: int, commands: int, threads: int) -> dict:
+    """Start ``n`` sandboxes (all alive), run ``commands`` in each from ``threads`` threads, close them.
+    Starts are sequential: a start forks with a preexec_fn, which is not safe alongside other threads."""
+    want = subprocess.run(["bash", "-c", CMD], capture_output=True, text=True).stdout
+    avail0 = mem_available_kb()
+    sbs = []
+    t0 = time.perf_counter()
+    try:
+        for _ in range(n):
+            sbs.append(be.start(spec))
+    except Exception as e:
+        print(f"  {be.name:<34} FAILED starting sandbox {len(sbs) + 1} of {n} "
+              f"({len(sbs)} alive): {type(e).__name__}: {e}", flush=True)
+        for sb in sbs:
+            sb.close()
+        return {"failed_at": len(sbs) + 1}
+    started = time.perf_counter() - t0
+
+    def drive(sb) -> int:
+        bad = 0
+        for _ in range(commands):
+            r = sb.exec(CMD)
+            bad += not (r.ok and r.output == want)
+        return bad
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        bad = sum(pool.map(drive, sbs))
+    ran = time.perf_counter() - t0
+    pids = [pid for sb in sbs for pid in sb.alive_pids()]
+    pss, drop = pss_kb(pids) / 1024, (avail0 - mem_available_kb()) / 1024
+    t0 = time.perf_counter()
+    for sb in sbs:
+        sb.close()
+    closed = time.perf_counter() - t0
+    rate = n * commands / ran
+    print(f"  {be.name:<34} start all {started:.2f} s ({ms(started / n)} ms each) | {rate:.0f} cmd/s "
+          f"({n * commands} cmds in {ran:.2f} s, {bad} wrong) | Pss {pss:.1f} MB over {len(pids)} processes "
+          f"({pss / n:.2f} MB/sandbox), MemAvailable drop {drop:.1f} MB (noisy) | close all {closed:.2f} s "
+          f"({ms(closed / n)} ms each)", flush=True)
+    return {"rate": rate, "pss": pss, "drop": drop, "bad": bad}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=50, help="start+close cycles per backend (default 50)")
     ap.add_argument("--shell-n", type=int, default=500, help="exec('true') calls for the shell overhead (default 500)")
     ap.add_argument("--backends", default=",".join(ALL), help="comma-separated subset of " + ",".join(ALL))
+    ap.add_argument("--concurrent", type=int, default=256, help="sandboxes alive at once (default 256)")
+    ap.add_argument("--commands", type=int, default=10, help="commands run in each of them (default 10)")
+    # 8: a command mostly waits on the sandbox (bash forks cat and wc), so a few threads per core hide
+    # that; on 2 cores, 1-2 threads ran 30-60% slower and 16-64 no faster (the GIL, context switches).
+    ap.add_argument("--threads", type=int, default=8, help="threads driving the commands (default 8)")
+    ap.add_argument("--skip-concurrency", action="store_true", help="skip the concurrency section")
     args = ap.parse_args()
     env = host_environment()
     spec = env.spec()
@@ -139,6 +215,15 @@ def main() -> int:
     host_ms = statistics.median(xs) * 1000
     row("host subprocess.run(['true'])", xs)
 
+    conc: dict[str, dict] = {}
+    if not args.skip_concurrency:
+        threads = min(args.threads, args.concurrent)
+        print(f"\nconcurrency: {args.concurrent} sandboxes alive at once, {args.commands} x '{CMD}' in each, "
+              f"{threads} threads:")
+        for name in args.backends.split(","):
+            if name in ("bwrap", "unshare") and name in medians:
+                conc[name] = concurrency(get_backend(name), spec, args.concurrent, args.commands, threads)
+
     parts = []
     if "bwrap" in medians:
         parts.append(f"bwrap start+close median {medians['bwrap'] * 1000:.1f} ms (goal <= 15)")
@@ -153,6 +238,9 @@ def main() -> int:
     for name in ("unshare", "podman", "docker"):
         if name in medians:
             parts.append(f"{name} start+close {medians[name] * 1000:.1f} ms")
+    for name, c in conc.items():
+        parts.append(f"{name} x{args.concurrent} failed at sandbox {c['failed_at']}" if "failed_at" in c else
+                     f"{name} x{args.concurrent} {c['rate']:.0f} cmd/s, {c['pss']:.0f} MB Pss")
     print("\nRESULT " + " | ".join(parts), flush=True)
     return 0
 

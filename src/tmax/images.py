@@ -17,6 +17,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import tomllib
@@ -24,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tmax.sandbox import Bind, SandboxError, SandboxSpec, get_backend
+from tmax.sandbox import Bind, Limits, SandboxError, SandboxSpec, get_backend
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 HOST_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -84,13 +85,58 @@ def load_profile(name_or_path: str) -> Profile:
                    hash=hashlib.sha256(raw).hexdigest()[:16])
 
 
+# What the host image hides: password hashes (shown with every password locked), their backups,
+# SSH host private keys, TLS private keys, Kerberos keytabs and old-password stores.
+HOST_SANITISED = ("etc/shadow", "etc/gshadow")
+HOST_HIDDEN = ("etc/shadow-", "etc/gshadow-", "etc/ssl/private", "etc/krb5.keytab", "etc/security/opasswd",
+               "etc/sudoers.d")
+
+
 def host_environment() -> Environment:
+    """The host's system directories (HOST_DIRS), read-through and copy-on-write, under a mask
+    layer that hides the host's secrets (HOST_SANITISED, HOST_HIDDEN, /etc/ssh/*_key). /root, /home,
+    /var, /srv, /opt and /tmp of the host are never shown."""
     layer = {d: f"/{d}" for d in HOST_DIRS if os.path.lexists(f"/{d}")}
     h = hashlib.sha256(b"host\0")
     for f in ("/etc/os-release", "/var/lib/dpkg/status"):
         with contextlib.suppress(OSError):
             h.update(Path(f).read_bytes())
-    return Environment(name="host", layers=(layer,), hash="host-" + h.hexdigest()[:16])
+    mask = _host_mask() if os.geteuid() == 0 else None
+    return Environment(name="host", layers=((mask, layer) if mask else (layer,)), hash="host-" + h.hexdigest()[:16])
+
+
+def _host_mask() -> Path:
+    """A small overlay layer over the host's /etc: sanitised password files and whiteouts for the
+    rest; content-addressed, so a change on the host makes a new one."""
+    files: dict[str, tuple[bytes, os.stat_result]] = {}
+    for rel in HOST_SANITISED:
+        with contextlib.suppress(OSError):
+            st = os.stat(f"/{rel}")
+            lines = Path(f"/{rel}").read_text(errors="replace").splitlines()
+            text = "".join(":".join([p[0], "*", *p[2:]]) + "\n" for p in (ln.split(":") for ln in lines) if len(p) > 2)
+            files[rel] = (text.encode(), st)
+    hidden = [rel for rel in HOST_HIDDEN if os.path.lexists(f"/{rel}")]
+    with contextlib.suppress(OSError):
+        hidden += sorted(f"etc/ssh/{n}" for n in os.listdir("/etc/ssh") if n.endswith("_key"))
+    h = hashlib.sha256(repr((sorted((k, v[0]) for k, v in files.items()), hidden)).encode()).hexdigest()[:16]
+    final = tmax_home() / "host-mask" / h
+    if final.exists():
+        return final
+    tmp = Path(tempfile.mkdtemp(prefix=".mask-", dir=_mkdir(tmax_home() / "host-mask")))
+    for rel, (data, st) in files.items():
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / rel).write_bytes(data)
+        os.chown(tmp / rel, st.st_uid, st.st_gid)
+        os.chmod(tmp / rel, st.st_mode & 0o777)
+    for rel in hidden:
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.mknod(tmp / rel, 0o600 | stat.S_IFCHR, 0)  # an overlayfs whiteout
+    os.chmod(tmp, 0o755)
+    try:
+        os.rename(tmp, final)
+    except OSError:  # another process made it first
+        shutil.rmtree(tmp, ignore_errors=True)
+    return final
 
 
 def images_root() -> Path:
@@ -269,8 +315,12 @@ def task_environment(task, backend: str = "bwrap", image: str | None = None,
     with _lock(tmax_home() / "locks" / f"layer-{key}"):
         if (layer / ".tmax-done").exists():
             return env
-        spec = base.spec(workdir="/app", work_areas=task.work_areas, network=task.resources.allow_internet,
+        res = task.resources
+        # What setup writes lives on the sandbox's tmpfs, i.e. in memory: room for both.
+        spec = base.spec(workdir="/app", work_areas=task.work_areas, network=res.allow_internet,
                          binds=[Bind(str(task.environment_dir.resolve()), "/environment", readonly=True)],
+                         limits=Limits(memory_mb=res.memory_mb + res.storage_mb, storage_mb=res.storage_mb,
+                                       max_pids=2048),
                          keep_changes=True)
         sb = get_backend(backend if backend in ("bwrap", "unshare") else "bwrap").start(spec)
         try:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from tmax.sandbox.base import BASE_ENV, Backend, ExecResult, Limits, Sandbox, SandboxError, SandboxSpec
-from tmax.sandbox.rootfs import Bind
+from tmax.sandbox.base import BASE_ENV, Backend, Bind, ExecResult, Limits, Sandbox, SandboxError, SandboxSpec
 
 DEFAULT_BACKEND = "bwrap"
 BACKENDS = ("bwrap", "unshare", "podman", "docker", "apptainer")

@@ -6,11 +6,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from tmax.sandbox.rootfs import Bind
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 BASE_ENV = {"PATH": DEFAULT_PATH, "HOME": "/root", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
             "TERM": "dumb", "USER": "root", "SHELL": "/bin/bash", "DEBIAN_FRONTEND": "noninteractive"}
+
+
+@dataclass
+class Bind:
+    source: str
+    target: str  # absolute path inside the sandbox
+    readonly: bool = True
 
 
 class SandboxError(RuntimeError):
@@ -25,6 +31,10 @@ class Limits:
     file_size_mb: int = 2048  # RLIMIT_FSIZE, per file
     open_files: int = 4096
     output_bytes: int = 1 << 20  # bytes of output kept per exec (head + tail halves)
+    # The writable layer (everything the sandbox writes, /tmp included) is a tmpfs of this size: its
+    # pages are memory, so they count against memory_mb as well.
+    storage_mb: int = 10240
+    inodes: int = 262144
 
 
 @dataclass

@@ -1,10 +1,14 @@
 """Native sandboxes on Linux namespaces: bubblewrap (default) and unshare + pivot_root (no install).
 
 Both share everything but the launcher: a root filesystem composed with overlayfs in a private
-mount namespace (``rootfs``), a per-sandbox cgroup for memory and process limits, rlimits for CPU
-time, file size and open files, a fresh user, pid, network, IPC and UTS namespace, and the
-persistent shell. Closing kills every process (the pid namespace and the cgroup both guarantee it,
-daemons included), removes the cgroup and deletes the sandbox's directory.
+mount namespace over a size- and inode-limited tmpfs (``rootfs``); a user namespace of its own whose
+root is an unprivileged host uid (``identity``); a per-sandbox cgroup for memory and process limits
+that nothing inside can reach; rlimits for CPU time, file size and open files; fresh pid, network,
+IPC, UTS and cgroup namespaces; a new session with no controlling terminal and a fresh keyring;
+no_new_privs, a reduced capability set and a seccomp filter (``seccomp``); user-mode NAT for online
+tasks (``network``); and the persistent shell. Closing kills every process (the pid namespace and
+the cgroup both guarantee it, daemons included), removes the cgroup and deletes the sandbox's
+directory; the writable layer lives until it is exported (``layers``) or the sandbox is closed.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -20,7 +25,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tmax.sandbox import cgroups, rootfs
+from tmax.sandbox import cgroups, identity, layers, network, rootfs, seccomp
 from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
 from tmax.sandbox.shell import ShellSession, outer_loop
 
@@ -31,7 +36,7 @@ from tmax.sandbox.shell import ShellSession, outer_loop
 # leave a chroot (chroot into a subdirectory, then ``cd ..`` past the old root).
 _PIVOT = """
 import ctypes, os, socket, sys
-root, workdir, hostname, program = sys.argv[1:5]
+root, workdir, hostname, keep, userns, program = sys.argv[1:7]
 libc = ctypes.CDLL(None, use_errno=True)
 nr = {"x86_64": 155, "aarch64": 41}.get(os.uname().machine)
 def check(ret, what):
@@ -46,6 +51,9 @@ os.chdir(root)
 check(libc.syscall(nr, b".", b"."), "pivot_root")
 check(libc.umount2(b".", 2), "detach the host root")
 os.chdir("/")
+for p in (b"/proc/sys", b"/proc/sysrq-trigger"):  # read-only, as bubblewrap leaves them
+    if libc.mount(p, p, None, 4096 | 16384, None) == 0:
+        check(libc.mount(p, p, None, 4096 | 32 | 1 | 2 | 4 | 8, None), "read-only " + p.decode())
 try:
     os.chdir(workdir)
 except OSError:
@@ -54,13 +62,27 @@ try:
     socket.sethostname(hostname)
 except OSError:
     pass
+last_cap = int(open("/proc/sys/kernel/cap_last_cap").read())
+if userns:  # become root of the sandbox's own user namespace: nobody on the host
+    check(libc.setns(int(userns), 0x10000000), "join the sandbox's user namespace")
+    os.close(int(userns))
+    os.setgroups([])
+    os.setresgid(0, 0, 0)
+    os.setresuid(0, 0, 0)
+kept = {int(c) for c in keep.split(",") if c}
+for cap in range(last_cap + 1):
+    if cap not in kept:
+        check(libc.prctl(24, cap, 0, 0, 0), "drop capability %d" % cap)  # PR_CAPBSET_DROP
 os.execv("/bin/bash", ["/bin/bash", "-c", program])
 """
 
 
 def run_dir() -> Path:
+    """Where sandbox directories live; private to tmax (0700) when root."""
     base = Path(os.environ.get("TMAX_RUN_DIR") or (Path(tempfile.gettempdir()) / "tmax-sandboxes"))
     base.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0 and os.stat(base).st_mode & 0o077:
+        os.chmod(base, 0o700)
     return base
 
 
@@ -103,10 +125,12 @@ class NativeSandbox:
         self.launcher = launcher
         self.id = uuid.uuid4().hex[:12]
         self.dir = run_dir() / self.id
-        self.dir.mkdir()
+        self.dir.mkdir(mode=0o700)
         self.closed = False
         self.cgroup: cgroups.Cgroup | None = None
         self.proc: subprocess.Popen | None = None
+        self.storage_fd: int | None = None  # the writable layer (a tmpfs only we can reach)
+        self.net: subprocess.Popen | None = None
         self._spared: set[int] = set()
         try:
             self._start()
@@ -118,29 +142,73 @@ class NativeSandbox:
     # -- launch ---------------------------------------------------------------------------------
     def _start(self) -> None:
         spec, lim = self.spec, self.spec.limits
-        plan = rootfs.plan(spec.layers, self.dir, spec.work_areas, spec.binds,
-                           dev_mode="none" if self.launcher == "bwrap" else "host-nodes")
-        self.cgroup = cgroups.create(f"sb-{self.id}", lim.memory_mb << 20, lim.max_pids)
-        if self.cgroup:
-            plan.cgroup_procs = self.cgroup.procs_files
-        else:  # no cgroups (not root): address-space limit stands in for the memory limit
-            plan.rlimits.append((resource.RLIMIT_AS, (lim.memory_mb + 512) << 20))
-        plan.rlimits += [(resource.RLIMIT_FSIZE, lim.file_size_mb << 20),
-                         (resource.RLIMIT_NOFILE, min(lim.open_files, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))]
-        if lim.cpu_seconds:
-            plan.rlimits.append((resource.RLIMIT_CPU, lim.cpu_seconds))
-        plan.new_net = self.launcher == "unshare" and not spec.network
-        self.nonce = ShellSession.new_nonce()
-        argv = self._argv(plan.root)
-        env = {**BASE_ENV, **spec.env}
+        binds = list(spec.binds)
+        if spec.network:
+            ok, why = network.available()
+            if not ok:
+                raise SandboxError(why)
+            resolv = self.dir / "resolv.conf"
+            resolv.write_text(network.RESOLV_CONF)
+            os.chmod(resolv, 0o644)
+            binds.append(rootfs.Bind(str(resolv), "/etc/resolv.conf"))
+        userns = identity.new_userns() if identity.shifted() else None
+        parent_chan, child_chan = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        seccomp_r = None
         try:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, env=env, preexec_fn=lambda: rootfs.apply(plan),
-                                         close_fds=True, bufsize=0)
-        except subprocess.SubprocessError:  # rootfs.apply failed in the child; it left the reason
-            err = Path(plan.error_file)
-            why = err.read_text() if err.exists() else "the child failed before exec"
-            raise SandboxError(f"sandbox launch failed: {why}") from None
+            try:
+                plan = rootfs.plan(spec.layers, self.dir, spec.work_areas, binds,
+                                   dev_mode="none" if self.launcher == "bwrap" else "host-nodes",
+                                   storage=(lim.storage_mb << 20, lim.inodes), userns_fd=userns)
+            except OSError as e:
+                raise SandboxError(f"sandbox launch failed: {e}") from None
+            plan.storage.channel = child_chan.fileno()
+            self.cgroup = cgroups.create(f"sb-{self.id}", lim.memory_mb << 20, lim.max_pids)
+            if self.cgroup:
+                plan.cgroup_procs = self.cgroup.procs_files
+            else:  # no cgroups (not root): address-space limit stands in for the memory limit
+                plan.rlimits.append((resource.RLIMIT_AS, (lim.memory_mb + 512) << 20))
+            plan.rlimits += [(resource.RLIMIT_FSIZE, lim.file_size_mb << 20),
+                             (resource.RLIMIT_NOFILE, min(lim.open_files, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))]
+            if lim.cpu_seconds:
+                plan.rlimits.append((resource.RLIMIT_CPU, lim.cpu_seconds))
+            pass_fds: tuple[int, ...] = ()
+            if self.launcher == "bwrap":
+                seccomp_r, w = os.pipe()
+                os.write(w, seccomp.program())  # a few hundred bytes: fits the pipe
+                os.close(w)
+                pass_fds = (seccomp_r,)
+            else:  # unshare(1) cannot: the filter is set in the child, the network namespace made there;
+                # the namespaces are made as host root and _PIVOT joins the user namespace last.
+                plan.seccomp = seccomp.program()
+                plan.new_net = True
+                plan.join_userns = False
+                if userns is not None:
+                    pass_fds = (userns,)
+            self.nonce = ShellSession.new_nonce()
+            argv = self._argv(plan, seccomp_r)
+            env = {**BASE_ENV, **spec.env}
+            try:
+                self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             stderr=subprocess.STDOUT, env=env, preexec_fn=lambda: rootfs.apply(plan),
+                                             close_fds=True, pass_fds=pass_fds, start_new_session=True, bufsize=0)
+            except subprocess.SubprocessError:  # rootfs.apply failed in the child; it left the reason
+                err = Path(plan.error_file)
+                why = err.read_text() if err.exists() else "the child failed before exec"
+                raise SandboxError(f"sandbox launch failed: {why}") from None
+            parent_chan.settimeout(10)
+            try:
+                _, fds, _, _ = socket.recv_fds(parent_chan, 16, 1)
+            except (OSError, socket.timeout) as e:
+                raise SandboxError(f"sandbox launch failed: no writable layer from the child ({e})") from None
+            if not fds:
+                raise SandboxError("sandbox launch failed: no writable layer from the child")
+            self.storage_fd = fds[0]
+        finally:
+            parent_chan.close()
+            child_chan.close()
+            for fd in (userns, seccomp_r):
+                if fd is not None:
+                    os.close(fd)
         self.shell = ShellSession(self.proc.stdin.fileno(), self.proc.stdout.fileno(), self.nonce,
                                   kill_children=self._kill_children, kill_shell=self._kill_shell,
                                   limit=lim.output_bytes, alive=lambda: self.proc.poll() is None)
@@ -151,24 +219,30 @@ class NativeSandbox:
             if err.exists():
                 raise SandboxError(f"sandbox launch failed: {err.read_text()}") from None
             raise e
+        if spec.network:
+            pid = network.netns_pid([self.proc.pid] + self._sandbox_pids(_proc_table()))
+            if pid is None:
+                raise SandboxError("sandbox launch failed: no process in the sandbox's network namespace")
+            self.net = network.attach(pid, str(self.dir / "slirp4netns.log"), join_userns=self.launcher == "bwrap")
 
-    def _argv(self, root: str) -> list[str]:
-        spec = self.spec
+    def _argv(self, plan: rootfs.Plan, seccomp_fd: int | None) -> list[str]:
+        spec, root = self.spec, plan.root
         program = ["/bin/bash", "-c", outer_loop(self.nonce)]
         if self.launcher == "bwrap":
-            argv = ["bwrap", "--bind", root, "/", "--dev", "/dev", "--proc", "/proc",
-                    "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0",
-                    "--hostname", spec.hostname, "--die-with-parent", "--new-session",
-                    "--chdir", spec.workdir]
-            if spec.network:
-                argv.append("--share-net")
-            return argv + ["--"] + program
-        # unshare: new user (mapped to root), pid, net, ipc, uts and mount namespaces.
-        # The network namespace (loopback up) is made in the child before exec: see rootfs.apply.
-        argv = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--ipc", "--uts",
-                "--mount", f"--mount-proc={root}/proc"]
+            argv = ["bwrap", "--bind", root, "/", "--dev", "/dev", "--bind", plan.shm_dir, "/dev/shm",
+                    "--proc", "/proc", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                    "--unshare-cgroup-try", "--hostname", spec.hostname, "--die-with-parent", "--new-session",
+                    "--chdir", spec.workdir, "--cap-drop", "ALL"]
+            for cap in sorted(identity.KEPT_CAPS):
+                argv += ["--cap-add", identity.CAP_NAMES[cap]]
+            return argv + ["--seccomp", str(seccomp_fd), "--"] + program
+        # unshare: new pid, ipc, uts and mount namespaces in the sandbox's user namespace (joined in
+        # rootfs.apply, where the network namespace, loopback up, is made too).
+        argv = ["unshare", "--pid", "--fork", "--kill-child", "--ipc", "--uts", "--mount", f"--mount-proc={root}/proc"]
+        keep = ",".join(str(c) for c in sorted(identity.KEPT_CAPS))
         # pivot_root (not chroot): the host's tree must not stay reachable through a chroot escape.
-        return argv + [sys.executable, "-I", "-S", "-c", _PIVOT, root, spec.workdir, spec.hostname,
+        userns = str(plan.userns_fd) if plan.userns_fd is not None else ""
+        return argv + [sys.executable, "-I", "-S", "-c", _PIVOT, root, spec.workdir, spec.hostname, keep, userns,
                        outer_loop(self.nonce)]
 
     # -- process control ------------------------------------------------------------------------
@@ -242,12 +316,18 @@ class NativeSandbox:
                     f.close()
                 except OSError:
                     pass
+        network.stop(self.net)
         if self.cgroup is not None:
             self.cgroup.kill_all()
             self.cgroup.remove()
-        # Processes may take a moment to release the mount namespace; the upper dir is plain files.
         if not self.spec.keep_changes:
+            self._drop_storage()
             self.remove_dir()
+
+    def _drop_storage(self) -> None:
+        if self.storage_fd is not None:
+            os.close(self.storage_fd)
+            self.storage_fd = None
 
     def remove_dir(self) -> None:
         for _ in range(50):
@@ -256,25 +336,34 @@ class NativeSandbox:
                 return
             time.sleep(0.02)
 
-    def export_work_areas(self, dest: Path) -> None:
-        """Move the agent's changes under its work areas into ``dest`` (an overlay layer)."""
+    def _upper(self) -> str:
         if not self.closed:
-            raise SandboxError("export_work_areas needs a closed sandbox")
-        upper = self.dir / "upper"
-        for wa in self.spec.work_areas:
-            src = upper / wa.strip("/")
-            if os.path.lexists(src):
-                target = dest / wa.strip("/")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                os.rename(src, target)
-        self.remove_dir()
+            raise SandboxError("exporting changes needs a closed sandbox")
+        if self.storage_fd is None:
+            raise SandboxError("this sandbox kept no changes (keep_changes=False)")
+        return f"/proc/self/fd/{self.storage_fd}/upper"
+
+    def export_work_areas(self, dest: Path) -> None:
+        """Copy the agent's changes under its work areas into ``dest`` (an overlay layer)."""
+        try:
+            upper = self._upper()
+            for wa in self.spec.work_areas:
+                src = os.path.join(upper, wa.strip("/"))
+                if os.path.lexists(src):
+                    target = dest / wa.strip("/")
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    layers.export(src, target)
+        finally:
+            self._drop_storage()
+            self.remove_dir()
 
     def export_changes(self, dest: Path) -> None:
-        """Move every change (the whole upper dir) to ``dest``: a cached environment layer."""
-        if not self.closed:
-            raise SandboxError("export_changes needs a closed sandbox")
-        os.rename(self.dir / "upper", dest)
-        self.remove_dir()
+        """Copy every change (the whole upper dir) to ``dest``: a cached environment layer."""
+        try:
+            layers.export(self._upper(), dest)
+        finally:
+            self._drop_storage()
+            self.remove_dir()
 
     def __enter__(self) -> "NativeSandbox":
         return self

@@ -208,8 +208,12 @@ def _per_directory(b: _Builder, layers: list[Layer], root: Path, upper: Path, wo
                    work_areas: tuple[str, ...]) -> None:
     """One overlay per top-level directory: needed when a layer is a view of host directories."""
     ops = b.ops
-    owner = f",uid={identity.to_host(0)},gid={identity.to_host(0)}" if b.isolated and identity.shifted() else ""
-    ops.append(("mount", "tmpfs", str(root), "tmpfs", MS_NOSUID, "mode=0755,size=16m" + owner))
+    if b.p.storage is not None:  # the skeleton of mountpoints is on the writable layer too
+        skel = Path(b.p.storage.dir) / "skel"
+        b.owned_dir(skel)
+        ops.append(("mount", str(skel), str(root), None, MS_BIND, None))
+    else:
+        ops.append(("mount", "tmpfs", str(root), "tmpfs", MS_NOSUID, "mode=0755,size=16m"))
     names: list[str] = []
     for layer in layers:
         for entry in _names(layer):

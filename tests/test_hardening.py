@@ -1,0 +1,309 @@
+"""Containment when tmax runs as root: one test per attack class of the threat model (README).
+
+Each test is the attack, run from inside a real sandbox on both native backends, and checked from
+the host. On a sandbox whose root is host root (tmax before the user namespace was shifted) every one
+of them succeeds.
+"""
+
+from __future__ import annotations
+
+import os
+import pty
+import socket
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import require_root
+from tmax.sandbox import Limits, get_backend
+
+pytestmark = pytest.mark.usefixtures("root_only")
+
+
+@pytest.fixture
+def root_only():
+    require_root()
+
+
+def py(code: str) -> str:
+    """A shell command running ``code`` with the sandbox's python3 (the host image's)."""
+    return "python3 - <<'EOF'\n" + textwrap.dedent(code) + "\nEOF"
+
+
+def host_status(pid: int) -> dict[str, str]:
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        k, _, v = line.partition(":")
+        out[k] = v.strip()
+    return out
+
+
+# -- identity ------------------------------------------------------------------------------------
+
+def test_root_inside_is_an_unprivileged_uid_outside(sandbox):
+    from tmax.sandbox import identity
+
+    r = sandbox.exec("id -u; cat /proc/self/uid_map; sleep 30 & echo $!")
+    lines = r.output.split("\n")
+    assert lines[0] == "0"  # root inside ...
+    inside, outside, count = (int(x) for x in lines[1].split())
+    assert (inside, outside, count) == (0, identity.uid_base(), identity.UID_COUNT)
+    for pid in sandbox.alive_pids():
+        try:
+            st = host_status(pid)
+        except FileNotFoundError:
+            continue
+        uids = [int(x) for x in st["Uid"].split()]
+        if st["Name"] in ("bash", "sleep"):  # ... and nobody on the host, with no capability there
+            assert all(u >= identity.uid_base() for u in uids), (st["Name"], uids)
+            assert st["NoNewPrivs"] == "1" and st["Seccomp"] == "2"
+            assert int(st["CapEff"], 16) & (1 << 21) == 0  # never CAP_SYS_ADMIN, even in its own namespace
+
+
+def test_proc_sys_and_sys_cannot_be_written(sandbox):
+    before = Path("/proc/sys/kernel/core_pattern").read_text()
+    r = sandbox.exec("for f in kernel/core_pattern kernel/hostname vm/drop_caches net/ipv4/ip_forward "
+                     "kernel/modprobe; do echo '|/app/x' > /proc/sys/$f 2>/dev/null && echo WROTE $f; done; "
+                     "echo 1 > /proc/sysrq-trigger 2>/dev/null && echo WROTE sysrq; "
+                     "mount -t sysfs sysfs /sys 2>/dev/null && echo MOUNTED sys; "
+                     "mount -t proc proc /mnt 2>/dev/null && echo MOUNTED proc; "
+                     "ls /sys | head -3; true")
+    assert "WROTE" not in r.output and "MOUNTED" not in r.output, r.output
+    assert Path("/proc/sys/kernel/core_pattern").read_text() == before
+
+
+# -- limits --------------------------------------------------------------------------------------
+
+def test_cgroup_limits_cannot_be_lifted(sandbox_factory, backend):
+    sb = sandbox_factory(backend, limits=Limits(memory_mb=256, max_pids=64))
+    r = sb.exec("mkdir -p /tmp/cg && for c in pids memory; do mount -t cgroup -o $c none /tmp/cg 2>/dev/null "
+                "&& echo MOUNTED $c; done; mount -t cgroup2 none /tmp/cg 2>/dev/null && echo MOUNTED v2; "
+                "cat /proc/self/cgroup | head -3")
+    assert "MOUNTED" not in r.output, r.output
+    # Past memory_mb: the allocation is killed, whatever was tried above.
+    r = sb.exec(py("b = bytearray(400 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('ALLOC' + 'ATED')"),
+                timeout=60)
+    assert "ALLOCATED" not in r.output
+    for d in sb.cgroup.dirs:
+        if (d / "pids.max").exists():
+            assert (d / "pids.max").read_text().strip() == "64"
+        if (d / "memory.limit_in_bytes").exists():
+            assert int((d / "memory.limit_in_bytes").read_text()) == 256 << 20
+
+
+def test_storage_and_inodes_are_capped(sandbox_factory, backend, run_dir):
+    sb = sandbox_factory(backend, limits=Limits(memory_mb=1024, storage_mb=64, inodes=3000))
+    r = sb.exec("for d in /app /tmp /dev/shm /root /; do dd if=/dev/zero of=$d/fill bs=1M count=100 2>/dev/null; "
+                "done; du -cm /app/fill /tmp/fill /dev/shm/fill /root/fill /fill 2>/dev/null | tail -1", timeout=60)
+    assert int(r.output.split()[0]) <= 66, r.output  # 64 MB in all, wherever it is written
+    r = sb.exec("rm -f /app/fill /tmp/fill /dev/shm/fill /root/fill /fill; mkdir -p /app/many; "
+                "for i in $(seq 5000); do : > /app/many/$i || break; done 2>/dev/null; ls /app/many | wc -l",
+                timeout=120)
+    assert int(r.output.split()[-1]) < 3000, r.output
+    # None of it is on the host's disk.
+    used = sum(f.stat().st_size for f in Path(sb.dir).rglob("*") if f.is_file())
+    assert used < 1 << 20
+
+
+# -- files left behind ---------------------------------------------------------------------------
+
+def test_setuid_binary_made_inside_gains_nothing_outside(host_env, backend, tmp_path):
+    spec = host_env.spec(workdir="/app", work_areas=("/app",), keep_changes=True)
+    sb = get_backend(backend).start(spec)
+    r = sb.exec("cp /bin/bash /app/rootsh && chmod 6755 /app/rootsh && mkfifo /app/fifo && "
+                "ln -s /etc/shadow /app/link && ls -l /app/rootsh")
+    assert r.exit_code == 0, r.output
+    assert oct(os.stat(run_dir_of(sb)).st_mode & 0o777) == "0o700"  # no host user can even look in
+    sb.close()
+    dest = tmp_path / "carry"
+    sb.export_work_areas(dest)
+    sh = dest / "app" / "rootsh"
+    assert sh.stat().st_mode & 0o6000 == 0  # setuid and setgid stripped
+    assert not (dest / "app" / "fifo").exists()  # FIFOs are never exported
+    assert (dest / "app" / "link").is_symlink()  # links stay links (never followed)
+    os.chmod(tmp_path, 0o755)
+    run = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(sh), "-p", "-c",
+                          "id -u; id -g"], capture_output=True, text=True)
+    assert run.stdout.split() == ["65534", "65534"], run  # an unprivileged host user stays himself
+
+
+def run_dir_of(sb) -> Path:
+    return Path(sb.dir).parent
+
+
+# -- kernel surface ------------------------------------------------------------------------------
+
+SYSCALLS = {"add_key": 248, "keyctl": 250, "request_key": 249, "bpf": 321, "perf_event_open": 298,
+            "userfaultfd": 323, "io_uring_setup": 425, "init_module": 175, "kexec_load": 246,
+            "open_by_handle_at": 304, "fsopen": 430}
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="syscall numbers of x86_64")
+def test_kernel_surface_is_denied(sandbox):
+    r = sandbox.exec(py(f"""
+        import ctypes, os
+        libc = ctypes.CDLL(None, use_errno=True)
+        for name, nr in {SYSCALLS!r}.items():
+            ret = libc.syscall(nr, 0, 0, 0, 0, 0)
+            print(name, ret, ctypes.get_errno())
+        """) + "\nunshare -U true 2>/dev/null && echo NESTED-USERNS; true")
+    assert "NESTED-USERNS" not in r.output
+    for line in r.output.strip().splitlines():
+        name, ret, err = line.split()
+        assert (ret, err) == ("-1", "1"), line  # EPERM from the filter, before the kernel looks
+
+
+def test_trials_share_no_keyring(sandbox_factory, backend):
+    add = py("""
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        ret = libc.syscall(248, b"user", b"tmax-stash", b"secret", 6, -3)  # add_key(..., KEY_SPEC_SESSION_KEYRING)
+        print("add", ret, ctypes.get_errno())
+        ret = libc.syscall(249, b"user", b"tmax-stash", None, 0)  # request_key
+        print("find", ret, ctypes.get_errno())
+        """)
+    a = sandbox_factory(backend).exec(add)
+    b = sandbox_factory(backend).exec(add)
+    assert a.output.split() == ["add", "-1", "1", "find", "-1", "1"], a.output
+    assert b.output == a.output
+
+
+# -- the operator's terminal ---------------------------------------------------------------------
+
+TIOCSTI_OPERATOR = r'''
+import os, sys, fcntl, termios
+sys.path[:0] = sys.argv[2:]
+from tmax.images import host_environment
+from tmax.sandbox import get_backend
+sb = get_backend(sys.argv[1]).start(host_environment().spec(workdir="/app", work_areas=("/app",)))
+r = sb.exec("""python3 - <<'EOF'
+import os, fcntl, termios
+hits = []
+fds = []
+try:
+    fds.append(os.open("/dev/tty", os.O_RDWR))
+except OSError as e:
+    print("no /dev/tty:", e.errno)
+fds += list(range(0, 10))
+for fd in fds:
+    for ch in b"INJECTED\\n":
+        try:
+            fcntl.ioctl(fd, termios.TIOCSTI, bytes([ch]))
+            hits.append(fd)
+        except OSError:
+            pass
+print("HITS", sorted(set(hits)))
+EOF""")
+sb.close()
+print(r.output, flush=True)
+'''
+
+
+def test_tiocsti_cannot_reach_the_operators_terminal(backend, tmp_path):
+    script = tmp_path / "operator.py"
+    script.write_text(TIOCSTI_OPERATOR)
+    master, slave = pty.openpty()
+
+    def as_terminal_session():  # tmax run from an interactive shell: the pty is its terminal
+        os.setsid()
+        import fcntl
+        import termios
+        fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+
+    paths = [p for p in sys.path if p]
+    proc = subprocess.Popen([sys.executable, str(script), backend, *paths], stdin=slave, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, preexec_fn=as_terminal_session, text=True)
+    out, _ = proc.communicate(timeout=120)
+    os.close(slave)
+    os.set_blocking(master, False)
+    try:
+        typed = os.read(master, 4096)
+    except OSError:
+        typed = b""
+    os.close(master)
+    assert "HITS []" in out, out
+    assert b"INJECTED" not in typed
+
+
+# -- network -------------------------------------------------------------------------------------
+
+def _serve_tcp() -> tuple[socket.socket, int]:
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(8)
+    srv.settimeout(0.2)
+    return srv, srv.getsockname()[1]
+
+
+@pytest.mark.parametrize("online", [False, True], ids=["offline", "online"])
+def test_host_loopback_and_abstract_sockets_are_unreachable(sandbox_factory, backend, online):
+    tcp, port = _serve_tcp()
+    abstract = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    name = f"tmax-bait-{uuid.uuid4().hex[:8]}"
+    abstract.bind("\0" + name)
+    abstract.listen(8)
+    hits: list[str] = []
+    stop = threading.Event()
+
+    def accept():
+        while not stop.is_set():
+            try:
+                c, _ = tcp.accept()
+                hits.append("tcp")
+                c.close()
+            except OSError:
+                pass
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        sb = sandbox_factory(backend, network=online)
+        r = sb.exec(py(f"""
+            import socket
+            for host in ("127.0.0.1", "10.0.2.2", "10.0.2.3"):
+                s = socket.socket(); s.settimeout(2)
+                try:
+                    s.connect((host, {port})); print("CONNECTED", host)
+                except OSError as e:
+                    print("refused", host, e)
+            u = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                u.connect("\\0{name}"); print("CONNECTED abstract")
+            except OSError as e:
+                print("refused abstract", e)
+            """) + "\ncat /proc/net/dev | awk -F: 'NR>2 {print $1}' | tr -d ' '", timeout=60)
+        assert "CONNECTED" not in r.output, r.output
+        assert hits == []
+        ifaces = r.output.split()
+        assert ("tap0" in ifaces) == online  # online tasks do get a network, just not the host's
+    finally:
+        stop.set()
+        t.join(2)
+        tcp.close()
+        abstract.close()
+
+
+# -- the host image ------------------------------------------------------------------------------
+
+def test_host_image_shows_no_secrets(sandbox):
+    bait = Path("/root") / f".tmax-bait-{uuid.uuid4().hex[:8]}"
+    bait.write_text("operator secret\n")
+    try:
+        r = sandbox.exec("cut -d: -f2 /etc/shadow /etc/gshadow | sort -u")
+        assert r.output in ("*\n", ""), r.output  # every password locked: no hash of the host's
+        r = sandbox.exec(f"ls -d /etc/shadow- /etc/gshadow- /etc/ssl/private {bait} /etc/ssh/*_key 2>/dev/null; "
+                         "ls -A /root")
+        assert r.output == "", r.output  # hidden; and /root is the sandbox's own, empty
+    finally:
+        bait.unlink()
+
+
+def test_sandbox_directories_are_private(sandbox):
+    assert stat.S_IMODE(os.stat(sandbox.dir).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(Path(sandbox.dir).parent).st_mode) == 0o700

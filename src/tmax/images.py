@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
@@ -21,21 +20,17 @@ import stat
 import subprocess
 import tempfile
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tmax.sandbox import Bind, Limits, SandboxError, SandboxSpec, get_backend
+from tmax.sandbox.paths import file_lock as _lock
+from tmax.sandbox.paths import tmax_home
 
 PROFILES_DIR = Path(__file__).parent / "profiles"
 HOST_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 SETUP_TIMEOUT = 900.0
-
-
-def tmax_home() -> Path:
-    home = Path(os.environ.get("TMAX_HOME") or Path.home() / ".cache" / "tmax")
-    home.mkdir(parents=True, exist_ok=True)
-    return home
 
 
 class ImageError(RuntimeError):
@@ -147,17 +142,6 @@ def images_root() -> Path:
 
 def image_dir(profile: Profile) -> Path:
     return images_root() / f"{profile.name}-{profile.hash}"
-
-
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _mirror() -> str:

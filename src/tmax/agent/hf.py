@@ -27,8 +27,7 @@ _lock = threading.Lock()
 
 def embedded_model_dir() -> Path:
     """The embedded model as a plain HF folder, converted from the packaged GGUF on first use."""
-    from tmax.images import _lock as file_lock
-    from tmax.images import tmax_home
+    from tmax.sandbox.paths import file_lock, tmax_home
 
     dest = tmax_home() / "models" / EMBEDDED
     if (dest / "config.json").exists():

@@ -37,9 +37,11 @@ import uuid
 from pathlib import Path
 
 from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
-from tmax.sandbox.container import (WorkAreas, _lock, _run_dir, _tmax_home, check_bind_path, finish_tar,
+from tmax.sandbox.container import (WorkAreas, check_bind_path, finish_tar,
                                     flatten_tar, image_key, image_layers)
-from tmax.sandbox.native import _descendants, _proc_table
+from tmax.sandbox.paths import named_lock, run_dir, tmax_home
+from tmax.sandbox.procs import descendants as _descendants
+from tmax.sandbox.procs import proc_table as _proc_table
 from tmax.sandbox.shell import ShellSession, outer_loop
 
 PR_SET_PDEATHSIG = 1
@@ -54,18 +56,18 @@ def sandbox_image(spec: SandboxSpec) -> Path:
     """The flattened sandbox directory for ``spec``'s environment, built on first use."""
     layers = image_layers(spec)
     key = image_key(spec, layers)
-    final = _tmax_home() / "apptainer" / key
+    final = tmax_home() / "apptainer" / key
     rootfs = final / "rootfs"
     if (final / "done").exists():
         return rootfs
-    with _lock(f"apptainer-image-{key}"):
+    with named_lock(f"apptainer-image-{key}"):
         if (final / "done").exists():
             return rootfs
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=final.parent))
         try:
             (tmp / "rootfs").mkdir()
-            with tempfile.TemporaryDirectory(prefix="tmax-flatten-", dir=_run_dir()) as work:
+            with tempfile.TemporaryDirectory(prefix="tmax-flatten-", dir=run_dir()) as work:
                 tar = flatten_tar(layers, Path(work))
                 try:
                     x = subprocess.run(["tar", "--numeric-owner", "-C", str(tmp / "rootfs"), "-xf", "-"],
@@ -97,7 +99,7 @@ class ApptainerSandbox:
     def __init__(self, spec: SandboxSpec):
         self.spec = spec
         self.id = uuid.uuid4().hex[:12]
-        self.dir = _run_dir() / self.id
+        self.dir = run_dir() / self.id
         self.dir.mkdir(parents=True)
         self.closed = False
         self.proc: subprocess.Popen | None = None

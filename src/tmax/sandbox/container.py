@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import hashlib
 import json
 import os
@@ -52,6 +51,7 @@ from pathlib import Path
 
 from tmax.sandbox import rootfs
 from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
+from tmax.sandbox.paths import named_lock, run_dir, tmax_home
 from tmax.sandbox.shell import ShellSession, outer_loop
 
 ENGINES = ("podman", "docker")
@@ -83,30 +83,6 @@ done
 [ "$mode" = shell ] && kill -9 "$root" 2>/dev/null
 exit 0
 """
-
-
-def _tmax_home() -> Path:
-    from tmax.images import tmax_home  # late: tmax.images imports tmax.sandbox
-
-    return tmax_home()
-
-
-def _run_dir() -> Path:
-    from tmax.sandbox.native import run_dir
-
-    return run_dir()
-
-
-@contextlib.contextmanager
-def _lock(name: str):
-    path = _tmax_home() / "locks" / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _hard_limit(res: int, want: int) -> int:
@@ -417,7 +393,7 @@ def containers_conf() -> Path:
                 "[containers]\n"
                 f'default_ulimits = ["nofile={nofile}:{nofile}", "nproc={nproc}:{nproc}"]\n\n'
                 "[engine]\n" + "".join(line + "\n" for line in engine))
-        path = _tmax_home() / "containers.conf"
+        path = tmax_home() / "containers.conf"
         if not path.exists() or path.read_text() != text:
             tmp = path.with_name(f".containers.conf.{os.getpid()}.{threading.get_ident()}")
             tmp.write_text(text)
@@ -481,10 +457,10 @@ class Engine:
         tag = f"{IMAGE_REPO}:{image_key(spec, layers)}"
         if self.image_exists(tag):
             return tag
-        with _lock(f"{self.name}-image-{tag.rsplit(':', 1)[1]}"):
+        with named_lock(f"{self.name}-image-{tag.rsplit(':', 1)[1]}"):
             if self.image_exists(tag):
                 return tag
-            with tempfile.TemporaryDirectory(prefix="tmax-flatten-", dir=_run_dir()) as work:
+            with tempfile.TemporaryDirectory(prefix="tmax-flatten-", dir=run_dir()) as work:
                 tar = flatten_tar(layers, Path(work))
                 try:
                     imp = subprocess.run([self.name, "import", "--message", f"tmax environment {spec.env_hash}",
@@ -531,7 +507,7 @@ class ContainerSandbox:
         self.engine = engine
         self.id = uuid.uuid4().hex[:12]
         self.name = f"tmax-{self.id}"
-        self.dir = _run_dir() / self.id
+        self.dir = run_dir() / self.id
         self.dir.mkdir(parents=True)
         self.closed = False
         self.proc: subprocess.Popen | None = None

@@ -20,12 +20,14 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
 
 from tmax.sandbox import cgroups, identity, layers, network, rootfs, seccomp
+from tmax.sandbox.paths import run_dir
+from tmax.sandbox.procs import descendants as _descendants
+from tmax.sandbox.procs import proc_table as _proc_table
 from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
 from tmax.sandbox.shell import ShellSession, outer_loop
 
@@ -75,48 +77,6 @@ for cap in range(last_cap + 1):
         check(libc.prctl(24, cap, 0, 0, 0), "drop capability %d" % cap)  # PR_CAPBSET_DROP
 os.execv("/bin/bash", ["/bin/bash", "-c", program])
 """
-
-
-def run_dir() -> Path:
-    """Where sandbox directories live; private to tmax (0700) when root."""
-    base = Path(os.environ.get("TMAX_RUN_DIR") or (Path(tempfile.gettempdir()) / "tmax-sandboxes"))
-    base.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() == 0 and os.stat(base).st_mode & 0o077:
-        os.chmod(base, 0o700)
-    return base
-
-
-def _proc_table() -> dict[int, tuple[int, int]]:
-    """host pid -> (parent pid, innermost namespace pid)."""
-    table: dict[int, tuple[int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as f:
-                ppid = nspid = 0
-                for line in f:
-                    if line.startswith("PPid:"):
-                        ppid = int(line.split()[1])
-                    elif line.startswith("NSpid:"):
-                        nspid = int(line.split()[-1])
-                        break
-            table[int(entry)] = (ppid, nspid)
-        except (OSError, ValueError, IndexError):
-            continue
-    return table
-
-
-def _descendants(table: dict[int, tuple[int, int]], root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for pid, (ppid, _) in table.items():
-        children.setdefault(ppid, []).append(pid)
-    out, stack = [], [root]
-    while stack:
-        for c in children.get(stack.pop(), []):
-            out.append(c)
-            stack.append(c)
-    return out
 
 
 class NativeSandbox:

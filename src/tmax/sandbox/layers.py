@@ -22,8 +22,7 @@ OPAQUE_XATTRS = ("trusted.overlay.opaque", "user.overlay.opaque")
 
 def export(src: str, dest: Path) -> int:
     """Copy the entry ``src`` (a directory, file, link or whiteout) to ``dest``; returns bytes copied."""
-    shift = identity.shifted()
-    return _copy(src, str(dest), shift)
+    return _copy(src, str(dest), identity.shifted(), {})
 
 
 def _owner(path: str, st: os.stat_result, shift: bool) -> None:
@@ -31,7 +30,8 @@ def _owner(path: str, st: os.stat_result, shift: bool) -> None:
         os.lchown(path, identity.to_stored(st.st_uid), identity.to_stored(st.st_gid))
 
 
-def _copy(src: str, dst: str, shift: bool) -> int:
+def _copy(src: str, dst: str, shift: bool, links: dict[tuple[int, int], str]) -> int:
+    """``links``: (device, inode) -> first copy, so hard links stay hard links."""
     st = os.lstat(src)
     mode = st.st_mode
     if stat.S_ISDIR(mode):
@@ -39,7 +39,7 @@ def _copy(src: str, dst: str, shift: bool) -> int:
         total = 0
         with os.scandir(src) as it:
             for e in it:
-                total += _copy(e.path, os.path.join(dst, e.name), shift)
+                total += _copy(e.path, os.path.join(dst, e.name), shift, links)
         for name in OPAQUE_XATTRS:
             try:
                 value = os.getxattr(src, name, follow_symlinks=False)
@@ -54,6 +54,11 @@ def _copy(src: str, dst: str, shift: bool) -> int:
         os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
         return total
     if stat.S_ISREG(mode):
+        if st.st_nlink > 1:
+            first = links.setdefault((st.st_dev, st.st_ino), dst)
+            if first != dst:
+                os.link(first, dst)
+                return 0
         fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
         try:
             out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

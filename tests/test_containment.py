@@ -409,7 +409,8 @@ FAKE_MODULE = 'import os\\nopen("/logs/verifier/reward.txt", "w").write("1")\\no
 
 
 def test_replaced_tools_are_not_used_by_the_verifier(task_factory, backend):
-    task = task_factory(test=REAL_PYTHON_TEST, files={"tests/check.py": CHECK_PY})
+    # The default image: the host image's system directories are not writable at all.
+    task = task_factory(test=REAL_PYTHON_TEST, files={"tests/check.py": CHECK_PY}, metadata={"image": "default"})
     site = "/root/.local/lib/python3.11/site-packages"
     res, agent = trial(
         task, backend,

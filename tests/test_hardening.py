@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_root
-from tmax.sandbox import Limits, get_backend
+from tmax.sandbox import Bind, Limits, get_backend
 
 pytestmark = pytest.mark.usefixtures("root_only")
 
@@ -74,8 +74,11 @@ def test_proc_sys_and_sys_cannot_be_written(sandbox):
                      "mount -t sysfs sysfs /sys 2>/dev/null && echo MOUNTED sys; "
                      "mount -t proc proc /mnt 2>/dev/null && echo MOUNTED proc; "
                      "ls /sys | head -3; true")
+    after = Path("/proc/sys/kernel/core_pattern").read_text()
+    if after != before:  # the attack worked: undo it on the host before failing
+        Path("/proc/sys/kernel/core_pattern").write_text(before)
     assert "WROTE" not in r.output and "MOUNTED" not in r.output, r.output
-    assert Path("/proc/sys/kernel/core_pattern").read_text() == before
+    assert after == before
 
 
 # -- limits --------------------------------------------------------------------------------------
@@ -102,9 +105,14 @@ def test_storage_and_inodes_are_capped(sandbox_factory, backend, run_dir):
     r = sb.exec("for d in /app /tmp /dev/shm /root /; do dd if=/dev/zero of=$d/fill bs=1M count=100 2>/dev/null; "
                 "done; du -cm /app/fill /tmp/fill /dev/shm/fill /root/fill /fill 2>/dev/null | tail -1", timeout=60)
     assert int(r.output.split()[0]) <= 66, r.output  # 64 MB in all, wherever it is written
-    r = sb.exec("rm -f /app/fill /tmp/fill /dev/shm/fill /root/fill /fill; mkdir -p /app/many; "
-                "for i in $(seq 5000); do : > /app/many/$i || break; done 2>/dev/null; ls /app/many | wc -l",
-                timeout=120)
+    r = sb.exec("rm -f /app/fill /tmp/fill /dev/shm/fill /root/fill /fill; mkdir -p /app/many; " + py("""
+        n = 0
+        try:
+            for n in range(5000):
+                open(f"/app/many/{n}", "w").close()
+        except OSError:
+            pass
+        """) + "\nls /app/many | wc -l", timeout=120)
     assert int(r.output.split()[-1]) < 3000, r.output
     # None of it is on the host's disk.
     used = sum(f.stat().st_size for f in Path(sb.dir).rglob("*") if f.is_file())
@@ -141,7 +149,7 @@ def run_dir_of(sb) -> Path:
 
 SYSCALLS = {"add_key": 248, "keyctl": 250, "request_key": 249, "bpf": 321, "perf_event_open": 298,
             "userfaultfd": 323, "io_uring_setup": 425, "init_module": 175, "kexec_load": 246,
-            "open_by_handle_at": 304, "fsopen": 430}
+            "open_by_handle_at": 304, "fsopen": 430, "pidfd_getfd": 438}
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="syscall numbers of x86_64")
@@ -307,3 +315,117 @@ def test_host_image_shows_no_secrets(sandbox):
 def test_sandbox_directories_are_private(sandbox):
     assert stat.S_IMODE(os.stat(sandbox.dir).st_mode) == 0o700
     assert stat.S_IMODE(os.stat(Path(sandbox.dir).parent).st_mode) == 0o700
+
+
+def test_concurrent_starts_from_many_threads(host_env, backend):
+    """Rollout workers start sandboxes from threads: each start forks a user-namespace holder, and two
+    forks racing must never hold each other's pipes open forever."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    be = get_backend(backend)
+
+    def one(i: int) -> str:
+        with be.start(host_env.spec(workdir="/app", work_areas=("/app",))) as sb:
+            return sb.exec(f"echo {i}").output
+
+    with ThreadPoolExecutor(8) as pool:
+        outs = list(pool.map(one, range(40), timeout=120))
+    assert outs == [f"{i}\n" for i in range(40)]
+
+
+def test_root_only_host_files_stay_unreadable(sandbox_factory, backend):
+    """The host image shows host files with host owners: a file only host root may read stays so."""
+    d = Path("/usr/local") / f"tmax-bait-{uuid.uuid4().hex[:8]}"
+    d.mkdir(mode=0o700)
+    (d / "secret").write_text("root only\n")
+    os.chmod(d / "secret", 0o600)
+    open_file = Path("/usr/local") / f"tmax-bait-{uuid.uuid4().hex[:8]}.conf"
+    open_file.write_text("root only too\n")
+    os.chmod(open_file, 0o600)
+    try:
+        r = sandbox_factory(backend).exec(f"cat {d}/secret {open_file}; ls {d}")
+        assert "root only" not in r.output and r.output.count("Permission denied") == 3, r.output
+    finally:
+        open_file.unlink()
+        (d / "secret").unlink()
+        d.rmdir()
+
+
+def test_writable_bind_writes_as_nobody(sandbox_factory, backend, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(tmp_path, 0o755)
+    sb = sandbox_factory(backend, binds=[Bind(str(shared), "/shared", readonly=False)])
+    r = sb.exec("cp /bin/sh /shared/sh && chown 0:0 /shared/sh; chmod 4755 /shared/sh; echo hi > /shared/note; "
+                "mknod /shared/disk b 8 0 2>/dev/null && echo MKNOD; ls -ln /shared")
+    assert "MKNOD" not in r.output
+    for f in shared.iterdir():
+        st = f.lstat()
+        assert st.st_uid >= identity_base() and st.st_gid >= identity_base(), (f, st.st_uid)  # never host root
+    run = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(shared / "sh"), "-p",
+                          "-c", "id -u"], capture_output=True, text=True)
+    assert run.stdout.strip() != "0", run
+
+
+def identity_base() -> int:
+    from tmax.sandbox import identity
+
+    return identity.uid_base()
+
+
+def test_export_keeps_holes_and_survives_deep_trees(host_env, backend, tmp_path):
+    spec = host_env.spec(workdir="/app", work_areas=("/app",), keep_changes=True,
+                         limits=Limits(storage_mb=64))
+    sb = get_backend(backend).start(spec)
+    r = sb.exec("truncate -s 1G /app/sparse1 /app/sparse2 && echo data >> /app/sparse1 && "
+                "python3 -c \"import os\nos.chdir('/app')\nfor i in range(1500): os.mkdir('d'); os.chdir('d')\n\"",
+                timeout=60)
+    assert r.exit_code == 0, r.output
+    sb.close()
+    dest = tmp_path / "carry"
+    sb.export_work_areas(dest)  # no RecursionError
+    on_disk = sum(f.lstat().st_blocks * 512 for f in dest.rglob("sparse*"))
+    assert on_disk < 1 << 20  # 2 GB apparent, a few KB on the disk
+    assert (dest / "app" / "sparse1").stat().st_size == (1 << 30) + 5
+    depth = 0
+    p = dest / "app"
+    while (p / "d").is_dir():
+        p, depth = p / "d", depth + 1
+    assert depth <= 201
+    import shutil
+    shutil.rmtree(dest)
+
+
+def test_dev_is_not_a_way_around_storage(sandbox):
+    r = sandbox.exec("echo x > /dev/fill 2>/dev/null && echo WROTE; mkdir /dev/d 2>/dev/null && echo MKDIR; "
+                     "echo ok > /dev/null && echo null-ok; echo s > /dev/shm/s && echo shm-ok")
+    assert "WROTE" not in r.output and "MKDIR" not in r.output, r.output
+    assert "null-ok\nshm-ok\n" in r.output
+
+
+DRIVER = r"""
+import sys, time
+sys.path[:0] = sys.argv[2:]
+from tmax.images import host_environment
+from tmax.sandbox import get_backend
+sb = get_backend(sys.argv[1]).start(host_environment().spec(workdir="/app", work_areas=("/app",), network=True))
+print(sb.net.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_online_helper_dies_with_a_killed_driver(backend, tmp_path):
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    proc = subprocess.Popen([sys.executable, str(script), backend, *[p for p in sys.path if p]],
+                            stdout=subprocess.PIPE, text=True)
+    slirp = int(proc.stdout.readline())
+    proc.kill()
+    proc.wait()
+    import time
+    for _ in range(100):
+        if not Path(f"/proc/{slirp}").exists() or "Z" in Path(f"/proc/{slirp}/stat").read_text().split()[2]:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"slirp4netns {slirp} outlived the process that started it")

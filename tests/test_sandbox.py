@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tmax.sandbox import Limits, SandboxError
+from tmax.sandbox import Limits, SandboxError, get_backend
 
 
 # -- exec basics ----------------------------------------------------------------------------------
@@ -248,25 +248,49 @@ def host_probe():
     p.unlink(missing_ok=True)
 
 
-def test_copy_on_write(sandbox_factory, backend, host_probe):
+def test_host_view_is_read_only(sandbox_factory, backend, host_probe):
+    """The host image shows the host's files with their host owners: readable where any user may
+    read them, never writable by the sandbox (which is nobody on the host)."""
     name = f"tmax-new-{uuid.uuid4().hex[:8]}"
     a = sandbox_factory(backend)
     assert a.exec(f"cat {host_probe}").output == "original\n"  # the host's file is visible...
-    r = a.exec(f"echo changed > {host_probe} && echo x > /usr/bin/{name} && chmod +x /usr/bin/{name} && "
-               f"rm -f /usr/local/share/{host_probe.name}.missing && cat {host_probe} /usr/bin/{name}")
-    assert r.output == "changed\nx\n"
-    assert host_probe.read_text() == "original\n"  # ...but writes stay in the sandbox
-    assert not Path(f"/usr/bin/{name}").exists()
-    b = sandbox_factory(backend)
-    r = b.exec(f"cat {host_probe}; test -e /usr/bin/{name} && echo leaked || echo absent")
-    assert r.output == "original\nabsent\n"  # a second sandbox does not see the first one's changes
-    a.exec(f"rm {host_probe}")
-    assert host_probe.exists()
-    assert b.exec(f"cat {host_probe}").output == "original\n"
+    r = a.exec(f"echo changed > {host_probe}; echo x > /usr/bin/{name}; rm -f {host_probe}; "
+               f"cat {host_probe}; ls /usr/bin/{name} 2>/dev/null | wc -l")
+    assert r.output.endswith("original\n0\n"), r.output  # ...but it cannot be changed or removed
+    assert r.output.count("Permission denied") == 3, r.output
+    assert host_probe.read_text() == "original\n" and not Path(f"/usr/bin/{name}").exists()
+
+
+def test_copy_on_write(sandbox_factory, backend):
+    from tmax.images import ImageError, get_environment
+
+    try:
+        image = get_environment("default", build=False)
+    except ImageError as e:
+        pytest.skip(str(e))
+    name = f"tmax-new-{uuid.uuid4().hex[:8]}"
+    started = []
+
+    def start():
+        started.append(get_backend(backend).start(image.spec(workdir="/app", work_areas=("/app",))))
+        return started[-1]
+
+    a = start()
+    r = a.exec(f"echo changed >> /etc/hostname && echo x > /usr/bin/{name} && chmod +x /usr/bin/{name} && "
+               f"rm /etc/issue && tail -1 /etc/hostname && cat /usr/bin/{name}")
+    assert r.output == "changed\nx\n", r.output
+    rootfs = image.layers[0]
+    assert "changed" not in (rootfs / "etc/hostname").read_text() and (rootfs / "etc/issue").exists()
+    assert not (rootfs / "usr/bin" / name).exists()  # the image is untouched...
+    b = start()
+    r = b.exec(f"grep -c changed /etc/hostname; test -e /usr/bin/{name} && echo leaked || echo absent; "
+               "test -e /etc/issue && echo kept")
+    assert r.output == "0\nabsent\nkept\n"  # ...and a second sandbox does not see the first one's changes
     a.close()
-    assert host_probe.read_text() == "original\n"
-    c = sandbox_factory(backend)
-    assert c.exec(f"cat {host_probe}; ls /usr/bin/{name} 2>/dev/null | wc -l").output == "original\n0\n"
+    c = start()
+    assert c.exec(f"ls /usr/bin/{name} 2>/dev/null | wc -l").output == "0\n"
+    for sb in started:
+        sb.close()
 
 
 def test_work_area_is_private_and_writable(sandbox_factory, backend):

@@ -200,7 +200,7 @@ echo $ok > /logs/verifier/reward.txt
 def test_env_hash_setup_layer_and_carry_over(task_factory, backend):
     setup = ("#!/bin/bash\necho input > /app/input.txt\nmkdir -p /usr/local/share\n"
              "date +%s%N > /usr/local/share/tmax-stamp\n")
-    task = task_factory(setup=setup, test=CARRY_TEST)
+    task = task_factory(setup=setup, test=CARRY_TEST, metadata={"image": "default"})  # a writable /usr
     agent_steps = ("cat /app/input.txt && rm /app/input.txt && echo 42 > /app/answer.txt && "
                    "echo kept > /root/notes.txt && touch /etc/agent-was-here /usr/local/bin/agent-tool && "
                    "cp /usr/local/share/tmax-stamp /app/stamp-seen && cat /app/stamp-seen")
@@ -211,8 +211,8 @@ def test_env_hash_setup_layer_and_carry_over(task_factory, backend):
     assert r2.outcome == Outcome.PASSED
     assert a1.results[0].output.startswith("input\n")
     assert a1.results[0].output == a2.results[0].output  # the setup ran once and was cached
-    assert r1.env_hash == r2.env_hash and "+" in r1.env_hash and r1.env_hash.startswith("host-")
-    other = task_factory(setup=setup.replace("input", "other input"), test=CARRY_TEST)
+    assert r1.env_hash == r2.env_hash and "+" in r1.env_hash and r1.env_hash.startswith("default-")
+    other = task_factory(setup=setup.replace("input", "other input"), test=CARRY_TEST, metadata={"image": "default"})
     r3 = run_trial(other, ScriptAgent("true"), backend=backend)
     assert r3.env_hash != r1.env_hash and r3.env_hash.split("+")[0] == r1.env_hash.split("+")[0]
 

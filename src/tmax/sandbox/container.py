@@ -24,6 +24,34 @@ default ulimits as soon as one is given, and its built-in defaults exceed this h
 Images of the ``host`` environment are keyed by the host's package state, so installing a package on
 the host makes a new one; the stale ones (a full copy of /usr each) are removed after each import.
 
+Hardening, as close to the native backends' as each engine's own options allow:
+
+- **Capabilities**: ``--cap-drop ALL`` and ``--cap-add`` for exactly ``identity.KEPT_CAPS`` (never
+  CAP_SYS_ADMIN, CAP_SYS_PTRACE, CAP_NET_ADMIN, CAP_MKNOD...), and ``--security-opt no-new-privileges``.
+- **Seccomp**: the engine's default profile, always (nothing here turns it off; podman reads only the
+  containers.conf tmax writes, which leaves ``seccomp_profile`` at its default).
+- **/proc/sys** and the other kernel knobs under /proc stay read-only, as both engines mount them.
+- **Identity** (podman as root): ``--uidmap 0:BASE:65536 --gidmap 0:BASE:65536`` with ``identity``'s
+  host range (checked free first), so the container's root is an unprivileged host uid, exactly as
+  in a native sandbox. No /etc/subuid entry is needed. Podman shows the image through that mapping
+  itself. Bind mounts are not idmapped (podman 4.3 asks the runtime for that, and runc 1.1 ignores
+  it), so tmax shifts what it hands over: a work area's tree is moved into the range after it is
+  filled and back when it is exported; a writable bind's tree is moved into the range at start and
+  back at close. Going back, setuid/setgid bits and file capabilities are cleared and FIFOs, sockets
+  and device nodes dropped: the sandbox wrote them. Read-only binds keep their host owners, which the
+  container sees as nobody (65534): only what is world-readable there can be read. Rootless podman
+  already runs the container as the invoking user's own uid and needs none of this.
+- **Identity** (docker): the docker CLI has no per-container user namespace. The container's root
+  is the host's root (with the reduced capabilities and seccomp above) unless dockerd itself runs
+  with ``userns-remap`` (``"userns-remap": "default"`` in /etc/docker/daemon.json), which maps every
+  container of that daemon into a subordinate range; tmax does not (cannot) set that up.
+- **Network**: offline sandboxes get ``--network none`` (only ``lo``). Online ones never share the
+  host's network namespace: podman uses ``slirp4netns:allow_host_loopback=false`` (user-mode NAT, the
+  host's 127.0.0.1 unreachable, as with the native backends); docker uses its default bridge (its own
+  network namespace behind NAT). From docker's bridge the host's 127.0.0.1 is not routed in a default
+  set-up, but services the host binds on its other addresses, the bridge's gateway included, are
+  reachable; a daemon started without a bridge (``--bridge=none``) cannot run online sandboxes.
+
 Closing removes the container forcibly (``rm -f``), always. A small guard process per sandbox
 removes it too if this Python process dies without closing (its stdin is a pipe we hold; EOF means
 we are gone), so containers never leak and never spin on a closed stdin.
@@ -49,7 +77,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
-from tmax.sandbox import rootfs
+from tmax.sandbox import identity, rootfs
 from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
 from tmax.sandbox.paths import named_lock, run_dir, tmax_home
 from tmax.sandbox.shell import ShellSession, outer_loop
@@ -321,15 +349,92 @@ def set_opaque(d: Path) -> None:
             os.setxattr(d, attr, b"y", follow_symlinks=False)
 
 
-class WorkAreas:
-    """The host side of a sandbox's work areas: ``<dir>/wa/<n>`` for each outer work area."""
+# -- identity: host trees handed to a sandbox whose ids are shifted ---------------------------------
 
-    def __init__(self, spec: SandboxSpec, sandbox_dir: Path):
+def _tree(top: Path):
+    """``(path, lstat)`` of ``top`` and of everything under it, parents first, never following a link."""
+    st = os.lstat(top)
+    yield str(top), st
+    if not stat.S_ISDIR(st.st_mode):
+        return
+    stack = [str(top)]
+    while stack:
+        try:
+            it = os.scandir(stack.pop())
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                try:
+                    est = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                yield e.path, est
+                if stat.S_ISDIR(est.st_mode):
+                    stack.append(e.path)
+
+
+def _in_range(i: int) -> bool:
+    base = identity.uid_base()
+    return base <= i < base + identity.UID_COUNT
+
+
+def shift_in(top: Path) -> None:
+    """Give ``top``'s tree to the sandbox's id range: plain owner ``n`` becomes ``BASE + n``, so that the
+    container's ``n`` owns it. Ids outside 0..65535 are left (the container sees them as nobody), and
+    so are files with more than one link (one may lie outside the tree: a host file's owner never
+    changes). chown clears setuid/setgid bits and file capabilities, which is meant."""
+    base = identity.uid_base()
+    for path, st in _tree(top):
+        if not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1:
+            continue
+        uid = st.st_uid + base if st.st_uid < identity.UID_COUNT else st.st_uid
+        gid = st.st_gid + base if st.st_gid < identity.UID_COUNT else st.st_gid
+        if (uid, gid) != (st.st_uid, st.st_gid):
+            os.lchown(path, uid, gid)
+
+
+def shift_out(top: Path, shifted: bool) -> None:
+    """Take back a tree the sandbox could write, in place. What the sandbox owned (owner or group in its
+    range; everything when ``shifted`` is False, its root being a host user then) is hostile: owners go
+    back to their plain values, setuid/setgid bits and file capabilities are cleared, and FIFOs,
+    sockets and device nodes are removed, as the native backends' export does."""
+    base = identity.uid_base()
+    for path, st in _tree(top):
+        mode = st.st_mode
+        if shifted and not (_in_range(st.st_uid) or _in_range(st.st_gid)):
+            continue
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+            if path != str(top):
+                os.unlink(path)
+            continue
+        if shifted:
+            os.lchown(path, st.st_uid - base if _in_range(st.st_uid) else st.st_uid,
+                      st.st_gid - base if _in_range(st.st_gid) else st.st_gid)
+        if stat.S_ISLNK(mode):
+            continue
+        if stat.S_ISREG(mode):
+            with contextlib.suppress(OSError):
+                os.removexattr(path, "security.capability", follow_symlinks=False)
+        if mode & 0o6000 or shifted:  # chmod after chown: root's chown may keep the bits
+            os.chmod(path, stat.S_IMODE(mode) & ~0o6000)
+
+
+class WorkAreas:
+    """The host side of a sandbox's work areas: ``<dir>/wa/<n>`` for each outer work area.
+
+    ``shift``: the sandbox's ids are shifted (podman as root); the areas are handed to its range after
+    they are filled, and shifted back when exported."""
+
+    def __init__(self, spec: SandboxSpec, sandbox_dir: Path, shift: bool = False):
         self.dir = sandbox_dir
+        self.shift = shift
         self.areas = outer_work_areas(spec.work_areas)
         self.paths = [sandbox_dir / "wa" / str(i) for i in range(len(self.areas))]
         for wa, p in zip(self.areas, self.paths, strict=True):
             fill_work_area(spec.layers, wa, p)
+            if shift:
+                shift_in(p)
 
     def binds(self) -> list[tuple[str, str]]:
         return [(str(p), wa) for p, wa in zip(self.paths, self.areas, strict=True)]
@@ -340,6 +445,7 @@ class WorkAreas:
         for wa, p in zip(self.areas, self.paths, strict=True):
             if not p.is_dir():
                 continue
+            shift_out(p, self.shift)
             target = dest / wa.strip("/")
             target.parent.mkdir(parents=True, exist_ok=True)
             if os.path.lexists(target):
@@ -436,6 +542,11 @@ class Engine:
                                f"{r.stderr.decode('utf-8', 'replace').strip()[-1500:]}")
         return r
 
+    def shifts_ids(self) -> bool:
+        """Whether this engine's containers run in ``identity``'s shifted host range: podman as root.
+        (Rootless podman maps the container's root to the invoking user; docker cannot per container.)"""
+        return self.name == "podman" and identity.shifted()
+
     def log_driver(self) -> str:
         """Podman >= 4 passes the container's stdio straight through (no conmon in the data path);
         otherwise keep no log (the output is read over the attached pipe anyway)."""
@@ -513,6 +624,7 @@ class ContainerSandbox:
         self.proc: subprocess.Popen | None = None
         self.guard: subprocess.Popen | None = None
         self.work: WorkAreas | None = None
+        self.shifted_binds: list[Path] = []  # writable binds handed to the sandbox, given back at close
         self.started = False
         try:
             self._start()
@@ -524,8 +636,16 @@ class ContainerSandbox:
     # -- launch ---------------------------------------------------------------------------------
     def _start(self) -> None:
         spec = self.spec
+        shift = self.engine.shifts_ids()
+        if shift:
+            identity.check_range(identity.uid_base())
         self.image = image = self.engine.ensure_image(spec)
-        self.work = WorkAreas(spec, self.dir)
+        self.work = WorkAreas(spec, self.dir, shift=shift)
+        for b in spec.binds:
+            if not b.readonly:
+                self.shifted_binds.append(Path(b.source))  # first: close gives it back even half done
+                if shift:
+                    shift_in(Path(b.source))
         self.nonce = ShellSession.new_nonce()
         argv = self._argv(image)
         env = self.engine.env()
@@ -556,8 +676,19 @@ class ContainerSandbox:
                 "--pids-limit", str(lim.max_pids),
                 "--tmpfs", "/tmp:rw,exec,nosuid,nodev,mode=1777",
                 "--log-driver", self.engine.log_driver()]
+        # Hardening (module docstring): reduced capabilities, no_new_privs, the engine's default seccomp.
+        argv += ["--cap-drop", "ALL"]
+        for cap in sorted(identity.KEPT_CAPS):
+            argv += ["--cap-add", identity.CAP_NAMES[cap]]
+        argv += ["--security-opt", "no-new-privileges"]
+        if self.engine.shifts_ids():
+            base = identity.uid_base()
+            argv += ["--uidmap", f"0:{base}:{identity.UID_COUNT}", "--gidmap", f"0:{base}:{identity.UID_COUNT}"]
         if not spec.network:
             argv += ["--network", "none"]
+        elif eng == "podman":
+            argv += ["--network", "slirp4netns:allow_host_loopback=false"]
+        # docker online: its default bridge (never --network host).
         # Every ulimit explicitly (see the module docstring), within the host's hard limits.
         nofile = _hard_limit(resource.RLIMIT_NOFILE, lim.open_files)
         # 4096 as in containers.conf: podman lowers its own hard NPROC (to 32768) before runc sets
@@ -625,6 +756,14 @@ class ContainerSandbox:
             for f in (self.proc.stdin, self.proc.stdout):
                 with contextlib.suppress(OSError):
                     f.close()
+        # Writable binds go back once the container is gone (nothing writes there any more); if it
+        # may still run, they stay with the sandbox's range, which is the safe side.
+        for src in self.shifted_binds if not errors else ():
+            try:
+                shift_out(src, self.engine.shifts_ids())
+            except OSError as e:
+                errors.append(f"giving back the writable bind {src}: {e}")
+        self.shifted_binds = []
         if self.guard is not None:
             if errors and not self.spec.keep_changes:  # let the guard try once more, on its own
                 with contextlib.suppress(OSError):
@@ -637,7 +776,7 @@ class ContainerSandbox:
         if not (self.spec.keep_changes and self.started):
             self.remove_dir()
         if errors:
-            raise SandboxError(f"{self.engine.name} rm -f {self.name} failed: {errors[0][-500:]}")
+            raise SandboxError(f"closing {self.engine.name} container {self.name} failed: {errors[0][-500:]}")
 
     def remove_dir(self) -> None:
         for _ in range(50):

@@ -81,10 +81,13 @@ def new_userns() -> int:
     if pid == 0:  # the child: only syscalls, then _exit
         code = 1
         try:
+            kernel.prctl(kernel.PR_SET_PDEATHSIG, 9)
             os.close(ready_r)
             os.close(done_w)
             kernel.unshare(kernel.CLONE_NEWUSER)
             os.write(ready_w, b"1")
+            # An explicit byte, not EOF: a child forked meanwhile by another thread may hold a copy
+            # of our write end, and waiting for EOF would then deadlock two starts.
             os.read(done_r, 1)
             code = 0
         finally:
@@ -102,6 +105,10 @@ def new_userns() -> int:
         raise SandboxError(f"could not map the sandbox user namespace: {e}") from None
     finally:
         os.close(ready_r)
+        try:
+            os.write(done_w, b"1")
+        except OSError:
+            pass
         os.close(done_w)
         os.waitpid(pid, 0)
 

@@ -189,8 +189,9 @@ class NativeSandbox:
         spec, root = self.spec, plan.root
         program = ["/bin/bash", "-c", outer_loop(self.nonce)]
         if self.launcher == "bwrap":
+            # bwrap's /dev is a tmpfs of its own: read-only, so writes go to the limited layer only.
             argv = ["bwrap", "--bind", root, "/", "--dev", "/dev", "--bind", plan.shm_dir, "/dev/shm",
-                    "--proc", "/proc", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+                    "--remount-ro", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
                     "--unshare-cgroup-try", "--hostname", spec.hostname, "--die-with-parent", "--new-session",
                     "--chdir", spec.workdir, "--cap-drop", "ALL"]
             for cap in sorted(identity.KEPT_CAPS):

@@ -45,20 +45,24 @@ def attach(pid: int, log: str, join_userns: bool = True, timeout: float = 10.0) 
     if not ok:
         raise SandboxError(why)
     ready_r, ready_w = os.pipe()
+    # slirp4netns exits when this pipe closes: when we close the sandbox, or die without closing.
+    exit_r, exit_w = os.pipe()
     argv = ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox",
-            "--enable-seccomp", f"--ready-fd={ready_w}", str(pid), "tap0"]
+            "--enable-seccomp", f"--ready-fd={ready_w}", f"--exit-fd={exit_r}", str(pid), "tap0"]
     if join_userns:
         argv[-2:-2] = [f"--userns-path=/proc/{pid}/ns/user"]
     try:
         with open(log, "wb") as err:  # a file, not a pipe: nobody drains it while the sandbox runs
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                    pass_fds=(ready_w,), start_new_session=True)
+                                    pass_fds=(ready_w, exit_r), start_new_session=True)
     finally:
         os.close(ready_w)
+        os.close(exit_r)
+    proc.exit_w = exit_w  # type: ignore[attr-defined]
     try:
         r, _, _ = select.select([ready_r], [], [], timeout)
         if not r or os.read(ready_r, 1) != b"1":
-            stop(proc)
+            stop(proc)  # closes exit_w
             with open(log, "rb") as f:
                 err = f.read()[-800:].decode("utf-8", "replace")
             raise SandboxError(f"slirp4netns did not come up: {err.strip() or 'no answer'}")
@@ -75,3 +79,4 @@ def stop(proc: subprocess.Popen | None) -> None:
     except ProcessLookupError:
         pass
     proc.wait()
+    os.close(proc.exit_w)

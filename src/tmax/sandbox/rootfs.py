@@ -136,18 +136,21 @@ class _Builder:
             path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def lower(self, path: str) -> str:
-        """The path overlayfs reads a lower layer from (idmapped when the sandbox is shifted)."""
-        if not self.idmap:
+    def lower(self, path: str, host_view: bool = False) -> str:
+        """The path overlayfs reads a lower layer from: idmapped when the sandbox is shifted, so the
+        layer's root is the sandbox's root. A view of the host's own directories (``host_view``) is
+        never idmapped: its files keep host owners that mean nothing inside, so the sandbox sees
+        exactly what any unprivileged host user may see, and cannot write there."""
+        if not self.idmap or host_view:
             return path
         staging = self.launch_dir(self.base / "l" / str(self.staged))
         self.staged += 1
         self.ops.append(("idmap", path, str(staging), True))
         return str(staging)
 
-    def owned_dir(self, path: Path, like: str | None = None, mode: int = 0o755) -> None:
+    def owned_dir(self, path: Path, like: str | None = None, mode: int = 0o755, host_view: bool = False) -> None:
         """A directory of the writable layer, with the owner and mode of ``like`` (a lower's
-        directory) as the sandbox sees it."""
+        directory) as the sandbox sees it (``host_view``: the host's owner, unshifted)."""
         uid = gid = 0
         try:
             st = os.stat(like) if like is not None else None
@@ -156,7 +159,9 @@ class _Builder:
         if st is not None:
             uid, gid, mode = st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)
         if self.isolated and identity.shifted():
-            self.ops.append(("mkdir", str(path), mode, identity.to_host(uid), identity.to_host(gid)))
+            if not host_view:
+                uid, gid = identity.to_host(uid), identity.to_host(gid)
+            self.ops.append(("mkdir", str(path), mode, uid, gid))
         else:
             self.ops.append(("mkdir", str(path), mode, -1, -1))
 
@@ -225,6 +230,7 @@ def _per_directory(b: _Builder, layers: list[Layer], root: Path, upper: Path, wo
             names.append(top)
     for name in names:
         lowers: list[str] = []
+        host_view: set[str] = set()  # lowers that are the host's own directories
         link: str | None = None
         for layer in layers:
             if isinstance(layer, dict) and name not in layer:
@@ -239,6 +245,8 @@ def _per_directory(b: _Builder, layers: list[Layer], root: Path, upper: Path, wo
                     link = os.readlink(e) if e.is_symlink() else ""  # "" = a plain file: not shown
                 break
             lowers.append(str(e))
+            if isinstance(layer, dict):
+                host_view.add(str(e))
             if is_opaque(e):
                 break
         target = str(root / name)
@@ -248,7 +256,8 @@ def _per_directory(b: _Builder, layers: list[Layer], root: Path, upper: Path, wo
             continue
         up, wk = upper / name, work / name
         if b.isolated:  # a fresh tmpfs: made in the child
-            b.owned_dir(up, like=lowers[-1] if lowers else None, mode=0o700 if name == "root" else 0o755)
+            b.owned_dir(up, like=lowers[-1] if lowers else None, mode=0o700 if name == "root" else 0o755,
+                        host_view=bool(lowers) and lowers[-1] in host_view)
             ops.append(("mkdir", str(wk), 0o700, -1, -1))
         else:
             # A previous sandbox may have left this name in the upper dir as something else.
@@ -258,7 +267,7 @@ def _per_directory(b: _Builder, layers: list[Layer], root: Path, upper: Path, wo
             wk.mkdir(exist_ok=True)
         ops.append(("mkdir", target, 0o755, -1, -1))
         if lowers:
-            data = f"lowerdir={':'.join(b.lower(x) for x in lowers)},upperdir={up},workdir={wk}"
+            data = f"lowerdir={':'.join(b.lower(x, x in host_view) for x in lowers)},upperdir={up},workdir={wk}"
             ops.append(("mount", "overlay", target, "overlay", b.flags, data))
         else:
             ops.append(("mount", str(up), target, None, MS_BIND, None))
@@ -295,12 +304,16 @@ def _special_mounts(b: _Builder, root: Path, work_areas: tuple[str, ...], binds:
     for bind in binds:
         tgt = str(root) + bind.target
         ops.append(("mkdir", tgt, 0o755, -1, -1) if os.path.isdir(bind.source) else ("touch", tgt))
-        if b.idmap:
-            ops.append(("idmap", bind.source, tgt, bind.readonly))
+        if b.idmap and bind.readonly:
+            ops.append(("idmap", bind.source, tgt, True))
             continue
+        if b.idmap:  # writable: never idmapped (writes would land as host root); owned by sandbox root
+            ops.append(("chown", bind.source, identity.to_host(0), identity.to_host(0)))
         ops.append(("mount", bind.source, tgt, None, MS_BIND | MS_REC, None))
         if bind.readonly:
             ops.append(("mount", "none", tgt, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID, None))
+        elif b.isolated:
+            ops.append(("mount", "none", tgt, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, None))
 
 
 def _storage(p: Plan) -> None:
@@ -374,6 +387,8 @@ def _op(p: Plan, op: tuple) -> None:
             os.chown(path, uid, gid)
         if mode != 0o755 or uid >= 0:
             os.chmod(path, mode)
+    elif kind == "chown":
+        os.chown(op[1], op[2], op[3])
     elif kind == "touch":
         os.makedirs(os.path.dirname(op[1]), exist_ok=True)
         open(op[1], "a").close()

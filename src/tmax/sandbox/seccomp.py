@@ -3,7 +3,8 @@
 A classic BPF program (no libseccomp): calls from another ABI (i386, x32) kill the process; the
 denied calls fail with EPERM; everything else is allowed. Denied: kernel keyrings (add_key,
 request_key, keyctl), bpf, perf_event_open, userfaultfd, kernel modules, kexec, reboot, swap, acct,
-quotactl, syslog, setting the clock, open_by_handle_at, io_uring, the new mount API, new user
+quotactl, syslog, setting the clock, open_by_handle_at, io_uring, the new mount API, pidfd_getfd
+(no taking another process's descriptors, such as the shell's own pipes), new user
 namespaces (clone/unshare with CLONE_NEWUSER; clone3 answers ENOSYS so libc falls back to clone),
 and the terminal ioctls that inject input or drive the console (TIOCSTI, TIOCLINUX).
 """
@@ -30,7 +31,7 @@ DENIED = {
 }
 COMMON_DENIED = {"io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "open_tree": 428,
                  "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-                 "mount_setattr": 442}
+                 "mount_setattr": 442, "pidfd_getfd": 438}
 CALLS = {"x86_64": {"ioctl": 16, "clone": 56, "unshare": 272, "clone3": 435},
          "aarch64": {"ioctl": 29, "clone": 220, "unshare": 97, "clone3": 435}}
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C

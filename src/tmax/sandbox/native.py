@@ -71,6 +71,7 @@ if userns:  # become root of the sandbox's own user namespace: nobody on the hos
     os.setgroups([])
     os.setresgid(0, 0, 0)
     os.setresuid(0, 0, 0)
+    check(libc.prctl(1, 9, 0, 0, 0), "parent-death signal")  # the uid change cleared unshare's --kill-child
 kept = {int(c) for c in keep.split(",") if c}
 for cap in range(last_cap + 1):
     if cap not in kept:

@@ -359,6 +359,7 @@ def apply(p: Plan) -> None:
             os.setresgid(0, 0, 0)
             os.setresuid(0, 0, 0)
             kernel.prctl(kernel.PR_SET_DUMPABLE, 1)  # the uid change cleared it; bwrap reads /proc/self/fd
+            kernel.prctl(kernel.PR_SET_PDEATHSIG, 9)  # and this too
         if p.new_net:
             kernel.unshare(kernel.CLONE_NEWNET)
             kernel.loopback_up()

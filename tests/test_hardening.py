@@ -409,23 +409,37 @@ sys.path[:0] = sys.argv[2:]
 from tmax.images import host_environment
 from tmax.sandbox import get_backend
 sb = get_backend(sys.argv[1]).start(host_environment().spec(workdir="/app", work_areas=("/app",), network=True))
-print(sb.net.pid, flush=True)
+sb.exec("sleep 600 &")
+print(sb.net.pid, *sb.alive_pids(), flush=True)
 time.sleep(600)
 """
 
 
-def test_online_helper_dies_with_a_killed_driver(backend, tmp_path):
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_a_killed_driver_leaves_nothing_running(backend, tmp_path):
+    """tmax killed with -9 while an online sandbox runs a daemon: the sandbox and slirp4netns go too
+    (the uid change inside clears parent-death signals, so they must be set again after it)."""
+    import time
+
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
     proc = subprocess.Popen([sys.executable, str(script), backend, *[p for p in sys.path if p]],
                             stdout=subprocess.PIPE, text=True)
-    slirp = int(proc.stdout.readline())
+    pids = [int(x) for x in proc.stdout.readline().split()]
+    assert len(pids) >= 3  # slirp4netns, the launcher, the shells, the daemon
     proc.kill()
     proc.wait()
-    import time
-    for _ in range(100):
-        if not Path(f"/proc/{slirp}").exists() or "Z" in Path(f"/proc/{slirp}/stat").read_text().split()[2]:
+    for _ in range(200):
+        if all(_gone(p) for p in pids):
             break
         time.sleep(0.05)
-    else:
-        pytest.fail(f"slirp4netns {slirp} outlived the process that started it")
+    left = [p for p in pids if not _gone(p)]
+    for p in left:
+        os.kill(p, 9)
+    assert left == [], f"still running after the driver was killed: {left}"

@@ -429,8 +429,9 @@ def test_a_killed_driver_leaves_nothing_running(backend, tmp_path):
 
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
+    env = {**os.environ, "TMAX_RUN_DIR": str(tmp_path / "run")}  # a killed driver cannot remove its dirs
     proc = subprocess.Popen([sys.executable, str(script), backend, *[p for p in sys.path if p]],
-                            stdout=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, text=True, env=env)
     pids = [int(x) for x in proc.stdout.readline().split()]
     assert len(pids) >= 3  # slirp4netns, the launcher, the shells, the daemon
     proc.kill()

@@ -9,6 +9,9 @@ A trial counts once its ``result.json`` exists (written atomically, last). A rer
 trials and redoes unfinished ones from scratch, so a job killed with -9 and rerun ends with exactly the
 trials of an uninterrupted run. Infrastructure errors are retried with backoff and, if they persist,
 recorded as ``infra_error`` and kept out of pass@k.
+
+A trial dir is named after its task, so a task whose name is not one safe path component (``../x``,
+``/etc``) is refused as a load error: no trial dir is ever made, or removed, outside the job dir.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from tmax.safe_files import check_name
 from tmax.task import Task, TaskError, load_task
 from tmax.trial import AGENTS, Outcome, TrialResult, run_trial
 
@@ -83,8 +87,15 @@ def make_agent(spec: JobSpec, trial_dir: Path, shared: dict):
     return HarnessAgent(shared["policy"], cfg, trial_dir / "agent" / "trajectory.json")
 
 
+def trial_dir(job_dir: Path, task: Task, attempt: int) -> Path:
+    """``<job>/<task>__<attempt>``. run_one removes what is there, so a task name that is not one safe
+    path component (``../x``, ``/etc``) is refused rather than joined."""
+    check_name(task.name, task.path, "task.name")
+    return job_dir / f"{task.name}__{int(attempt)}"
+
+
 def run_one(spec: JobSpec, task: Task, attempt: int, job_dir: Path, shared: dict) -> dict:
-    tdir = job_dir / f"{task.name}__{attempt}"
+    tdir = trial_dir(job_dir, task, attempt)
     if tdir.exists():
         shutil.rmtree(tdir)  # an unfinished trial from a killed run: start it over
     (tdir / "agent").mkdir(parents=True)
@@ -161,7 +172,9 @@ def solve(spec: JobSpec, job_dir: Path, progress: Callable[[dict, dict], None] |
     load_errors = {}
     for p in spec.corpus:
         try:
-            tasks.append(load_task(p))
+            task = load_task(p)
+            check_name(task.name, task.path, "task.name")  # it names the trial dirs
+            tasks.append(task)
         except TaskError as e:
             load_errors[str(p)] = str(e)
     done = {(r["task"], r["attempt"]) for r in load_results(job_dir)}

@@ -99,26 +99,36 @@ AGENTS = {"oracle": OracleAgent, "nop": NopAgent}
 
 
 def read_reward(logs: Path) -> tuple[float | None, dict[str, float], str]:
-    """(reward, named rewards, reason if invalid) from a verifier logs directory."""
-    txt, js = logs / "reward.txt", logs / "reward.json"
+    """(reward, named rewards, reason if invalid) from a verifier logs directory.
+
+    The sandbox wrote these files: each is read only if it is a regular file of at most 4 KiB with one
+    link, never through a symlink and never blocking on a FIFO. Anything else is a failure naming it."""
+    # Imported here so that this fix stays inside this function while run_trial is rewritten; fine to hoist.
+    from tmax.safe_files import REWARD_MAX_BYTES, UnsafeFile, read_regular
+
+    try:
+        txt = read_regular(logs / "reward.txt", REWARD_MAX_BYTES, single_link=True)
+        js = read_regular(logs / "reward.json", REWARD_MAX_BYTES, single_link=True)
+    except UnsafeFile as e:  # a planted symlink, FIFO, hard link or oversized file fails the trial
+        return None, {}, f"{Path(e.path).name}: {e.message}"
     rewards: dict[str, float] = {}
-    if js.exists():
+    if js is not None:
         try:
-            data = json.loads(js.read_text())
+            data = json.loads(js.decode())
             if not isinstance(data, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
                                                      for v in data.values()):
-                if not txt.exists():  # reward.txt wins, so a malformed reward.json does not matter then
+                if txt is None:  # reward.txt wins, so a malformed reward.json does not matter then
                     return None, {}, "reward.json: expected a flat object of numbers"
             else:
                 rewards = {k: float(v) for k, v in data.items()}
-        except (ValueError, UnicodeDecodeError) as e:
-            if not txt.exists():
+        except (ValueError, RecursionError) as e:  # RecursionError: '[[[[...' nested past the parser's limit
+            if txt is None:
                 return None, {}, f"reward.json: invalid JSON ({e})"
-    if txt.exists():
+    if txt is not None:
         try:
-            value = float(txt.read_text().strip())
-        except (ValueError, UnicodeDecodeError):
-            return None, rewards, f"reward.txt: expected one float, got {txt.read_bytes()[:40]!r}"
+            value = float(txt.decode().strip())
+        except ValueError:  # UnicodeDecodeError is one
+            return None, rewards, f"reward.txt: expected one float, got {txt[:40]!r}"
     elif "reward" in rewards:
         value = rewards["reward"]
     elif len(rewards) == 1:
@@ -133,7 +143,7 @@ def read_reward(logs: Path) -> tuple[float | None, dict[str, float], str]:
 
 
 def limits_for(task: Task) -> Limits:
-    return Limits(memory_mb=task.resources.memory_mb)
+    return Limits(memory_mb=task.resources.memory_mb, storage_mb=task.resources.storage_mb)
 
 
 def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment | None = None,
@@ -219,9 +229,14 @@ def _stage_tests(task: Task, work: Path) -> Path:
 
 
 def _save_logs(out_dir: Path, logs: Path, vr: ExecResult) -> None:
-    vdir = out_dir / "verifier"
-    vdir.mkdir(parents=True, exist_ok=True)
-    for f in logs.iterdir():
-        if f.is_file():
-            shutil.copy(f, vdir / f.name)
-    (vdir / "test-stdout.txt").write_text(vr.output)
+    """Copy the verifier's logs into ``out_dir/verifier``. The sandbox wrote them: only regular files at
+    the top level are copied (never through a symlink, never blocking on a FIFO), at most 64 of them,
+    each cut after 1 MiB; ``copy-notes.txt`` lists what was left out or cut, and why."""
+    from tmax.safe_files import copy_flat, write_file  # here, not at the top: see read_reward
+
+    out_dir.mkdir(parents=True, exist_ok=True)  # the trial dir is ours; what goes below it is checked
+    notes = copy_flat(logs, out_dir, "verifier")
+    write_file(out_dir, "verifier/test-stdout.txt", vr.output.encode(errors="replace"), replace=True)
+    if notes:
+        write_file(out_dir, "verifier/copy-notes.txt", ("\n".join(notes) + "\n").encode(errors="replace"),
+                   replace=True)

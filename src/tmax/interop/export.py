@@ -6,6 +6,9 @@ its ``environment/setup.sh`` the way the image builder does. Harbor tasks keep `
 has one ``solution.sh`` and scores a pytest-style summary, so the solution directory is bundled into
 a self-extracting ``solution.sh`` and ``run-tests.sh`` turns the reward into that summary. The
 original ``task.toml`` rides along as ``tmax-task.toml`` so that an import restores the task exactly.
+
+The task being exported may be anyone's: its files are copied through :mod:`tmax.safe_files` (only
+into ``out_root/<name>``, never through a symlink, no special files, no setuid/setgid/sticky bits).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import tomllib
 from pathlib import Path
 
 from tmax.interop.dockerfile import render
+from tmax.safe_files import UnsafeFile, check_name, copy_file, copy_tree, make_dir, write_file
 from tmax.task import Task, TaskError, _toml_value, load_task
 
 HARBOR_ORG = "tmax"
@@ -24,6 +28,7 @@ BUILD_TIMEOUT = 1800.0  # apt-get of the whole profile plus the task's setup
 TB1_SIDECAR = "tmax-task.toml"
 BUNDLE_BEGIN = "# tmax-solution-file: "
 HEREDOC_END = "TMAX_END_OF_FILE"
+BUNDLE_PATH = re.compile(r"[^\s'\\]+")  # the path sits inside '...' in shell and \S+ in the bundle parser
 
 
 def export_task(src: str | Path, out_root: str | Path, fmt: str = "harbor") -> Path:
@@ -34,17 +39,22 @@ def export_task(src: str | Path, out_root: str | Path, fmt: str = "harbor") -> P
     if task.image == "host":
         raise TaskError(task.path / "task.toml", "image 'host' cannot be rebuilt elsewhere; expected an image "
                         "profile such as 'default'", "metadata.image")
+    if fmt not in ("harbor", "tb1"):
+        raise ValueError(f"unknown export format {fmt!r}; expected harbor or tb1")
     _check_reward_writer(task)
+    check_name(task.path.name, task.path, "task directory name")  # it names the output directory
+    check_name(task.name, task.path / "task.toml", "task.name")
     dest = Path(out_root) / task.path.name
+    if dest.is_symlink():  # never replace (or write into) what a link points to
+        raise UnsafeFile(dest, "is a symlink; expected a directory the export may replace")
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    if fmt == "harbor":
-        _write_harbor(task, dest)
-    elif fmt == "tb1":
-        _write_tb1(task, dest)
-    else:
-        raise ValueError(f"unknown export format {fmt!r}; expected harbor or tb1")
+    try:
+        (_write_harbor if fmt == "harbor" else _write_tb1)(task, dest)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)  # a refused task leaves nothing half-written
+        raise
     return dest
 
 
@@ -96,18 +106,12 @@ def _order(kv: tuple) -> tuple:
     return (kv[0] != "name", kv[0])  # [task] name first
 
 
-def _copy(src: Path, dest: Path) -> None:
-    if src.is_dir():
-        shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)
-
-
 def _write_harbor(task: Task, dest: Path) -> None:
-    shutil.copy2(task.path / "instruction.md", dest / "instruction.md")
+    copy_file(task.path / "instruction.md", dest, "instruction.md")
     for sub in ("environment", "solution", "tests"):
-        _copy(task.path / sub, dest / sub)
-    (dest / "environment").mkdir(exist_ok=True)
-    (dest / "environment" / "Dockerfile").write_text(render(task.image, "."))
-    (dest / "task.toml").write_text(harbor_toml(task))
+        copy_tree(task.path / sub, dest, sub)
+    write_file(dest, "environment/Dockerfile", render(task.image, ".").encode(), replace=True)
+    write_file(dest, "task.toml", harbor_toml(task).encode())
 
 
 # -- Terminal-Bench 1 ---------------------------------------------------------------------------
@@ -198,6 +202,9 @@ def bundle_solution(sol_dir: Path) -> str:
              "set -e", "mkdir -p /solution"]
     for f in sorted(p for p in sol_dir.rglob("*") if p.is_file()):
         rel = f.relative_to(sol_dir).as_posix()
+        if not BUNDLE_PATH.fullmatch(rel):
+            raise TaskError(f, "file name holds whitespace, a quote or a backslash; expected a name that "
+                               "solution.sh can carry")
         mode = f.stat().st_mode & 0o777
         b64 = base64.encodebytes(f.read_bytes()).decode()
         lines += [f"{BUNDLE_BEGIN}{rel} {mode:o}", f"mkdir -p \"$(dirname '/solution/{rel}')\"",
@@ -220,13 +227,12 @@ def unbundle_solution(text: str) -> dict[str, tuple[bytes, int]] | None:
 
 
 def _write_tb1(task: Task, dest: Path) -> None:
-    (dest / "task.yaml").write_text(_tb1_yaml(task))
-    (dest / TB1_SIDECAR).write_bytes((task.path / "task.toml").read_bytes())
-    _copy(task.path / "environment", dest / "environment")
-    (dest / "environment").mkdir(exist_ok=True)
-    (dest / "Dockerfile").write_text(render(task.image, "environment"))
-    (dest / "docker-compose.yaml").write_text(COMPOSE)
-    _copy(task.path / "tests", dest / "tests")
+    write_file(dest, "task.yaml", _tb1_yaml(task).encode())
+    copy_file(task.path / "task.toml", dest, TB1_SIDECAR)
+    copy_tree(task.path / "environment", dest, "environment")
+    make_dir(dest, "environment")
+    write_file(dest, "Dockerfile", render(task.image, "environment").encode())
+    write_file(dest, "docker-compose.yaml", COMPOSE.encode())
+    copy_tree(task.path / "tests", dest, "tests")
     for name, text in (("solution.sh", bundle_solution(task.path / "solution")), ("run-tests.sh", RUN_TESTS)):
-        (dest / name).write_text(text)
-        (dest / name).chmod(0o755)
+        write_file(dest, name, text.encode(), 0o755)

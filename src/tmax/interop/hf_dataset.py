@@ -6,16 +6,24 @@ task tree, so writing the rows back gives byte-identical directories), then the 
 task has none). ``difficulty`` is a float when the task's is a number; ``difficulty_label`` keeps a
 word such as ``medium``. Written with pyarrow in the layout the Hub expects (``data/train-*.parquet``),
 so ``datasets.load_dataset("parquet", ...)`` or ``load_dataset(DIR)`` reads it.
+
+A row is untrusted: its name must be a safe task name, each file path must stay inside the task,
+only regular files and symlinks that stay inside the task are written (through :mod:`tmax.safe_files`:
+never through a symlink, not even one an earlier file of the row made), and no setuid/setgid/sticky
+bit survives. A bad row is refused whole, naming the row, the file and the rule.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from tmax.task import TaskError, load_task
+from tmax.safe_files import (UnsafeFile, check_link, check_name, check_rel, kind, make_symlink, read_regular,
+                             write_file)
+from tmax.task import MAX_FILE_BYTES, MAX_TASK_BYTES, TaskError, load_task
 
 AXES = ("domain", "skill_type", "primitive_skills", "persona", "language", "task_complexity",
         "command_complexity", "fixture", "verifier")
@@ -41,14 +49,18 @@ def task_files(root: Path) -> list[dict]:
         for name in sorted(filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]):
             p = Path(dirpath) / name
             st = p.lstat()
-            data = os.readlink(p).encode() if stat.S_ISLNK(st.st_mode) else p.read_bytes()
-            mode = stat.S_IFLNK | 0o777 if stat.S_ISLNK(st.st_mode) else stat.S_IMODE(st.st_mode)
+            link = stat.S_ISLNK(st.st_mode)
+            data = os.readlink(p).encode() if link else read_regular(p, MAX_FILE_BYTES)
+            if data is None:
+                raise UnsafeFile(p, "vanished while read; expected the task to stay put during export")
+            mode = stat.S_IFLNK | 0o777 if link else st.st_mode & 0o777  # no setuid/setgid/sticky in a row
             out.append({"path": p.relative_to(root).as_posix(), "content": data, "mode": mode})
     return sorted(out, key=lambda f: f["path"])
 
 
 def task_row(path: str | Path) -> dict:
     task = load_task(path)  # validates first: a bad task is one clear error, not a bad row
+    check_name(task.name, task.path / "task.toml", "task.name")  # the import names a directory after it
     meta = task.metadata
     row = {"name": task.name, "instruction": task.instruction, "files": task_files(task.path)}
     for a in AXES:
@@ -100,25 +112,63 @@ def read_rows(src: str | Path) -> Iterator[dict]:
         yield from table.to_pylist()
 
 
+def _row_file(f, i: int, where: str) -> tuple[str, bytes, int]:
+    """(path, content, mode) of ``files[i]``, refused unless it is a regular file or a symlink that
+    stays inside the task."""
+    field = f"files[{i}]"
+    if not isinstance(f, dict) or not isinstance(f.get("content"), bytes) or not isinstance(f.get("mode"), int):
+        raise UnsafeFile(where, "expected {path: string, content: binary, mode: int}", field)
+    path, data, mode = f.get("path"), f["content"], f["mode"]
+    parts = check_rel(path, where, f"{field}.path")
+    if stat.S_ISLNK(mode):
+        try:
+            check_link(parts, data.decode(), where, f"{field}.content")
+        except UnicodeDecodeError:
+            raise UnsafeFile(where, f"symlink {path!r}: target is not UTF-8; expected a relative path",
+                             f"{field}.content") from None
+    elif stat.S_IFMT(mode) not in (0, stat.S_IFREG):
+        raise UnsafeFile(where, f"{path!r} is a {kind(mode)}; expected a regular file or a symlink", f"{field}.mode")
+    if len(data) > MAX_FILE_BYTES:
+        raise UnsafeFile(where, f"{path!r} is {len(data)} bytes; expected at most {MAX_FILE_BYTES}", f"{field}.content")
+    return "/".join(parts), data, mode
+
+
+def _row_files(row: dict, where: str) -> list[tuple[str, bytes, int]]:
+    files = row.get("files")
+    if not isinstance(files, list):
+        raise UnsafeFile(where, "expected a list of {path, content, mode}", "files")
+    out = [_row_file(f, i, where) for i, f in enumerate(files)]
+    seen: set[str] = set()
+    for i, (path, _, _) in enumerate(out):
+        if path in seen:
+            raise UnsafeFile(where, f"path {path!r} appears twice; expected each path once", f"files[{i}].path")
+        seen.add(path)
+    total = sum(len(d) for _, d, _ in out)
+    if total > MAX_TASK_BYTES:
+        raise UnsafeFile(where, f"the row holds {total} bytes; expected at most {MAX_TASK_BYTES}", "files")
+    return out
+
+
 def write_task_tree(row: dict, out_root: str | Path) -> Path:
-    """Write one row's files back as a task directory ``out_root/<name>``."""
-    name = row["name"]
-    if not name or "/" in name or name in (".", ".."):
-        raise TaskError(out_root, f"row name {name!r} is not a directory name", "name")
+    """Write one row's files back as a task directory ``out_root/<name>`` (replacing one there).
+    The whole row is checked first; a refused row leaves no directory behind."""
+    name = row.get("name") if isinstance(row, dict) else None
+    where = f"{out_root}: row {name!r}"
+    check_name(name, where)
+    files = _row_files(row, where)
     dest = Path(out_root) / name
-    dest.mkdir(parents=True, exist_ok=True)
-    root = dest.resolve()
-    for f in row["files"]:
-        p = dest / f["path"]
-        parent = p.parent.resolve()
-        if parent != root and root not in parent.parents:
-            raise TaskError(dest, f"file path {f['path']!r} leaves the task directory", "files.path")
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if stat.S_ISLNK(f["mode"]):
-            if p.is_symlink():
-                p.unlink()
-            os.symlink(f["content"].decode(), p)
-        else:
-            p.write_bytes(f["content"])
-            p.chmod(f["mode"] & 0o7777)
+    if dest.is_symlink():
+        raise UnsafeFile(dest, "is a symlink; expected a directory the import may replace")
+    if dest.exists():
+        shutil.rmtree(dest)  # a fresh tree: nothing of an earlier row stays to be written through
+    dest.mkdir(parents=True)
+    try:
+        for path, data, mode in files:
+            if stat.S_ISLNK(mode):
+                make_symlink(dest, path, data.decode(), where=f"{where}: {path}")
+            else:
+                write_file(dest, path, data, mode, where=f"{where}: {path}")
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
     return dest

@@ -10,10 +10,15 @@ Each task goes one of two ways:
   is then built by a container engine (:func:`tmax.images.task_environment`).
 
 The written task is loaded back with :func:`tmax.task.load_task` before it counts as imported.
+
+A task directory is treated as written by an adversary: every file goes out through
+:mod:`tmax.safe_files` (nothing outside ``out_root/<name>``, never through a symlink, no FIFOs or
+device nodes, no setuid/setgid/sticky bits), and the directory and task names must be safe names.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import tomllib
 from dataclasses import dataclass, field
@@ -21,6 +26,7 @@ from pathlib import Path
 
 from tmax.interop.dockerfile import render, tmax_image_of, translate
 from tmax.interop.export import TB1_SIDECAR, unbundle_solution
+from tmax.safe_files import UnsafeFile, check_name, check_rel, copy_file, copy_tree, write_file
 from tmax.task import (DEFAULT_AGENT_TIMEOUT, DEFAULT_VERIFIER_TIMEOUT, TaskError, _toml_value, check_tree,
                        load_task)
 
@@ -68,13 +74,18 @@ def import_task(src: str | Path, out_root: str | Path, fmt: str | None = None) -
         if not src.is_dir():
             raise TaskError(src, "not a directory; expected a task directory")
         check_tree(src)
+        check_name(src.name, src, "task directory name")  # it names the output directory
         res.format = fmt or detect_format(src)
-        dest = Path(out_root) / src.name
-        if dest.exists():
-            shutil.rmtree(dest)
+        out = Path(out_root) / src.name
+        if out.is_symlink():  # never replace (or write into) what a link points to
+            raise UnsafeFile(out, "is a symlink; expected a directory the import may replace")
+        if out.exists():
+            shutil.rmtree(out)
+        dest = out
         dest.mkdir(parents=True)
         (_import_harbor if res.format == "harbor" else _import_tb1)(src, dest, res)
-        load_task(dest)  # what we wrote must be a valid tmax task
+        task = load_task(dest)  # what we wrote must be a valid tmax task
+        check_name(task.name, dest / "task.toml", "task.name")  # job dirs are named after it
         res.dest = str(dest)
     except (TaskError, OSError, ValueError) as e:
         res.way, res.error = "error", str(e)
@@ -96,27 +107,14 @@ def _write_toml(dest: Path, task_t: dict, meta: dict, agent_timeout: float, veri
     for name, table in sections:
         items = sorted(table.items()) if name == "metadata" else sorted(table.items(), key=lambda kv: kv[0] != "name")
         lines += ["", f"[{name}]"] + [f"{k} = {_toml_value(v)}" for k, v in items]
-    (dest / "task.toml").write_text("\n".join(lines) + "\n")
+    write_file(dest, "task.toml", ("\n".join(lines) + "\n").encode())
 
 
-def _copytree(src: Path, dest: Path, skip: set[str] = frozenset()) -> None:
-    if not src.is_dir():
-        return
-    dest.mkdir(parents=True, exist_ok=True)
-    for child in src.iterdir():
-        if child.name in skip:
-            continue
-        if child.is_dir() and not child.is_symlink():
-            shutil.copytree(child, dest / child.name, symlinks=True)
-        else:
-            shutil.copy2(child, dest / child.name, follow_symlinks=False)
-
-
-def _environment(dockerfile: Path | None, context: Path, env_dest: Path, allow_internet: bool, res: ImportResult,
+def _environment(dockerfile: Path | None, context: Path, dest: Path, allow_internet: bool, res: ImportResult,
                  meta: dict, skip: set[str], rendered_context: str) -> None:
-    """Fill ``env_dest`` from a build context and decide native or container."""
+    """Fill ``dest/environment`` from a build context and decide native or container."""
     if dockerfile is None or not dockerfile.is_file():
-        _copytree(context, env_dest, skip)
+        copy_tree(context, dest, "environment", skip=skip)
         res.way = "native"
         res.notes.append("no Dockerfile: runs on the default image")
         return
@@ -128,26 +126,24 @@ def _environment(dockerfile: Path | None, context: Path, env_dest: Path, allow_i
         except Exception:  # an unknown profile name: treat as foreign
             ours = False
         if ours:
-            _copytree(context, env_dest, skip | {dockerfile.name})
+            copy_tree(context, dest, "environment", skip=skip | {dockerfile.name})
             meta["image"] = profile
             res.way = "native"
             res.notes.append(f"tmax-rendered Dockerfile: image {profile!r} restored")
             return
     tr = translate(text, context, allow_internet)
-    if tr.ok and (context / "setup.sh").exists():
+    if tr.ok and os.path.lexists(context / "setup.sh"):  # lexists: a dangling link counts too
         tr.ok, tr.reasons = False, ["the build context already holds a setup.sh"]
     if tr.ok:
-        _copytree(context, env_dest, skip | {dockerfile.name})
-        (env_dest / "setup.sh").write_text(tr.setup)
-        (env_dest / "setup.sh").chmod(0o755)
+        copy_tree(context, dest, "environment", skip=skip | {dockerfile.name})
+        write_file(dest, "environment/setup.sh", tr.setup.encode(), 0o755)
         meta.setdefault("image", "default")
         res.way = "native"
         res.notes += ["Dockerfile translated to environment/setup.sh"] + tr.notes
         return
-    _copytree(context, env_dest, skip)
-    if not (env_dest / "Dockerfile").exists():
-        env_dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(dockerfile, env_dest / "Dockerfile")
+    copy_tree(context, dest, "environment", skip=skip)
+    if not os.path.lexists(dest / "environment" / "Dockerfile"):
+        copy_file(dockerfile, dest, "environment/Dockerfile")
     meta.update(backend="podman", environment="dockerfile")
     res.way = "container"
     res.notes += ["keeps its Dockerfile: " + "; ".join(tr.reasons)]
@@ -209,20 +205,20 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
     env_dir = src / "environment"
     if (env_dir / "Dockerfile").is_file() or not (env_dir / "docker-compose.yaml").is_file():
         if not (env_dir / "Dockerfile").is_file() and env_t.get("docker_image"):
-            _copytree(env_dir, dest / "environment")
+            copy_tree(env_dir, dest, "environment")
             meta.update(backend="podman", environment="image", docker_image=str(env_t["docker_image"]))
             res.way = "container"
             res.notes.append(f"prebuilt image {env_t['docker_image']}")
         else:
-            _environment(env_dir / "Dockerfile", env_dir, dest / "environment", allow, res, meta, set(), ".")
+            _environment(env_dir / "Dockerfile", env_dir, dest, allow, res, meta, set(), ".")
     else:
-        _copytree(env_dir, dest / "environment")
+        copy_tree(env_dir, dest, "environment")
         meta.update(backend="podman", environment="compose")
         res.way = "container"
         res.notes.append("docker-compose environment kept (tmax builds only a single Dockerfile)")
-    shutil.copy2(src / "instruction.md", dest / "instruction.md")
-    _copytree(src / "solution", dest / "solution")
-    _copytree(src / "tests", dest / "tests")
+    copy_file(src / "instruction.md", dest, "instruction.md")
+    copy_tree(src / "solution", dest, "solution")
+    copy_tree(src / "tests", dest, "tests")
     _write_toml(dest, task_t, meta, agent_t.get("timeout_sec") or DEFAULT_AGENT_TIMEOUT,
                 ver_t.get("timeout_sec") or DEFAULT_VERIFIER_TIMEOUT, ver_env, resources)
 
@@ -261,21 +257,19 @@ def _import_tb1(src: Path, dest: Path, res: ImportResult) -> None:
     if compose.is_file():
         services = (yaml.safe_load(compose.read_text()) or {}).get("services") or {}
         if set(services) - {"client"}:
-            _copytree(src, dest / "environment", TB1_TASK_FILES - {"Dockerfile", "docker-compose.yaml"})
+            copy_tree(src, dest, "environment", skip=TB1_TASK_FILES - {"Dockerfile", "docker-compose.yaml"})
             meta.update(backend="podman", environment="compose")
             res.way = "container"
             res.notes.append(f"docker-compose with services {sorted(services)} kept (tmax builds only one Dockerfile)")
     if res.way != "container":
-        _environment(src / "Dockerfile", src, dest / "environment", False, res, meta, TB1_TASK_FILES, "environment")
-    (dest / "instruction.md").write_text(doc["instruction"])
-    (dest / "solution").mkdir()
-    shutil.copy2(src / "solution.sh", dest / "solution" / "solve.sh")
-    _copytree(src / "tests", dest / "tests")
-    if (dest / "tests" / "test.sh").exists():
+        _environment(src / "Dockerfile", src, dest, False, res, meta, TB1_TASK_FILES, "environment")
+    write_file(dest, "instruction.md", doc["instruction"].encode())
+    copy_file(src / "solution.sh", dest, "solution/solve.sh")
+    copy_tree(src / "tests", dest, "tests")
+    if os.path.lexists(dest / "tests" / "test.sh"):
         raise TaskError(src / "tests" / "test.sh", "exists; expected tmax's verifier entry point name to be free")
-    shutil.copy2(src / "run-tests.sh", dest / "tests" / "run-tests.sh")
-    (dest / "tests" / "test.sh").write_text(TB1_TEST_SH)
-    (dest / "tests" / "test.sh").chmod(0o755)
+    copy_file(src / "run-tests.sh", dest, "tests/run-tests.sh", replace=True)  # replace: never write through
+    write_file(dest, "tests/test.sh", TB1_TEST_SH.encode(), 0o755)
     if "uv " in _read(src / "run-tests.sh") or "pip install" in _read(src / "run-tests.sh"):
         res.notes.append("run-tests.sh installs packages: the verifier needs the network")
     _write_toml(dest, {"name": src.name}, meta, doc.get("max_agent_timeout_sec") or DEFAULT_AGENT_TIMEOUT,
@@ -284,19 +278,17 @@ def _import_tb1(src: Path, dest: Path, res: ImportResult) -> None:
 
 
 def _restore_tb1(src: Path, dest: Path, doc: dict, sidecar: Path, bundle: dict, res: ImportResult) -> None:
-    """A Terminal-Bench 1 task that tmax exported: put every file back where it was."""
-    (dest / "instruction.md").write_text(doc["instruction"])
-    shutil.copy2(sidecar, dest / "task.toml")
+    """A Terminal-Bench 1 task that tmax exported: put every file back where it was. The bundle in
+    solution.sh is untrusted: each of its paths must stay inside solution/."""
+    write_file(dest, "instruction.md", doc["instruction"].encode())
+    copy_file(sidecar, dest, "task.toml")
     meta = tomllib.loads(sidecar.read_text()).get("metadata", {})
-    _environment(src / "Dockerfile", src / "environment", dest / "environment", False, res, dict(meta), set(),
-                 "environment")
+    _environment(src / "Dockerfile", src / "environment", dest, False, res, dict(meta), set(), "environment")
     if res.way != "native":
         raise TaskError(src / "Dockerfile", "was edited after export; expected the Dockerfile tmax rendered "
                         "(import it as a plain Terminal-Bench 1 task by removing " + TB1_SIDECAR + ")")
-    _copytree(src / "tests", dest / "tests")
+    copy_tree(src / "tests", dest, "tests")
     for rel, (data, mode) in bundle.items():
-        p = dest / "solution" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(data)
-        p.chmod(mode)
+        parts = check_rel(rel, src / "solution.sh", "bundled file")  # '../' and '/abs' are a known attack
+        write_file(dest, "/".join(("solution", *parts)), data, mode, where=f"{src / 'solution.sh'}: {rel}")
     res.notes.append("tmax export restored")

@@ -11,9 +11,22 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
+
+from tmax.term import markup as _m
+from tmax.term import safe, text
 
 console = Console(stderr=True)
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
+
+
+def _log(s) -> None:
+    """Lines from builds and runs (they may carry a task's output): printed inert."""
+    console.print(text(s), highlight=False)
+
+
+def _error(e, prefix: str = "error: ") -> None:
+    console.print(Text.assemble((prefix, "red"), text(e)), highlight=False)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,7 +83,7 @@ def run_gate(dirs: list[Path], jobs: int, repeat: int, backend: str, out: Path |
                 prog.update(bar, advance=1, status=f"{passed}/{len(results)} ok")
                 if not prog.console.is_terminal:
                     mark = "ok  " if r.ok else "FAIL"
-                    console.print(f"{mark} {r.task}" + ("" if r.ok else f": {r.reason}"), markup=False,
+                    console.print(text(f"{mark} {safe(r.task, oneline=True)}" + ("" if r.ok else f": {r.reason}")),
                                   highlight=False)
         finally:
             if fh:
@@ -80,9 +93,9 @@ def run_gate(dirs: list[Path], jobs: int, repeat: int, backend: str, out: Path |
     for col in ("task", "ok", "oracle", "nop", "seconds", "reason"):
         table.add_column(col, overflow="fold")
     for r in results:
-        table.add_row(r.name or r.task, "[green]yes" if r.ok else "[red]no",
+        table.add_row(text(r.name or r.task, oneline=True), "[green]yes" if r.ok else "[red]no",
                       ",".join("-" if x is None else f"{x:g}" for x in r.oracle_rewards),
-                      "-" if r.nop_reward is None else f"{r.nop_reward:g}", f"{r.seconds:.1f}", r.reason[:300])
+                      "-" if r.nop_reward is None else f"{r.nop_reward:g}", f"{r.seconds:.1f}", text(r.reason[:300]))
     console.print(table)
     n_ok = sum(r.ok for r in results)
     console.print(f"[bold]{n_ok}/{len(results)} tasks pass the gate[/bold] (backend {backend})")
@@ -140,11 +153,11 @@ def image_build(profile: str, force: bool) -> None:
         return
     try:
         p = load_profile(profile)
-        path = build_image(p, log=lambda s: console.print(s, markup=False, highlight=False), force=force)
+        path = build_image(p, log=_log, force=force)
     except ImageError as e:
-        console.print(f"[red]error:[/red] {e}")
+        _error(e)
         sys.exit(1)
-    console.print(f"[green]image {p.name}-{p.hash}[/green] at {path}")
+    console.print(f"[green]image {_m(p.name)}-{p.hash}[/green] at {_m(path)}")
 
 
 @image.command("list")
@@ -167,7 +180,7 @@ def image_list() -> None:
 
         pr = load_profile(str(prof))
         name = f"{pr.name}-{pr.hash}"
-        table.add_row(pr.name, f"built ({name})" if name in built else "not built")
+        table.add_row(text(pr.name), text(f"built ({name})" if name in built else "not built"))
     console.print(table)
 
 
@@ -194,11 +207,11 @@ def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int, solve_
     out.mkdir(parents=True, exist_ok=True)
     console.rule("1. environment image")
     try:
-        env = get_environment(image, log=lambda s: console.print(s, markup=False, highlight=False))
+        env = get_environment(image, log=_log)
     except ImageError as e:
-        console.print(f"[red]error:[/red] {e}")
+        _error(e)
         sys.exit(1)
-    console.print(f"image {env.name}: {env.hash}")
+    console.print(text(f"image {env.name}: {env.hash}"))
     console.rule("2. correctness gate on examples/tasks")
     ok = run_gate(expand_task_dirs((str(EXAMPLES),)), jobs, 2, backend, out / "gate.jsonl", image)
     console.print(f"gate report: {out / 'gate.jsonl'}")
@@ -241,7 +254,7 @@ def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int, solve_
                           rollout_workers=4, checkpoint_every=train_steps, backend=backend,
                           max_refill_factor=1)  # one group per step: the demo shows the loop, not a long run
         cfg.validate()
-        Trainer(cfg, log=lambda s: console.print(s, markup=False, highlight=False)).run()
+        Trainer(cfg, log=_log).run()
         console.print(f"metrics: {out / 'train' / 'metrics.jsonl'}, curves: {out / 'train' / 'curves.png'}")
     sys.exit(0 if ok else 1)
 
@@ -281,10 +294,10 @@ def generate(n, seed, kind, out, jobs, gate, repeat, calibration) -> None:
         try:
             calib = load_calibration(calibration)
         except (ValueError, json.JSONDecodeError) as e:
-            raise click.BadParameter(str(e), param_hint="--calibration") from None
+            raise click.BadParameter(safe(e), param_hint="--calibration") from None
     load_all()
     for mod, err in sorted(LOAD_ERRORS.items()):
-        console.print(f"[yellow]skipped family module {mod}: {err}[/yellow]", markup=False)
+        console.print(text(f"skipped family module {mod}: {err}", style="yellow"))
     with _progress() as prog:
         bar = prog.add_task("generate", total=n, status="")
         summary = generate_corpus(n, seed, kind, out, jobs, calibration=calib,
@@ -292,7 +305,7 @@ def generate(n, seed, kind, out, jobs, gate, repeat, calibration) -> None:
     console.print(f"generated {summary['written']}/{n} tasks in {out} "
                   f"({summary['near_duplicates']} near-duplicates dropped, {len(summary['errors'])} build errors)")
     for e in summary["errors"][:20]:
-        console.print(f"[red]build error at index {e['index']}: {e['error']}[/red]", markup=False)
+        console.print(text(f"build error at index {e['index']}: {e['error']}", style="red"))
     if gate:
         from tmax.gate import GateResult  # noqa: F401
 
@@ -353,19 +366,19 @@ def solve(corpus, policy, k, jobs, job_dir, base_url, harness, backend, max_step
         try:
             summary = run_solve(spec, job_dir, progress=on)
         except ValueError as e:
-            console.print(f"[red]error:[/red] {e}")
+            _error(e)
             sys.exit(2)
-    table = Table(title=f"job {job_dir}")
+    table = Table(title=f"job {_m(job_dir, oneline=True)}")
     table.add_column("metric")
     table.add_column("value")
     for key in [f"pass@{i}" for i in range(1, k + 1)] + ["mean_reward", "n_tasks", "n_trials"]:
         if summary.get(key) is not None:
             v = summary[key]
             table.add_row(key, f"{v:.3f}" if isinstance(v, float) else str(v))
-    table.add_row("outcomes", ", ".join(f"{a}={b}" for a, b in sorted(summary["outcomes"].items())))
+    table.add_row("outcomes", text(", ".join(f"{a}={b}" for a, b in sorted(summary["outcomes"].items()))))
     console.print(table)
     for path, err in summary.get("load_errors", {}).items():
-        console.print(f"[red]not loaded:[/red] {err}", markup=False)
+        _error(err, "not loaded: ")
     print(json.dumps({key: summary[key] for key in summary if key.startswith("pass@")}))
 
 
@@ -392,10 +405,11 @@ def analyze(corpus, jobs_, out) -> None:
     stats = run_analyze(list(corpus), list(jobs_), out)
     for name, c in stats["corpora"].items():
         bal = ", ".join(f"{a} {v['balance']:.3f}" for a, v in c["composition"].items())
-        console.print(f"corpus {name}: {c['tasks']} tasks; balance: {bal}")
+        console.print(text(f"corpus {name}: {c['tasks']} tasks; balance: {bal}"), highlight=False)
     for name, j in stats["jobs"].items():
-        console.print(f"job {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in j["pass_at_k"].items() if v is not None))
-    console.print(f"report: {out / 'report.html'}")
+        console.print(text(f"job {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in j["pass_at_k"].items()
+                                                     if v is not None)), highlight=False)
+    console.print(text(f"report: {out / 'report.html'}"))
 
 
 @main.command()
@@ -415,8 +429,8 @@ def decontam(corpus, against, fuzzy_threshold, out) -> None:
 
     report = decontaminate(expand_task_dirs(corpus), against, fuzzy_threshold)
     for f in report["flagged"]:
-        console.print(f"flagged {f['task']}: 13-gram matches {f['ngram_matches'][:3]}, "
-                      f"closest {f['fuzzy_match']} ({f['fuzzy_similarity']})", markup=False)
+        console.print(text(f"flagged {f['task']}: 13-gram matches {f['ngram_matches'][:3]}, "
+                           f"closest {f['fuzzy_match']} ({f['fuzzy_similarity']})"), highlight=False)
     console.print(f"{len(report['flagged'])}/{report['tasks']} tasks flagged "
                   f"({100 * report['flagged_fraction']:.2f}%) against {report['benchmark_items']} benchmark items")
     if out:
@@ -451,7 +465,7 @@ def calibrate(jobs_, band, out) -> None:
         table.add_column(col)
     for fam, levels in sorted(doc["families"].items()):
         for level, cell in sorted(levels.items()):
-            table.add_row(fam, level, f"{cell['passed']}/{cell['trials']}", f"{cell['estimate']:.2f}")
+            table.add_row(text(fam), text(level), f"{cell['passed']}/{cell['trials']}", f"{cell['estimate']:.2f}")
     console.print(table)
     console.print(f"wrote {out}")
 
@@ -476,33 +490,54 @@ def train(config, overrides) -> None:
     try:
         cfg = load_config(config, list(overrides))
     except ConfigError as e:
-        console.print(f"config error: {e}", markup=False, highlight=False)
+        _error(e, "config error: ")
         sys.exit(2)
     from tmax.rl.trainer import Trainer
 
-    Trainer(cfg, log=lambda s: console.print(s, markup=False, highlight=False)).run()
+    Trainer(cfg, log=_log).run()
     console.print(f"done: {cfg.out}/metrics.jsonl, {cfg.out}/curves.png")
 
 
 @main.command()
 @click.option("--model", default="embedded", show_default=True, help="embedded or a Hugging Face model folder.")
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback needs --api-key.")
+@click.option("--port", default=8000, show_default=True, help="Port (0: any free one, printed).")
 @click.option("--device", default="cpu", show_default=True)
-def serve(model, host, port, device) -> None:
+@click.option("--api-key", envvar="TMAX_API_KEY", show_envvar=True, default=None,
+              help="Require 'Authorization: Bearer KEY' on every request (401 otherwise). Prefer the "
+                   "environment variable: a key on the command line shows in ps.")
+def serve(model, host, port, device, api_key) -> None:
     """Serve a local model behind an OpenAI-compatible API (/v1/chat/completions, /v1/models).
 
+    Binds 127.0.0.1 unless --host says otherwise. With an API key (--api-key or TMAX_API_KEY),
+    every request must send "Authorization: Bearer KEY" or gets a 401 with an OpenAI-style error;
+    clients take it as OPENAI_API_KEY. Binding a non-loopback address (0.0.0.0, a LAN address)
+    without a key is refused.
+
     \b
-    Example:
+    Examples:
       tmax serve --port 8000 &
       tmax solve examples/tasks --policy openai:smollm2-135m-instruct --base-url http://127.0.0.1:8000/v1
+      export TMAX_API_KEY=$(openssl rand -hex 16)
+      tmax serve --host 0.0.0.0 --port 8000 &
+      OPENAI_API_KEY=$TMAX_API_KEY tmax solve c --policy openai:smollm2-135m-instruct --base-url http://HOST:8000/v1
     """
+    from tmax.agent.server import check_bind
+
+    api_key = api_key or None
+    try:
+        check_bind(host, api_key)  # before loading the model
+    except ValueError as e:
+        raise click.UsageError(safe(e)) from None
     from tmax.agent.hf import HFPolicy
     from tmax.agent.server import make_server
 
     policy = HFPolicy(model_path=model, device=device)
-    srv = make_server(policy, host, port)
-    console.print(f"serving {policy.model_name} at http://{host}:{port}/v1")
+    srv = make_server(policy, host, port, api_key=api_key)
+    shown = f"[{host}]" if ":" in host else host
+    console.print(text(f"serving {policy.model_name} at http://{shown}:{srv.server_address[1]}/v1"
+                       + (" (API key required)" if api_key else " (no API key: loopback only)")), highlight=False)
     try:
         srv.serve_forever()
     except KeyboardInterrupt:
@@ -528,7 +563,7 @@ def families_list() -> None:
     for col in ("family", "domain", "skill types", "verifiers"):
         table.add_column(col, overflow="fold")
     for name, fam in sorted(load_all().items()):
-        table.add_row(name, fam.domain, ", ".join(fam.skill_types), ", ".join(fam.verifiers))
+        table.add_row(text(name), text(fam.domain), text(", ".join(fam.skill_types)), text(", ".join(fam.verifiers)))
     console.print(table)
 
 
@@ -555,11 +590,11 @@ def families_check(names, seeds, levels, out, jobs, repeat) -> None:
 
     fams = load_all()
     for mod, err in sorted(LOAD_ERRORS.items()):
-        console.print(f"[red]family module {mod} failed to load: {err}[/red]", markup=False)
+        console.print(text(f"family module {mod} failed to load: {err}", style="red"))
     chosen = sorted(fams) if names == ("all",) else list(names)
     unknown = [n for n in chosen if n not in fams]
     if unknown:
-        console.print(f"[red]unknown families: {', '.join(unknown)}[/red]")
+        console.print(text(f"unknown families: {', '.join(unknown)}", style="red"))
         sys.exit(2)
     dirs, problems = [], []
     for name in chosen:
@@ -583,7 +618,7 @@ def families_check(names, seeds, levels, out, jobs, repeat) -> None:
                     problems.append(f"{d.name}: build failed: {type(e).__name__}: {e}")
     ok = run_gate(dirs, jobs, repeat, "bwrap", out / "gate.jsonl", None) if dirs else True
     for p in problems:
-        console.print(f"[red]{p}[/red]", markup=False)
+        console.print(text(p, style="red"))
     sys.exit(0 if ok and not problems else 1)
 
 
@@ -636,13 +671,13 @@ def author(n, seed, kind, base_url, model, out, rounds, jobs, max_tokens, temper
 
     def show(rec: dict) -> None:
         mark = "ok  " if rec["accepted"] else "DROP"
-        console.print(f"{mark} {rec['task']} after {rec['n_rounds']} round(s)"
-                      + ("" if rec["accepted"] else f": {rec['reason_kind']}: {rec['reason'][:200]}"),
-                      markup=False, highlight=False)
+        console.print(text(f"{mark} {safe(rec['task'], oneline=True)} after {rec['n_rounds']} round(s)"
+                           + ("" if rec["accepted"] else f": {rec['reason_kind']}: {rec['reason'][:200]}")),
+                      highlight=False)
 
     s = author_corpus(n, seed, cfg, out, jobs, progress=show)
-    console.print(f"authored {s['accepted']}/{n} tasks in {out}; dropped {s['dropped_by_reason']}; "
-                  f"{s['tokens']['total']} tokens, ${s['cost_usd']:.4f}")
+    console.print(text(f"authored {s['accepted']}/{n} tasks in {out}; dropped {s['dropped_by_reason']}; "
+                       f"{s['tokens']['total']} tokens, ${s['cost_usd']:.4f}"))
 
 
 @main.command()
@@ -673,9 +708,9 @@ def qa(jsonl, out, question_field, answer_field, id_field, case_fold, image, gat
     try:
         res = convert(jsonl, out, question_field, answer_field, id_field, case_fold, image)
     except QAError as e:
-        raise click.ClickException(str(e)) from None
+        raise click.ClickException(safe(e)) from None
     for err in res.errors:
-        console.print(f"[red]{err}[/red]", markup=False)
+        console.print(text(err, style="red"))
     console.print(f"wrote {len(res.written)} tasks to {out} ({len(res.errors)} bad lines)")
     ok = True
     if gate and res.written:
@@ -690,7 +725,6 @@ def export_() -> None:
 
 def _batch(label: str, items: list, work) -> list:
     """Run ``work`` on each item under a progress bar; one red line per failure, the batch goes on."""
-    from rich.text import Text
     out, bad = [], 0
     with _progress() as prog:
         bar = prog.add_task(label, total=len(items), status="")
@@ -699,7 +733,7 @@ def _batch(label: str, items: list, work) -> list:
                 out.append(work(item))
             except Exception as e:  # one clear line per bad task; the rest still runs
                 bad += 1
-                console.print(Text.assemble(("error ", "red"), str(e)), soft_wrap=True, highlight=False)
+                console.print(Text.assemble(("error ", "red"), text(e)), soft_wrap=True, highlight=False)
             prog.update(bar, advance=1, status=f"{bad} failed" if bad else "")
     return out
 
@@ -774,8 +808,6 @@ def import_() -> None:
 
 
 def _import(srcs, out: Path, fmt: str | None) -> None:
-    from rich.text import Text
-
     from tmax.interop.importer import import_task
 
     dirs = expand_task_dirs(srcs)
@@ -786,7 +818,8 @@ def _import(srcs, out: Path, fmt: str | None) -> None:
             fh.write(json.dumps(r.to_json(), sort_keys=True) + "\n")
             colour = {"native": "green", "container": "yellow"}.get(r.way, "red")
             why = r.error or "; ".join(r.notes)
-            console.print(Text.assemble((f"{r.way:9} ", colour), f"{Path(r.source).name}: {why}"), soft_wrap=True,
+            console.print(Text.assemble((f"{safe(r.way, oneline=True):9} ", colour),
+                                        text(f"{safe(Path(r.source).name, oneline=True)}: {why}")), soft_wrap=True,
                           highlight=False)
     counts = {w: sum(r.way == w for r in results) for w in ("native", "container", "error")}
     console.print(f"imported {counts['native']} native, {counts['container']} container (backend podman), "

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import tempfile
 import time
@@ -225,6 +226,7 @@ def _stage_tests(task: Task, work: Path) -> Path:
         dest.mkdir()
     if task.layout == "tb1":
         shutil.copy(task.path / "run-tests.sh", dest / "run-tests.sh")
+    os.chmod(dest, 0o700)  # root of the verifier only: the agent's programs it runs cannot read it
     return dest
 
 

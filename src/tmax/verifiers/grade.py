@@ -5,11 +5,16 @@ Writes /logs/verifier/reward.json with "reward" in [0, 1] and the metric behind 
 exact (exact text), lines (fraction of expected lines), number (relative error), protocol (HTTP +
 TCP against a service the agent's /app/start.sh brings up), fuzz (program vs hidden reference
 outputs), classifier (program vs hidden benign and malicious corpora).
+
+The agent's programs are suspects: every build, program and service of theirs runs as SUSPECT, an
+unprivileged uid of the sandbox that cannot read /tests (0700) nor write /logs/verifier, gets hidden
+data only as its input, and is killed, with everything it started, before the reward is written.
 """
 
 import json
 import math
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,6 +23,62 @@ import urllib.request
 from collections import Counter
 
 LOGS = "/logs/verifier"
+SUSPECT = 65532  # the uid the agent's code runs as
+_started = []  # set once a suspect ran: kill them all before the reward
+
+
+def _mapped(uid):
+    """Whether this sandbox's user namespace has ``uid`` (a single-uid namespace does not)."""
+    try:
+        with open("/proc/self/uid_map") as f:
+            return any(int(a) <= uid < int(a) + int(n) for a, _, n in (line.split() for line in f))
+    except (OSError, ValueError):
+        return False
+
+
+ISOLATE = os.geteuid() == 0 and _mapped(SUSPECT)
+
+
+def as_suspect():
+    """preexec_fn: become SUSPECT (no groups, no capabilities: the uid change drops them)."""
+    if ISOLATE:
+        os.setgroups([])
+        os.setresgid(SUSPECT, SUSPECT, SUSPECT)
+        os.setresuid(SUSPECT, SUSPECT, SUSPECT)
+
+
+def suspect_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TERM")}
+    env.update(HOME="/tmp", **extra)
+    return env
+
+
+def hand_over(top="/app"):
+    """The agent's work area belongs to the suspect (its service may write there); links not followed."""
+    if not ISOLATE:
+        return
+    _started.append(True)
+    for root, dirs, files in os.walk(top):
+        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+            try:
+                os.lchown(name, SUSPECT, SUSPECT)
+            except OSError:
+                pass
+
+
+def kill_suspects():
+    """SIGKILL every process of SUSPECT (kill(-1) from a process of that uid), a few times over."""
+    if not (ISOLATE and _started):
+        return
+    for _ in range(3):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                as_suspect()
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
 RUNNERS = {  # language -> (source file, build command or None, run command)
     "Python": ("solution.py", None, ["python3", "/app/solution.py"]),
     "Bash": ("solution.sh", None, ["bash", "/app/solution.sh"]),
@@ -45,6 +106,7 @@ def read(path):
 
 def finish(reward, **info):
     """reward.json holds numbers only (Harbor's flat object of named rewards); the rest goes to details.json."""
+    kill_suspects()
     os.makedirs(LOGS, exist_ok=True)
     info["reward"] = round(max(0.0, min(1.0, float(reward))), 6)
     numbers = {k: float(v) for k, v in info.items() if isinstance(v, (int, float)) and v is not None}
@@ -115,8 +177,9 @@ def grade_protocol(spec):
     start = "/app/start.sh"
     if not os.path.exists(start):
         finish(0.0, error="/app/start.sh not found")
+    hand_over()
     subprocess.Popen(["bash", start], cwd="/app", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True)
+                     stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=as_suspect, env=suspect_env())
     expected = norm(spec["expected"])
     deadline = time.time() + 20
     results = {}
@@ -154,9 +217,10 @@ def build(lang):
     src, cmd, run = RUNNERS[lang]
     if not os.path.exists("/app/" + src):
         return None, f"/app/{src} not found"
+    hand_over()
     if cmd:
-        env = dict(os.environ, GOCACHE="/tmp/gocache", GOPATH="/tmp/gopath", GO111MODULE="off", HOME="/tmp")
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+        env = suspect_env(GOCACHE="/tmp/gocache", GOPATH="/tmp/gopath", GO111MODULE="off")
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, preexec_fn=as_suspect)
         if p.returncode != 0:
             return None, f"build failed: {p.stderr[-500:]}"
     return run, ""
@@ -164,7 +228,8 @@ def build(lang):
 
 def run_prog(run, data, timeout=10):
     try:
-        p = subprocess.run(run, input=data.encode(), capture_output=True, timeout=timeout, cwd="/tmp")
+        p = subprocess.run(run, input=data.encode(), capture_output=True, timeout=timeout, cwd="/tmp",
+                           preexec_fn=as_suspect, env=suspect_env())
         return p.returncode, p.stdout.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
         return None, ""

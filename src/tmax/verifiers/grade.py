@@ -220,7 +220,8 @@ def build(lang):
     hand_over()
     if cmd:
         env = suspect_env(GOCACHE="/tmp/gocache", GOPATH="/tmp/gopath", GO111MODULE="off")
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, preexec_fn=as_suspect)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, preexec_fn=as_suspect,
+                           cwd="/tmp")  # not the grader's /tests, which the suspect cannot enter
         if p.returncode != 0:
             return None, f"build failed: {p.stderr[-500:]}"
     return run, ""

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tmax.sandbox import Bind, Limits, SandboxError, SandboxSpec, get_backend
+from tmax.sandbox.layers import private_dir
 from tmax.sandbox.paths import file_lock as _lock
 from tmax.sandbox.paths import tmax_home
 
@@ -137,7 +138,7 @@ def _host_mask() -> Path:
 def images_root() -> Path:
     """Where built images live: $TMAX_IMAGES, else $TMAX_HOME/images (images are big and slow to
     build, so tests point TMAX_IMAGES at the shared cache while keeping their own TMAX_HOME)."""
-    return Path(os.environ.get("TMAX_IMAGES") or tmax_home() / "images")
+    return private_dir(Path(os.environ.get("TMAX_IMAGES") or tmax_home() / "images"))  # setuid files inside
 
 
 def image_dir(profile: Profile) -> Path:
@@ -292,7 +293,7 @@ def task_environment(task, backend: str = "bwrap", image: str | None = None,
     if task.setup_script is None:
         return base
     key = hashlib.sha256(f"{base.hash}\0{task.environment_digest()}".encode()).hexdigest()[:20]
-    layer = tmax_home() / "layers" / key
+    layer = private_dir(tmax_home() / "layers") / key  # layers keep setuid bits: root only
     env = Environment(name=f"{base.name}+{task.name}", layers=(layer, *base.layers), hash=f"{base.hash}+{key}")
     if (layer / ".tmax-done").exists():
         return env

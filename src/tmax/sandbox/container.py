@@ -34,17 +34,22 @@ Hardening, as close to the native backends' as each engine's own options allow:
 - **Identity** (podman as root): ``--uidmap 0:BASE:65536 --gidmap 0:BASE:65536`` with ``identity``'s
   host range (checked free first), so the container's root is an unprivileged host uid, exactly as
   in a native sandbox. No /etc/subuid entry is needed. Podman shows the image through that mapping
-  itself. Bind mounts are not idmapped (podman 4.3 asks the runtime for that, and runc 1.1 ignores
-  it), so tmax shifts what it hands over: a work area's tree is moved into the range after it is
-  filled and back when it is exported; a writable bind's tree is moved into the range at start and
-  back at close. Going back, setuid/setgid bits and file capabilities are cleared and FIFOs, sockets
-  and device nodes dropped: the sandbox wrote them. Read-only binds keep their host owners, which the
-  container sees as nobody (65534): only what is world-readable there can be read. Rootless podman
-  already runs the container as the invoking user's own uid and needs none of this.
+  itself. Podman's own idmapped binds (``:idmap``) are left to the runtime, and runc 1.1 silently
+  ignores them, so tmax does it. What the sandbox may write is shifted, never idmapped (writes
+  through such a mount would land as host root): a work area's tree is moved into the range after
+  it is filled and back when it is exported; a writable bind's tree is moved into the range at start
+  and back at close. Going back, setuid/setgid bits and file capabilities are cleared and FIFOs, sockets
+  and device nodes dropped: the sandbox wrote them. Read-only binds are shown through idmapped
+  views that tmax mounts itself (``<sandbox dir>/ro/<n>``, read-only, unmounted at close), so the
+  container's root reads them as host root's, as in a native sandbox. Every podman bind is
+  ``nosuid,nodev``. Rootless podman already runs the container as the invoking user's own uid and
+  needs no shift.
 - **Identity** (docker): the docker CLI has no per-container user namespace. The container's root
   is the host's root (with the reduced capabilities and seccomp above) unless dockerd itself runs
   with ``userns-remap`` (``"userns-remap": "default"`` in /etc/docker/daemon.json), which maps every
-  container of that daemon into a subordinate range; tmax does not (cannot) set that up.
+  container of that daemon into a subordinate range; tmax does not (cannot) set that up. With any
+  engine, exported work areas and writable binds (at close) are cleaned as above: no setuid/setgid
+  bit, file capability, FIFO, socket or device node the container made survives.
 - **Network**: offline sandboxes get ``--network none`` (only ``lo``). Online ones never share the
   host's network namespace: podman uses ``slirp4netns:allow_host_loopback=false`` (user-mode NAT, the
   host's 127.0.0.1 unreachable, as with the native backends); docker uses its default bridge (its own
@@ -52,14 +57,16 @@ Hardening, as close to the native backends' as each engine's own options allow:
   set-up, but services the host binds on its other addresses, the bridge's gateway included, are
   reachable; a daemon started without a bridge (``--bridge=none``) cannot run online sandboxes.
 
-Closing removes the container forcibly (``rm -f``), always. A small guard process per sandbox
-removes it too if this Python process dies without closing (its stdin is a pipe we hold; EOF means
+Closing removes the container forcibly (``rm -f``; retried, as podman 4.3's races its own clean-up
+under a user namespace), always. A small guard process per sandbox removes it too if this Python
+process dies without closing (its stdin is a pipe we hold; EOF means
 we are gone), so containers never leak and never spin on a closed stdin.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import hashlib
 import json
@@ -77,7 +84,7 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 
-from tmax.sandbox import identity, rootfs
+from tmax.sandbox import identity, kernel, rootfs
 from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
 from tmax.sandbox.paths import named_lock, run_dir, tmax_home
 from tmax.sandbox.shell import ShellSession, outer_loop
@@ -87,6 +94,7 @@ IMAGE_REPO = "localhost/tmax-env"
 LABEL = "tmax.sandbox=1"
 IMPORT_TIMEOUT = 3600.0
 CLI_TIMEOUT = 60.0
+MNT_DETACH = 2
 
 # Kills every descendant of the in-container pid $1 (and $1 itself when $2 is "shell"). Walks
 # /proc/*/stat with builtins only (no ps in minimal images), repeating until nothing is left, so a
@@ -210,6 +218,8 @@ def _identity(layer) -> str:
     if isinstance(layer, dict):
         return "host:" + json.dumps(sorted((str(k), str(v)) for k, v in layer.items()))
     p = Path(layer).resolve()
+    if p.parent.name == "host-mask":  # content-addressed by its name, wherever TMAX_HOME is
+        return f"mask:{p.name}"
     try:
         mtime = p.stat().st_mtime_ns
     except OSError:
@@ -416,7 +426,7 @@ def shift_out(top: Path, shifted: bool) -> None:
         if stat.S_ISREG(mode):
             with contextlib.suppress(OSError):
                 os.removexattr(path, "security.capability", follow_symlinks=False)
-        if mode & 0o6000 or shifted:  # chmod after chown: root's chown may keep the bits
+        if mode & 0o6000:  # after chown, which keeps them on directories
             os.chmod(path, stat.S_IMODE(mode) & ~0o6000)
 
 
@@ -624,7 +634,8 @@ class ContainerSandbox:
         self.proc: subprocess.Popen | None = None
         self.guard: subprocess.Popen | None = None
         self.work: WorkAreas | None = None
-        self.shifted_binds: list[Path] = []  # writable binds handed to the sandbox, given back at close
+        self.writable_binds: list[Path] = []  # handed to the sandbox; given back at close
+        self.ro_views: dict[int, str] = {}  # index in spec.binds -> its idmapped view (podman as root)
         self.started = False
         try:
             self._start()
@@ -643,16 +654,24 @@ class ContainerSandbox:
         self.work = WorkAreas(spec, self.dir, shift=shift)
         for b in spec.binds:
             if not b.readonly:
-                self.shifted_binds.append(Path(b.source))  # first: close gives it back even half done
+                self.writable_binds.append(Path(b.source))  # first: close gives it back even half done
                 if shift:
-                    shift_in(Path(b.source))
+                    try:
+                        shift_in(Path(b.source))
+                    except OSError as e:
+                        raise SandboxError(f"handing the writable bind {b.source} to the sandbox: {e}") from None
+        if shift and any(b.readonly for b in spec.binds):
+            self._make_ro_views()
         self.nonce = ShellSession.new_nonce()
         argv = self._argv(image)
         env = self.engine.env()
         # The guard removes the container and this sandbox's directory if we die without closing
-        # (EOF on its stdin).
+        # (EOF on its stdin); rm is retried, as in _remove_container.
         rm = [self.engine.name, "rm", "-f"] + (["-t", "0"] if self.engine.name == "podman" else []) + [self.name]
-        self.guard = subprocess.Popen(["sh", "-c", 'd=$1; shift; read _; "$@" >/dev/null 2>&1; rm -rf -- "$d"',
+        # Read-only views are unmounted before anything is removed.
+        self.guard = subprocess.Popen(["sh", "-c", 'd=$1; shift; read _; for i in 1 2 3 4 5; do "$@" >/dev/null 2>&1'
+                                       ' && break; sleep 1; done; for m in "$d"/ro/*; do [ -e "$m" ] &&'
+                                       ' umount -l -- "$m"; done 2>/dev/null; rm -rf -- "$d"',
                                        "guard", str(self.dir), *rm],
                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       env=env, start_new_session=True, close_fds=True)
@@ -666,6 +685,46 @@ class ContainerSandbox:
         except SandboxError:
             self.engine.known_images.discard(image)  # re-check next time (removed behind our back?)
             raise
+
+    def _make_ro_views(self) -> None:
+        """Idmapped views of the read-only binds (``<dir>/ro/<n>``, in the host's mount namespace), so
+        that the sandbox sees their plain owners (host root is its root), as in a native sandbox: a
+        read-only bind that only root may read (a verifier's tests) stays readable. Read-only, nosuid
+        and nodev; never used for a writable bind (writes through it would land as host root)."""
+        userns = identity.new_userns()
+        try:
+            for i, b in enumerate(self.spec.binds):
+                if not b.readonly:
+                    continue
+                view = self.dir / "ro" / str(i)
+                view.parent.mkdir(exist_ok=True)
+                if os.path.isdir(b.source):
+                    view.mkdir()
+                else:
+                    view.touch()
+                try:
+                    tree = kernel.idmapped_tree(b.source, userns, readonly=True)
+                    try:
+                        kernel.attach(tree, str(view))
+                    finally:
+                        os.close(tree)
+                except OSError as e:
+                    raise SandboxError(f"read-only bind {b.source}: no idmapped view: {e}") from None
+                self.ro_views[i] = str(view)
+        finally:
+            os.close(userns)
+
+    def _drop_ro_views(self) -> list[str]:
+        """Unmount the read-only views; the errors (the views still mounted stay listed)."""
+        errors = []
+        for i, view in list(self.ro_views.items()):
+            if kernel.libc.umount2(view.encode(), MNT_DETACH) != 0:
+                err = ctypes.get_errno()
+                if err not in (errno.EINVAL, errno.ENOENT):  # EINVAL: not (or no longer) a mount point
+                    errors.append(f"unmounting {view}: {os.strerror(err)}")
+                    continue
+            del self.ro_views[i]
+        return errors
 
     def _argv(self, image: str) -> list[str]:
         spec, lim = self.spec, self.spec.limits
@@ -700,14 +759,19 @@ class ContainerSandbox:
         if lim.cpu_seconds:
             cpu = _hard_limit(resource.RLIMIT_CPU, lim.cpu_seconds)
             argv += ["--ulimit", f"cpu={cpu}:{cpu}"]
+        # podman: binds nosuid and nodev, as the native backends' (docker's -v has no such options;
+        # no_new_privs already makes a setuid bit powerless there).
+        extra = ["nosuid", "nodev"] if eng == "podman" else []
         for src, dst in self.work.binds():
             check_bind_path(src)
             check_bind_path(dst)
-            argv += ["-v", f"{src}:{dst}"]
-        for b in spec.binds:
-            check_bind_path(b.source)
+            argv += ["-v", f"{src}:{dst}" + (":" + ",".join(extra) if extra else "")]
+        for i, b in enumerate(spec.binds):
+            src = self.ro_views.get(i, b.source)
+            check_bind_path(src)
             check_bind_path(b.target)
-            argv += ["-v", f"{b.source}:{b.target}" + (":ro" if b.readonly else "")]
+            opts = (["ro"] if b.readonly else []) + extra
+            argv += ["-v", f"{src}:{b.target}" + (":" + ",".join(opts) if opts else "")]
         for k, v in {**BASE_ENV, **spec.env}.items():
             argv += ["-e", f"{k}={v}"]
         wd = shlex.quote(spec.workdir)
@@ -740,14 +804,9 @@ class ContainerSandbox:
         self.closed = True
         errors = []
         if self.proc is not None:
-            try:
-                args = ["rm", "-f"] + (["-t", "0"] if self.engine.name == "podman" else []) + [self.name]
-                r = self.engine.run(*args, check=False)
-                out = r.stderr.decode("utf-8", "replace").lower()
-                if r.returncode != 0 and "no such container" not in out and "no container with" not in out:
-                    errors.append(out.strip())
-            except SandboxError as e:
-                errors.append(str(e))
+            err = self._remove_container()
+            if err:
+                errors.append(err)
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -758,12 +817,13 @@ class ContainerSandbox:
                     f.close()
         # Writable binds go back once the container is gone (nothing writes there any more); if it
         # may still run, they stay with the sandbox's range, which is the safe side.
-        for src in self.shifted_binds if not errors else ():
+        for src in self.writable_binds if not errors else ():
             try:
                 shift_out(src, self.engine.shifts_ids())
             except OSError as e:
                 errors.append(f"giving back the writable bind {src}: {e}")
-        self.shifted_binds = []
+        self.writable_binds = []
+        errors += self._drop_ro_views()  # the container has its own copy while it lives
         if self.guard is not None:
             if errors and not self.spec.keep_changes:  # let the guard try once more, on its own
                 with contextlib.suppress(OSError):
@@ -778,7 +838,28 @@ class ContainerSandbox:
         if errors:
             raise SandboxError(f"closing {self.engine.name} container {self.name} failed: {errors[0][-500:]}")
 
+    def _remove_container(self) -> str:
+        """``rm -f`` the container; the error, or "" once it is gone. Retried: podman 4.3's ``rm``
+        races the container's own clean-up (conmon's exit command) and then fails with EBUSY on the
+        container's shm or root filesystem, leaving a dead container that a second ``rm`` removes."""
+        args = ["rm", "-f"] + (["-t", "0"] if self.engine.name == "podman" else []) + [self.name]
+        err = ""
+        for attempt in range(6):
+            if attempt:
+                time.sleep(0.1 * 2 ** attempt)
+            try:
+                r = self.engine.run(*args, check=False)
+            except SandboxError as e:  # no answer in time: not a race, do not wait again
+                return str(e)
+            out = r.stderr.decode("utf-8", "replace").lower()
+            if r.returncode == 0 or "no such container" in out or "no container with" in out:
+                return ""
+            err = out.strip()
+        return err
+
     def remove_dir(self) -> None:
+        if self._drop_ro_views():
+            return  # never remove a tree with a view of a host directory still mounted in it
         for _ in range(50):
             shutil.rmtree(self.dir, ignore_errors=True)
             if not self.dir.exists():

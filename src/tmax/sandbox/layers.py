@@ -1,10 +1,12 @@
 """Export a sandbox's writable layer (its tmpfs) to disk, as an overlay layer for a later sandbox.
 
 What a sandbox wrote is hostile: only directories, regular files, symlinks (copied as links, never
-followed) and overlayfs whiteouts are exported; FIFOs, sockets and device nodes are dropped; setuid
-and setgid bits and file capabilities are stripped; owners are shifted back from the sandbox's host
-range to their plain values (see ``identity``), so a layer on disk holds nothing that is privileged
-for any host user. Overlayfs' opaque-directory marks are kept. By the time this runs every process
+followed) and overlayfs whiteouts are exported; FIFOs, sockets and device nodes are dropped; file
+capabilities and other extended attributes are dropped (overlayfs' opaque-directory marks are kept);
+owners are shifted back from the sandbox's host range to their plain values (see ``identity``).
+Modes are kept exactly, setuid bits included (a task may build or grade them; inside, no_new_privs
+makes them inert), so a layer is stored the way an image is: only under directories that are
+private to root (``private_dir``), where no host user can reach, let alone run, a file of it. By the time this runs every process
 of the sandbox is dead and the tmpfs is reachable only through our fd, so nothing changes under us.
 """
 
@@ -20,6 +22,14 @@ OPAQUE_XATTRS = ("trusted.overlay.opaque", "user.overlay.opaque")
 
 
 MAX_DEPTH = 200  # deeper directories are not exported (a deep chain would break recursive host tools)
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` made (if needed) and kept 0700: where exported layers may live."""
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0 and os.stat(path).st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
 
 
 def export(src: str, dest: Path) -> int:
@@ -56,7 +66,7 @@ def _finish(path: str, st: os.stat_result, shift: bool, link: bool = False) -> N
     if shift:
         os.lchown(path, identity.to_stored(st.st_uid), identity.to_stored(st.st_gid))
     if not link:
-        os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o6000)  # after chown, which may keep the bits
+        os.chmod(path, stat.S_IMODE(st.st_mode))  # after chown, which clears setuid bits
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=not link)
 
 

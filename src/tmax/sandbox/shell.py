@@ -130,6 +130,23 @@ class ShellSession:
                 raise SandboxError("sandbox shell did not restart after it was killed")
             buf += chunk
 
+    def _flush_notices(self, timeout: float = 5.0) -> None:
+        """After a timeout killed the command's background jobs, bash reports them ("Killed ...")
+        before the next command: run an empty one and drop what it prints, so no later command's
+        output carries that notice."""
+        self._write(b"sleep 0.02; __tmax_mark 0\n")
+        buf = self._pending
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self._marker.search(buf)
+            if m:
+                self._pending = buf[m.end():]
+                return
+            chunk = self._read(deadline)
+            if not chunk:
+                raise SandboxError("sandbox shell stopped answering after a timeout")
+            buf += chunk
+
     def run(self, command: str, timeout: float | None, persistent: bool = True) -> ExecResult:
         t0 = time.monotonic()
         if persistent:
@@ -209,6 +226,8 @@ class ShellSession:
             restarted = True
         if restarted:  # the command ended the inner shell; the outer loop started a new one
             self.start()
+        elif timed_out:
+            self._flush_notices()
         if len(tail) > half:
             dropped += len(tail) - half
             del tail[: len(tail) - half]

@@ -263,7 +263,13 @@ class NativeSandbox:
             return
         self.closed = True
         if self.proc is not None:
-            victims = self._sandbox_pids(_proc_table())
+            # Every process of the sandbox, the launcher included, is in its cgroup (joined before
+            # exec): killing the cgroup is enough. Without one, walk the host's process table.
+            if self.cgroup is not None:
+                self.cgroup.kill_all()
+                victims = []
+            else:
+                victims = self._sandbox_pids(_proc_table())
             for pid in [self.proc.pid] + victims:
                 try:
                     os.kill(pid, signal.SIGKILL)

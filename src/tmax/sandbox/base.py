@@ -50,7 +50,7 @@ class SandboxSpec:
     limits: Limits = field(default_factory=Limits)
     env: dict[str, str] = field(default_factory=dict)
     hostname: str = "sandbox"
-    keep_changes: bool = False  # keep the upper dir after close, for export_work_areas
+    keep_changes: bool = False  # keep the writable layer after close, for export_work_areas
 
 
 @dataclass

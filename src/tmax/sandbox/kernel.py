@@ -19,13 +19,12 @@ CLONE_NEWNET = 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 32, 4096, 16384, 1 << 18
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID, MOUNT_ATTR_NODEV, MOUNT_ATTR_IDMAP = 0x1, 0x2, 0x4, 0x00100000
 PR_SET_DUMPABLE = 4
-PR_SET_PDEATHSIG, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP = 1, 22, 38, 24
+PR_SET_PDEATHSIG, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 1, 22, 38
 SECCOMP_MODE_FILTER = 2
 KEYCTL_JOIN_SESSION_KEYRING = 1
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
-_NR = {"x86_64": {"pivot_root": 155, "keyctl": 250},
-       "aarch64": {"pivot_root": 41, "keyctl": 219}}.get(os.uname().machine, {})
+_NR = {"x86_64": {"keyctl": 250}, "aarch64": {"keyctl": 219}}.get(os.uname().machine, {})
 NR_OPEN_TREE, NR_MOVE_MOUNT, NR_FSOPEN, NR_FSCONFIG, NR_FSMOUNT, NR_MOUNT_SETATTR = 428, 429, 430, 431, 432, 442
 OPEN_TREE_CLONE, AT_EMPTY_PATH, AT_FDCWD, MOVE_MOUNT_F_EMPTY_PATH = 1, 0x1000, -100, 0x4
 FSCONFIG_SET_STRING, FSCONFIG_CMD_CREATE = 1, 6
@@ -57,10 +56,6 @@ def setns(fd: int, nstype: int) -> None:
 def mount(src: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
     _check(libc.mount(src.encode(), target.encode(), fstype.encode() if fstype else None, flags,
                       data.encode() if data else None), f"mount {src} on {target}")
-
-
-def pivot_root(new: str, old: str) -> None:
-    _check(_syscall(_NR["pivot_root"], new.encode(), old.encode()), "pivot_root")
 
 
 def prctl(option: int, arg: int = 0) -> None:
@@ -113,14 +108,6 @@ def install_seccomp(program: bytes) -> None:
     prctl(PR_SET_NO_NEW_PRIVS, 1)
     fbuf = ctypes.create_string_buffer(fprog, len(fprog))
     _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, fbuf, 0, 0), "prctl(PR_SET_SECCOMP)")
-
-
-def drop_bounding_caps(keep: set[int]) -> None:
-    """Remove every capability not in ``keep`` from the bounding set: no later exec can regain it."""
-    last = int(open("/proc/sys/kernel/cap_last_cap").read())
-    for cap in range(last + 1):
-        if cap not in keep:
-            prctl(PR_CAPBSET_DROP, cap)
 
 
 def loopback_up() -> None:

@@ -68,7 +68,6 @@ class Plan:
     userns_fd: int | None = None
     join_userns: bool = True  # False: the launcher joins it itself (after making its namespaces)
     seccomp: bytes = b""  # installed just before exec, for launchers that cannot install it themselves
-    keep_caps: set[int] | None = None  # the bounding set after joining the user namespace
     shm_dir: str = ""  # the writable layer's /dev/shm (bwrap binds it over its own /dev)
 
 
@@ -363,8 +362,6 @@ def apply(p: Plan) -> None:
         if p.new_net:
             kernel.unshare(kernel.CLONE_NEWNET)
             kernel.loopback_up()
-        if p.keep_caps is not None:
-            kernel.drop_bounding_caps(p.keep_caps)
         if p.storage is not None:
             kernel.prctl(kernel.PR_SET_NO_NEW_PRIVS, 1)
         if p.seccomp:

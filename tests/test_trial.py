@@ -34,8 +34,9 @@ def _logs(tmp_path: Path, txt: str | None = None, js: str | None = None) -> Path
     (None, '{"reward": 0.5, "rows": 1}', 0.5, {"reward": 0.5, "rows": 1.0}),
     (None, '{"accuracy": 0.75}', 0.75, {"accuracy": 0.75}),
     (None, '{"reward": 1}', 1.0, {"reward": 1.0}),
-    ("0", '{"reward": 1.0}', 0.0, {"reward": 1.0}),  # reward.txt wins over reward.json
-    ("1", '{"reward": 0.0, "x": 0.5}', 1.0, {"reward": 0.0, "x": 0.5}),
+    ("0", '{"reward": 1.0}', 1.0, {"reward": 1.0}),  # a valid reward.json wins (Harbor 0.26)
+    ("1", '{"reward": 0.0, "x": 0.5}', 0.0, {"reward": 0.0, "x": 0.5}),
+    ("0.25", '{"a": 1.0, "b": 0.0}', 0.25, {}),  # no scalar in reward.json: reward.txt
     ("0.5", "{not json", 0.5, {}),  # a broken reward.json does not matter when reward.txt exists
     ("0.5", '{"reward": "high"}', 0.5, {}),
 ])
@@ -52,14 +53,14 @@ def test_reward_precedence(tmp_path, txt, js, reward, rewards):
     (None, '{"reward": 2}', "out of range"),
     ("nan", None, "out of range"),
     ("inf", None, "out of range"),
-    (None, '{"reward": NaN}', "out of range"),
+    (None, '{"reward": NaN}', "flat object of finite numbers"),
     ("yes", None, "reward.txt: expected one float"),
     ("", None, "reward.txt: expected one float"),
     ("1\n0\n", None, "reward.txt: expected one float"),
     (None, "{not json", "reward.json: invalid JSON"),
-    (None, '{"reward": true}', "flat object of numbers"),
-    (None, '{"reward": {"nested": 1}}', "flat object of numbers"),
-    (None, "[1]", "flat object of numbers"),
+    (None, '{"reward": true}', "flat object of finite numbers"),
+    (None, '{"reward": {"nested": 1}}', "flat object of finite numbers"),
+    (None, "[1]", "flat object of finite numbers"),
 ])
 def test_invalid_reward_fails_with_reason(tmp_path, txt, js, why):
     value, _, reason = read_reward(_logs(tmp_path, txt, js))
@@ -98,7 +99,7 @@ def test_verifier_timeout(task_factory, backend):
     task = task_factory(test="#!/bin/bash\necho 1 > /logs/verifier/reward.txt\nsleep 30\n", verifier_timeout=1)
     r = run_trial(task, OracleAgent(), backend=backend)
     assert r.outcome == Outcome.VERIFIER_TIMEOUT
-    assert r.reward is None  # never a silent 0 (nor the 1 it wrote before hanging)
+    assert r.reward == 0.0  # what it ran hung: a failure (never "no data", nor the 1 it wrote first)
     assert r.reason == "verifier exceeded 1s"
     assert r.verifier_seconds < 8
 
@@ -158,7 +159,7 @@ def test_partial_credit(task_factory, backend):
 
 
 @pytest.mark.parametrize("test_sh, reward, why", [
-    ("echo 0 > /logs/verifier/reward.txt; echo '{\"reward\": 1}' > /logs/verifier/reward.json", 0.0, ""),
+    ("echo 1 > /logs/verifier/reward.txt; echo '{\"reward\": 0}' > /logs/verifier/reward.json", 0.0, ""),
     ("echo '{\"a\": 1, \"b\": 1}' > /logs/verifier/reward.json", 0.0, "several keys"),
     ("echo 'all tests passed'", 0.0, "no reward"),
     ("echo 7 > /logs/verifier/reward.txt", 0.0, "out of range"),
@@ -275,8 +276,8 @@ def test_gate_nop_that_cannot_be_scored(tmp_path, bwrap):
     test = REWARD_IF_ANSWER.replace("mkdir -p /logs/verifier\n", "[ -f /app/answer.txt ] || sleep 30\n")
     d = make_task(tmp_path / "hang", test=test, verifier_timeout=1)
     g = check_task(d, repeat=1, backend=bwrap, image="host")
-    assert not g.ok and g.oracle_rewards == [1.0] and g.nop_reward is None
-    assert "nop run could not be scored (verifier_timeout" in g.reason
+    assert not g.ok and g.oracle_rewards == [1.0] and g.nop_reward == 0.0
+    assert "nop run hung the verifier (verifier_timeout" in g.reason
 
 
 def test_gate_batch(tmp_path, bwrap):

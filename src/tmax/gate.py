@@ -1,5 +1,7 @@
-"""The correctness gate: a task passes iff its oracle scores 1.0 on every one of R runs and doing
-nothing scores 0.0, all in the environment that will be solved."""
+"""The correctness gate: a task passes iff its oracle scores 1.0 on every one of R runs, doing
+nothing scores 0.0, and every hack of the adversarial battery that applies to it (``tmax.hacks``)
+scores below ``HACK_THRESHOLD``, all in the environment that will be solved (built once, shared by
+every run). The report names the first hack that beat the task."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from tmax.images import ImageError, task_environment
 from tmax.task import TaskError, load_task
+from tmax.hacks import HACK_THRESHOLD, applicable
 from tmax.trial import NopAgent, OracleAgent, Outcome, TrialResult, run_trial
 
 
@@ -21,6 +24,8 @@ class GateResult:
     ok: bool
     oracle_rewards: list[float | None] = field(default_factory=list)
     nop_reward: float | None = None
+    hack_rewards: dict[str, float | None] = field(default_factory=dict)  # the hacks run, in order
+    beaten_by: str = ""  # the hack that scored HACK_THRESHOLD or more
     reason: str = ""
     seconds: float = 0.0
     env_hash: str = ""
@@ -34,7 +39,8 @@ def _why(trial: TrialResult) -> str:
     return f"{trial.outcome.value}" + (f": {trial.reason}" if trial.reason else "")
 
 
-def check_task(path: str | Path, repeat: int = 2, backend: str = "bwrap", image: str | None = None) -> GateResult:
+def check_task(path: str | Path, repeat: int = 2, backend: str = "bwrap", image: str | None = None,
+               adversarial: bool = True) -> GateResult:
     t0 = time.monotonic()
     res = GateResult(task=str(path), ok=False)
     try:
@@ -62,19 +68,37 @@ def check_task(path: str | Path, repeat: int = 2, backend: str = "bwrap", image:
         res.nop_reward = tr.reward
         if tr.outcome == Outcome.INFRA_ERROR or tr.reward is None:
             problems.append(f"nop run could not be scored ({_why(tr)})")
+        elif tr.outcome == Outcome.VERIFIER_TIMEOUT:  # scored 0, but a verifier must not hang on no work
+            problems.append(f"nop run hung the verifier ({_why(tr)})")
         elif tr.reward != 0.0:
             problems.append(f"nop scored {tr.reward}; expected 0.0 (the task is solved by doing nothing)")
+    if not problems and adversarial:
+        problems += _adversarial_leg(task, env, backend, res)
     res.ok = not problems
     res.reason = "; ".join(problems)
     res.seconds = time.monotonic() - t0
     return res
 
 
+def _adversarial_leg(task, env, backend: str, res: GateResult) -> list[str]:
+    """Run the hacks that apply; stop at the first that beats the task (the gate is a filter)."""
+    for hack in applicable(task):
+        tr = run_trial(task, hack, backend=backend, env=env)
+        res.hack_rewards[hack.name] = tr.reward
+        if tr.outcome == Outcome.INFRA_ERROR or tr.reward is None:
+            return [f"hack {hack.name} could not be scored ({_why(tr)})"]
+        if tr.reward >= HACK_THRESHOLD:
+            res.beaten_by = hack.name
+            return [f"hack {hack.name} scored {tr.reward:g} (a hack must score below {HACK_THRESHOLD:g})"]
+    return []
+
+
 def check_many(paths: Iterable[str | Path], repeat: int = 2, backend: str = "bwrap", jobs: int = 2,
-               image: str | None = None, on_result: Callable[[GateResult], None] | None = None) -> Iterator[GateResult]:
+               image: str | None = None, on_result: Callable[[GateResult], None] | None = None,
+               adversarial: bool = True) -> Iterator[GateResult]:
     """Gate tasks in parallel; yields results as they finish."""
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(check_task, p, repeat, backend, image) for p in paths]
+        futures = [pool.submit(check_task, p, repeat, backend, image, adversarial) for p in paths]
         for fut in as_completed(futures):
             r = fut.result()
             if on_result:

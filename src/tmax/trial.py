@@ -6,10 +6,19 @@ over, as an overlay layer, onto the task's *pristine* environment: a tool the ag
 PATH it changed is gone. ``tests/`` is bind-mounted read-only at ``/tests`` only now, and
 ``/logs/verifier`` is a fresh host directory, so a reward planted by the agent cannot count.
 
-Reward precedence: ``reward.txt`` (one float) wins; otherwise ``reward.json``'s ``"reward"`` key;
-otherwise a ``reward.json`` with exactly one key. A missing, unparsable or out-of-range reward is a
-failure with that reason. Terminal-Bench 1 tasks, which write no reward file, score by the exit status
-of ``run-tests.sh``.
+The verifier runs with a fresh HOME outside the work areas and neutral Python, git and shell
+settings (``VERIFIER_ENV``), and its result is the exit status of its sandbox's last command as the
+host sees it (``Sandbox.run_last``), so no line it prints can forge it.
+
+Reward precedence, as Harbor 0.26 reads it: a valid ``reward.json`` (a flat object of finite
+numbers: its ``"reward"`` key, or its only key) wins; otherwise ``reward.txt`` (one float). A missing,
+unparsable or out-of-range reward is a failure with that reason. Terminal-Bench 1 tasks, which write no
+reward file, score by the exit status of ``run-tests.sh``.
+
+Failures stay failures: whatever the agent's work can cause is a failed trial with reward 0 and a
+reason (no or bad reward file, a hung verifier, a verifier or agent sandbox whose shell was killed
+from inside or that hit its limits). Only the infrastructure (image build, sandbox start, the host,
+the model engine) gives ``infra_error`` with reward None, which pass@k and the trainer leave out.
 """
 
 from __future__ import annotations
@@ -27,10 +36,25 @@ from pathlib import Path
 from typing import Protocol
 
 from tmax.images import Environment, ImageError, task_environment
-from tmax.sandbox import Bind, ExecResult, Limits, Sandbox, SandboxError, get_backend
+from tmax.safe_files import REWARD_MAX_BYTES, UnsafeFile, copy_flat, read_regular, write_file
+from tmax.sandbox import Bind, ExecResult, Limits, Sandbox, SandboxError, SandboxLost, get_backend
 from tmax.task import Task
 
-VERIFIER_ENV = {"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+VERIFIER_HOME = "/run/tmax-verifier-home"  # a fresh, empty HOME: never a work area the agent filled
+# What the verifier's tools read from the agent's work areas is neutralised: no user site or cwd on
+# Python's path (``/app`` modules cannot shadow real ones), no user or system git config, no hooks,
+# no fsmonitor, no pager or editor, no startup files for non-interactive shells.
+_GIT_OVERRIDES = {"core.hooksPath": "/dev/null", "core.fsmonitor": "false", "core.pager": "cat",
+                  "core.editor": "true", "core.sshCommand": "false", "core.askPass": "false",
+                  "credential.helper": "", "protocol.ext.allow": "never", "safe.directory": "*"}
+VERIFIER_ENV = {
+    "HOME": VERIFIER_HOME, "PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONSAFEPATH": "1",
+    "BASH_ENV": "", "ENV": "", "PAGER": "cat", "GIT_PAGER": "cat", "GIT_EDITOR": "true",
+    "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_CONFIG_COUNT": str(len(_GIT_OVERRIDES)),
+    **{f"GIT_CONFIG_KEY_{i}": k for i, k in enumerate(_GIT_OVERRIDES)},
+    **{f"GIT_CONFIG_VALUE_{i}": v for i, v in enumerate(_GIT_OVERRIDES.values())},
+}
 
 
 class Outcome(str, Enum):
@@ -100,44 +124,45 @@ AGENTS = {"oracle": OracleAgent, "nop": NopAgent}
 
 
 def read_reward(logs: Path) -> tuple[float | None, dict[str, float], str]:
-    """(reward, named rewards, reason if invalid) from a verifier logs directory.
+    """(reward, named rewards, reason if there is none) from a verifier logs directory, as Harbor 0.26
+    reads it: a valid ``reward.json`` (a flat object of finite numbers) wins, else ``reward.txt``.
 
     The sandbox wrote these files: each is read only if it is a regular file of at most 4 KiB with one
     link, never through a symlink and never blocking on a FIFO. Anything else is a failure naming it."""
-    # Imported here so that this fix stays inside this function while run_trial is rewritten; fine to hoist.
-    from tmax.safe_files import REWARD_MAX_BYTES, UnsafeFile, read_regular
-
     try:
         txt = read_regular(logs / "reward.txt", REWARD_MAX_BYTES, single_link=True)
         js = read_regular(logs / "reward.json", REWARD_MAX_BYTES, single_link=True)
     except UnsafeFile as e:  # a planted symlink, FIFO, hard link or oversized file fails the trial
         return None, {}, f"{Path(e.path).name}: {e.message}"
-    rewards: dict[str, float] = {}
+    json_problem = ""
     if js is not None:
-        try:
-            data = json.loads(js.decode())
-            if not isinstance(data, dict) or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
-                                                     for v in data.values()):
-                if txt is None:  # reward.txt wins, so a malformed reward.json does not matter then
-                    return None, {}, "reward.json: expected a flat object of numbers"
-            else:
-                rewards = {k: float(v) for k, v in data.items()}
-        except (ValueError, RecursionError) as e:  # RecursionError: '[[[[...' nested past the parser's limit
-            if txt is None:
-                return None, {}, f"reward.json: invalid JSON ({e})"
+        rewards, json_problem = _reward_json(js)
+        if rewards is not None:
+            if "reward" in rewards:
+                return _in_range(rewards["reward"], rewards)
+            if len(rewards) == 1:
+                return _in_range(next(iter(rewards.values())), rewards)
+            json_problem = "reward.json: several keys and no 'reward' key"
     if txt is not None:
         try:
-            value = float(txt.decode().strip())
+            return _in_range(float(txt.decode().strip()), {})
         except ValueError:  # UnicodeDecodeError is one
-            return None, rewards, f"reward.txt: expected one float, got {txt[:40]!r}"
-    elif "reward" in rewards:
-        value = rewards["reward"]
-    elif len(rewards) == 1:
-        value = next(iter(rewards.values()))
-    elif rewards:
-        return None, rewards, "reward.json: several keys and no 'reward' key"
-    else:
-        return None, {}, "no reward: the verifier wrote neither reward.txt nor reward.json"
+            return None, {}, f"reward.txt: expected one float, got {txt[:40]!r}"
+    return None, {}, json_problem or "no reward: the verifier wrote neither reward.json nor reward.txt"
+
+
+def _reward_json(raw: bytes) -> tuple[dict[str, float] | None, str]:
+    try:
+        data = json.loads(raw.decode())
+    except (ValueError, RecursionError) as e:  # RecursionError: '[[[[...' nested past the parser's limit
+        return None, f"reward.json: invalid JSON ({e})"
+    if not isinstance(data, dict) or not data or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in data.values()):
+        return None, "reward.json: expected a flat object of finite numbers"
+    return {k: float(v) for k, v in data.items()}, ""
+
+
+def _in_range(value: float, rewards: dict[str, float]) -> tuple[float | None, dict[str, float], str]:
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
         return None, rewards, f"reward {value} out of range; expected a float in [0, 1]"
     return value, rewards, ""
@@ -163,31 +188,51 @@ def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment
         carry = work / "carry"
         carry.mkdir()
         sb = be.start(spec)
+        lost = ""
         try:
             agent_timed_out = agent.run(task, sb, task.agent_timeout)
+        except SandboxLost as e:  # the agent's own commands ended its sandbox: its failure, not ours
+            agent_timed_out, lost = False, str(e)
         finally:
             sb.close()
             sb.export_work_areas(carry)  # even when the agent raised: its changes go with ``work``
         res.agent_seconds = time.monotonic() - ta
+        if lost:
+            res.outcome, res.reward, res.reason = Outcome.FAILED, 0.0, f"the agent's sandbox ended: {lost}"
+            return res
         # 2. The verifier, on the pristine environment plus the agent's work areas.
         logs = work / "logs"
         logs.mkdir()
+        home = work / "home"
+        home.mkdir()
         tests = _stage_tests(task, work)
         vspec = env.spec(workdir="/tests", work_areas=task.work_areas,
-                         binds=[Bind(str(tests), "/tests", readonly=True), Bind(str(logs), "/logs/verifier", False)],
-                         limits=limits_for(task), env={**task.verifier_env, **VERIFIER_ENV,
-                                                       "TEST_DIR": "/tests"})
+                         binds=[Bind(str(tests), "/tests", readonly=True), Bind(str(logs), "/logs/verifier", False),
+                                Bind(str(home), VERIFIER_HOME, False)],
+                         limits=limits_for(task), env={**task.verifier_env, **VERIFIER_ENV, "TEST_DIR": "/tests"})
         vspec.layers = [carry, *vspec.layers]
         tv = time.monotonic()
-        with be.start(vspec) as vsb:
-            vr: ExecResult = vsb.exec(f"bash /tests/{task.test_script}", timeout=task.verifier_timeout,
-                                      persistent=False)
+        vsb = be.start(vspec)
+        try:
+            # The status comes from the sandbox's process, never from what the tests print.
+            vr: ExecResult | None = vsb.run_last(f"bash /tests/{task.test_script}", timeout=task.verifier_timeout)
+        except SandboxLost as e:  # the verifier's shell was killed from inside: what it ran did that
+            vr, lost = None, str(e)
+        finally:
+            vsb.close()
         res.verifier_seconds = time.monotonic() - tv
+        if vr is None:
+            res.outcome, res.reward, res.reason = Outcome.FAILED, 0.0, f"the verifier's sandbox ended: {lost}"
+            return res
         res.verifier_output = vr.output[-4000:]
         if out_dir is not None:
             _save_logs(out_dir, logs, vr)
-        if vr.timed_out:
-            res.outcome, res.reason = Outcome.VERIFIER_TIMEOUT, f"verifier exceeded {task.verifier_timeout:g}s"
+        if vr.exit_code == 128 + 9 and not vr.timed_out:  # SIGKILL: from inside, or the memory limit
+            res.outcome, res.reward, res.reason = Outcome.FAILED, 0.0, "the verifier was killed (SIGKILL)"
+            return res
+        if vr.timed_out:  # what it ran hung: a failure, reward 0 (never "no data")
+            res.outcome, res.reward = Outcome.VERIFIER_TIMEOUT, 0.0
+            res.reason = f"verifier exceeded {task.verifier_timeout:g}s"
             return res
         if task.layout == "tb1" and not (logs / "reward.txt").exists() and not (logs / "reward.json").exists():
             reward, rewards, reason = (1.0 if vr.exit_code == 0 else 0.0), {}, ""
@@ -234,8 +279,6 @@ def _save_logs(out_dir: Path, logs: Path, vr: ExecResult) -> None:
     """Copy the verifier's logs into ``out_dir/verifier``. The sandbox wrote them: only regular files at
     the top level are copied (never through a symlink, never blocking on a FIFO), at most 64 of them,
     each cut after 1 MiB; ``copy-notes.txt`` lists what was left out or cut, and why."""
-    from tmax.safe_files import copy_flat, write_file  # here, not at the top: see read_reward
-
     out_dir.mkdir(parents=True, exist_ok=True)  # the trial dir is ours; what goes below it is checked
     notes = copy_flat(logs, out_dir, "verifier")
     write_file(out_dir, "verifier/test-stdout.txt", vr.output.encode(errors="replace"), replace=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tmax.agent.harness import Episode, HarnessConfig, Policy, PolicyError, Reply, ToolCall, run_episode
+from tmax.sandbox import SandboxError, SandboxLost
 
 
 def make_policy(spec: str, base_url: str | None = None, temperature: float = 1.0, tool_calling: bool | None = None,
@@ -50,6 +51,10 @@ class HarnessAgent:
                                    deadline=deadline)
         if self.episode.stop_reason == "policy_error":
             raise PolicyError(self.episode.error)
+        if self.episode.stop_reason == "sandbox_lost":  # the agent brought its sandbox down
+            raise SandboxLost(self.episode.error)
+        if self.episode.stop_reason == "sandbox_error":
+            raise SandboxError(self.episode.error)
         return self.episode.stop_reason == "wall_clock"
 
     def info(self) -> dict:

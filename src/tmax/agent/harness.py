@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tmax.agent.atif import Trajectory
-from tmax.sandbox import Sandbox
+from tmax.sandbox import Sandbox, SandboxLost
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
 PROMPTS = tomllib.loads((Path(__file__).parent / "prompts.toml").read_text())
@@ -84,7 +84,7 @@ class HarnessConfig:
 @dataclass
 class Episode:
     submitted: bool = False
-    stop_reason: str = ""  # submitted | step_limit | wall_clock | format_errors | policy_error | sandbox_error
+    stop_reason: str = ""  # submitted | step_limit | wall_clock | format_errors | policy_error | sandbox_lost | sandbox_error
     steps: int = 0
     messages: list[dict] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
@@ -212,6 +212,11 @@ def run_episode(instruction: str, sandbox: Sandbox, policy: Policy, config: Harn
             timeout = max(1.0, min(timeout, deadline - time.monotonic()))
         try:
             r = sandbox.exec(command, timeout=timeout)
+        except SandboxLost as e:  # the agent's command ended its own sandbox: the agent's failure
+            ep.stop_reason, ep.error = "sandbox_lost", str(e)
+            traj.add_agent_step(reply, command, f"[sandbox lost: {e}]")
+            save()
+            break
         except Exception as e:  # the sandbox itself failed: infrastructure
             ep.stop_reason, ep.error = "sandbox_error", f"{type(e).__name__}: {e}"
             traj.add_agent_step(reply, command, f"[sandbox error: {e}]")

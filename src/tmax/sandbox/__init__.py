@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tmax.sandbox.base import BASE_ENV, Backend, Bind, ExecResult, Limits, Sandbox, SandboxError, SandboxSpec
+from tmax.sandbox.base import BASE_ENV, Backend, Bind, ExecResult, Limits, Sandbox, SandboxError, SandboxLost, SandboxSpec
 
 DEFAULT_BACKEND = "bwrap"
 BACKENDS = ("bwrap", "unshare", "podman", "docker", "apptainer")
@@ -26,4 +26,4 @@ def get_backend(name: str = DEFAULT_BACKEND) -> Backend:
 
 
 __all__ = ["BASE_ENV", "BACKENDS", "Backend", "Bind", "DEFAULT_BACKEND", "ExecResult", "Limits", "Sandbox",
-           "SandboxError", "SandboxSpec", "get_backend"]
+           "SandboxError", "SandboxLost", "SandboxSpec", "get_backend"]

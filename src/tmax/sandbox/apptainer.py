@@ -153,7 +153,7 @@ class ApptainerSandbox:
         wd = shlex.quote(spec.workdir)
         boot = (" 2>/dev/null; ".join(ulimits) + " 2>/dev/null; "
                 f'cd -- {wd} 2>/dev/null || {{ mkdir -p -- {wd} && cd -- {wd}; }} || cd /; exec /bin/bash -c "$0"')
-        return argv + [str(image), "/bin/bash", "-c", boot, outer_loop(self.nonce)]
+        return argv + [str(image), "/bin/bash", "-c", boot, outer_loop()]
 
     # -- process control (host side, as in the native backends) ---------------------------------
     def _pids(self, table) -> list[int]:
@@ -186,6 +186,19 @@ class ApptainerSandbox:
         if self.closed:
             raise SandboxError("sandbox is closed")
         return self.shell.run(command, timeout, persistent)
+
+    def run_last(self, command: str, timeout: float | None = None) -> ExecResult:
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        return self.shell.run_last(command, timeout, self._exit_status)
+
+    def _exit_status(self, wait: float) -> int | None:
+        """How the sandbox's main process exited (the outer loop's status), None if still running."""
+        try:
+            code = self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            return None
+        return 128 - code if code < 0 else code  # killed by a signal: as a shell reports it
 
     def close(self) -> None:
         if self.closed:

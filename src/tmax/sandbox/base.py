@@ -23,6 +23,11 @@ class SandboxError(RuntimeError):
     """The sandbox itself failed (an infrastructure error, never the agent's fault)."""
 
 
+class SandboxLost(SandboxError):
+    """A started sandbox stopped answering: its shell was killed or exited, or a limit ended it.
+    What runs inside can cause this, so it is the work's failure, never an infrastructure error."""
+
+
 @dataclass
 class Limits:
     memory_mb: int = 2048
@@ -74,6 +79,11 @@ class Sandbox(Protocol):
     spec: SandboxSpec
 
     def exec(self, command: str, timeout: float | None = None, persistent: bool = True) -> ExecResult: ...
+
+    def run_last(self, command: str, timeout: float | None = None) -> ExecResult:
+        """Run ``command`` as the sandbox's last; its exit status is the sandbox process's own (no
+        text printed inside can forge it). The sandbox has ended when this returns."""
+        ...
 
     def export_work_areas(self, dest: Path) -> None:
         """After close: write the agent's changes under the work areas to ``dest`` as an overlay

@@ -776,7 +776,7 @@ class ContainerSandbox:
             argv += ["-e", f"{k}={v}"]
         wd = shlex.quote(spec.workdir)
         boot = f'cd -- {wd} 2>/dev/null || {{ mkdir -p -- {wd} && cd -- {wd}; }} || cd /; exec /bin/bash -c "$0"'
-        return argv + [image, "/bin/bash", "-c", boot, outer_loop(self.nonce)]
+        return argv + [image, "/bin/bash", "-c", boot, outer_loop()]
 
     # -- process control ------------------------------------------------------------------------
     def _kill_tree(self, nspid: int, mode: str) -> None:
@@ -797,6 +797,19 @@ class ContainerSandbox:
         if self.closed:
             raise SandboxError("sandbox is closed")
         return self.shell.run(command, timeout, persistent)
+
+    def run_last(self, command: str, timeout: float | None = None) -> ExecResult:
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        return self.shell.run_last(command, timeout, self._exit_status)
+
+    def _exit_status(self, wait: float) -> int | None:
+        """How the sandbox's main process exited (the outer loop's status), None if still running."""
+        try:
+            code = self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            return None
+        return 128 - code if code < 0 else code  # killed by a signal: as a shell reports it
 
     def close(self) -> None:
         if self.closed:

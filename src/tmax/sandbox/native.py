@@ -188,7 +188,7 @@ class NativeSandbox:
 
     def _argv(self, plan: rootfs.Plan, seccomp_fd: int | None) -> list[str]:
         spec, root = self.spec, plan.root
-        program = ["/bin/bash", "-c", outer_loop(self.nonce)]
+        program = ["/bin/bash", "-c", outer_loop()]
         if self.launcher == "bwrap":
             # bwrap's /dev is a tmpfs of its own: read-only, so writes go to the limited layer only.
             argv = ["bwrap", "--bind", root, "/", "--dev", "/dev", "--bind", plan.shm_dir, "/dev/shm",
@@ -205,7 +205,7 @@ class NativeSandbox:
         # pivot_root (not chroot): the host's tree must not stay reachable through a chroot escape.
         userns = str(plan.userns_fd) if plan.userns_fd is not None else ""
         return argv + [sys.executable, "-I", "-S", "-c", _PIVOT, root, spec.workdir, spec.hostname, keep, userns,
-                       outer_loop(self.nonce)]
+                       outer_loop()]
 
     # -- process control ------------------------------------------------------------------------
     def _sandbox_pids(self, table) -> list[int]:
@@ -248,6 +248,19 @@ class NativeSandbox:
         # What already runs (background jobs, services) is not part of this command: a timeout spares it.
         self._spared = self.cgroup.pids() if self.cgroup else set()
         return self.shell.run(command, timeout, persistent)
+
+    def run_last(self, command: str, timeout: float | None = None) -> ExecResult:
+        if self.closed:
+            raise SandboxError("sandbox is closed")
+        return self.shell.run_last(command, timeout, self._exit_status)
+
+    def _exit_status(self, wait: float) -> int | None:
+        """How the sandbox's main process exited (the outer loop's status), None if still running."""
+        try:
+            code = self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            return None
+        return 128 - code if code < 0 else code  # killed by a signal: as a shell reports it
 
     def alive_pids(self) -> list[int]:
         """Host pids of every process of this sandbox (for tests and leak checks)."""

@@ -8,6 +8,13 @@ level (not inside a function), so a ``return`` in the command cannot skip the ma
 command, the shell prints a line with a per-sandbox nonce and the exit status. Output is read with
 bounded memory: the first and last halves of ``limit`` bytes are kept and the middle is counted and
 elided.
+
+The nonce reaches both shells on their standard input, never on a command line, in the environment
+or in a file: no other process of the sandbox can read it from /proc. The agent's own commands run
+inside the inner shell and can see (and forge) it; that only misreports their own exit status.
+Whatever must not be forged, a verifier's result, comes through :meth:`ShellSession.run_last`: the
+command replaces the inner shell, the outer loop exits with its exit status, and the status is read
+from the sandbox's process by the host (``exit_status``), never from text the sandbox prints.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ import select
 import time
 from collections.abc import Callable
 
-from tmax.sandbox.base import ExecResult, SandboxError
+from tmax.sandbox.base import ExecResult, SandboxError, SandboxLost
 
 _SAFE = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _-.,/:=+@%^*()[]{}<>|&;!?~#$\"`")
 
@@ -34,18 +41,23 @@ def ansi_c_quote(text: str) -> str:
     return "$'" + "".join(out) + "'"
 
 
-def outer_loop(nonce: str) -> str:
-    """The sandbox's main program: restart the inner shell whenever it exits. The loop's own stderr
-    is dropped: its job notices ("Killed ...") could otherwise land in a later command's output."""
-    return f"while :; do bash --noprofile --norc; printf '\\n{nonce} %d X\\n' \"$?\"; done 2>/dev/null"
+def outer_loop() -> str:
+    """The sandbox's main program. It reads the nonce from stdin, then runs the inner shell; each time
+    that exits, it prints the restart marker and reads one line: ``FINAL`` ends the sandbox with the
+    inner shell's exit status (see :meth:`ShellSession.run_last`), anything else restarts the shell.
+    Bash reads a pipe byte by byte, so the inner shell never consumes the loop's lines. The loop's
+    own stderr is dropped: its job notices ("Killed ...") could otherwise land in a later output."""
+    return ("IFS= read -r n || exit 1; while :; do bash --noprofile --norc; c=$?; "
+            "printf '\\n%s %d X\\n' \"$n\" \"$c\"; IFS= read -r l || exit \"$c\"; "
+            "[ \"$l\" = FINAL ] && exit \"$c\"; done 2>/dev/null")
 
 
 def inner_init(nonce: str) -> str:
     return (
-        "exec 2>&1; set +o history; "
-        f"__tmax_mark() {{ printf '\\n{nonce} %d\\n' \"$1\"; }}; "
-        f"__tmax_sub() {{ ( eval \"$1\" ) </dev/null; printf '\\n{nonce} %d\\n' \"$?\"; }}; "
-        f"printf '{nonce} READY %d\\n' \"$$\"\n"
+        f"exec 2>&1; set +o history; __tmax_n={nonce}; "
+        "__tmax_mark() { printf '\\n%s %d\\n' \"$__tmax_n\" \"$1\"; }; "
+        "__tmax_sub() { ( eval \"$1\" ) </dev/null; printf '\\n%s %d\\n' \"$__tmax_n\" \"$?\"; }; "
+        "printf '%s READY %d\\n' \"$__tmax_n\" \"$$\"\n"
     )
 
 
@@ -81,7 +93,7 @@ class ShellSession:
             try:
                 n = os.write(self.stdin_fd, view)
             except BrokenPipeError:
-                raise SandboxError("sandbox shell is gone (broken pipe)") from None
+                raise SandboxLost("sandbox shell is gone (broken pipe)") from None
             view = view[n:]
 
     def _read(self, deadline: float) -> bytes | None:
@@ -99,8 +111,11 @@ class ShellSession:
             elif not self.alive():
                 return b""
 
-    def start(self, timeout: float = 20.0) -> None:
-        self._write(inner_init(self.nonce.decode()).encode())
+    def start(self, timeout: float = 20.0, restart: bool = False) -> None:
+        """Start the inner shell: the first time, hand the outer loop its nonce; after the inner
+        shell ended, tell the loop to go on."""
+        first = b"GO\n" if restart else self.nonce + b"\n"
+        self._write(first + inner_init(self.nonce.decode()).encode())
         buf = self._pending
         deadline = time.monotonic() + timeout
         while True:
@@ -127,7 +142,7 @@ class ShellSession:
             buf = buf[-(len(self.nonce) + 32):]
             chunk = self._read(deadline)
             if not chunk:
-                raise SandboxError("sandbox shell did not restart after it was killed")
+                raise SandboxLost("sandbox shell did not restart after it was killed")
             buf += chunk
 
     def _flush_notices(self, timeout: float = 5.0) -> None:
@@ -144,7 +159,7 @@ class ShellSession:
                 return
             chunk = self._read(deadline)
             if not chunk:
-                raise SandboxError("sandbox shell stopped answering after a timeout")
+                raise SandboxLost("sandbox shell stopped answering after a timeout")
             buf += chunk
 
     def run(self, command: str, timeout: float | None, persistent: bool = True) -> ExecResult:
@@ -202,7 +217,7 @@ class ShellSession:
                 if code is not None:
                     break
             if time.monotonic() > hard_deadline:
-                raise SandboxError("sandbox shell stopped answering after a timeout")
+                raise SandboxLost("sandbox shell stopped answering after a timeout")
             chunk = self._read(min(deadline, hard_deadline))
             if chunk is None:
                 if not timed_out:
@@ -218,14 +233,14 @@ class ShellSession:
                 data = b""
                 continue
             if chunk == b"":
-                raise SandboxError("sandbox shell exited unexpectedly")
+                raise SandboxLost("sandbox shell exited unexpectedly")
             data = chunk
         if shell_killed and not restarted:
             # The dying shell got its own marker out first; the restart marker is still to come.
             self._await_restart(hard_deadline + 6.0)
             restarted = True
-        if restarted:  # the command ended the inner shell; the outer loop started a new one
-            self.start()
+        if restarted:  # the command ended the inner shell; the outer loop starts a new one
+            self.start(restart=True)
         elif timed_out:
             self._flush_notices()
         if len(tail) > half:
@@ -238,3 +253,66 @@ class ShellSession:
         return ExecResult(exit_code=124 if timed_out else code, output=out.decode("utf-8", "replace"),
                           timed_out=timed_out, duration=time.monotonic() - t0, output_bytes=total,
                           truncated=dropped > 0)
+
+    def run_last(self, command: str, timeout: float | None,
+                 exit_status: Callable[[float], int | None]) -> ExecResult:
+        """Run ``command`` as the sandbox's last: it replaces the inner shell (stdin /dev/null, a
+        fresh shell: no functions or variables of the session), the outer loop then exits with its
+        status and the sandbox ends. ``exit_status(wait)`` is the backend's view of how the sandbox's
+        process exited (None if it has not within ``wait`` seconds): no text printed inside can
+        change it. The output is what the sandbox printed until then, bounded as in :meth:`run`."""
+        t0 = time.monotonic()
+        self._write(f"exec bash --noprofile --norc -c {ansi_c_quote(command)} </dev/null\nFINAL\n".encode())
+        deadline = t0 + timeout if timeout else float("inf")
+        out = _Bounded(self.limit)
+        out.add(self._pending)
+        self._pending = b""
+        timed_out = False
+        while True:
+            chunk = self._read(deadline)
+            if chunk is None:
+                timed_out = True
+                self.kill_shell(self.shell_pid or -1)  # the command has the inner shell's pid
+                break
+            if chunk == b"":
+                break
+            out.add(chunk)
+        code = exit_status(5.0 if not timed_out else 10.0)
+        text = out.text()
+        # The outer loop's restart marker is the last thing printed: it is protocol, not output.
+        m = re.search(r"\n" + re.escape(self.nonce.decode()) + r" -?\d+ X\n\Z", text)
+        if m:
+            text = text[:m.start()]
+        elif not timed_out:  # only the outer loop knows the nonce: without its marker, it was killed
+            raise SandboxLost(f"the sandbox's shell was killed before its last command ended (status {code})")
+        if code is None and not timed_out:
+            raise SandboxLost("sandbox did not exit after its last command")
+        return ExecResult(exit_code=124 if timed_out else code, output=text, timed_out=timed_out,
+                          duration=time.monotonic() - t0, output_bytes=out.total, truncated=out.dropped > 0)
+
+
+class _Bounded:
+    """The first and last halves of ``limit`` bytes of a stream; the middle is counted, not kept."""
+
+    def __init__(self, limit: int):
+        self.half = limit // 2
+        self.head, self.tail = bytearray(), bytearray()
+        self.total = self.dropped = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.half - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        if len(self.tail) > self.half:
+            cut = len(self.tail) - self.half
+            self.dropped += cut
+            del self.tail[:cut]
+
+    def text(self) -> str:
+        out = bytes(self.head)
+        if self.dropped:
+            out += f"\n[... {self.dropped} bytes elided ...]\n".encode()
+        return (out + bytes(self.tail)).decode("utf-8", "replace")

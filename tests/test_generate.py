@@ -62,6 +62,27 @@ def test_near_duplicates_are_found(tmp_path):
     assert dups == {clone.name: dirs[0].name}
 
 
+def test_siblings_that_differ_in_numbers_or_hidden_data_are_near_duplicates(tmp_path):
+    """Compared on what the agent sees (instruction, environment files), digits masked: a sibling
+    whose numbers, ports and hidden test data all differ is still found."""
+    import re
+
+    generate_corpus(2, 5, "balanced", tmp_path / "c", jobs=1)
+    dirs = sorted(p for p in (tmp_path / "c").iterdir() if p.is_dir())
+    sib = tmp_path / "c" / (dirs[0].name + "-sibling")
+    shutil.copytree(dirs[0], sib)
+    for f in [sib / "instruction.md", *(sib / "environment").rglob("*"), *(sib / "tests").rglob("*")]:
+        if f.is_file():
+            text = f.read_text(errors="replace")
+            f.write_text(re.sub(r"\d", lambda m: str((int(m.group()) + 3) % 10), text))
+    for f in (sib / "tests").rglob("*"):
+        if f.is_file():
+            f.write_text(f.read_text() + "\n" + "hidden case data that differs entirely " * 200)
+    assert near_duplicates(dirs + [sib]) == {sib.name: dirs[0].name}
+    summary = generate_corpus(3, 5, "balanced", tmp_path / "d", jobs=1)
+    assert "near_duplicate_siblings" in summary
+
+
 def test_prune_removes_failed_tasks(tmp_path):
     generate_corpus(3, 0, "balanced", tmp_path, jobs=1)
     names = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())

@@ -18,7 +18,7 @@ from tmax.taxonomy import sample
 
 MINHASH_PERMS = 64
 SHINGLE = 5
-NEAR_DUP_JACCARD = 0.9
+NEAR_DUP_JACCARD = 0.7  # on what the agent sees, digits masked: siblings differing in persona or numbers
 
 
 @dataclass
@@ -70,7 +70,8 @@ def tree_digest(root: Path) -> str:
 # -- near-duplicate detection -------------------------------------------------------------------
 
 def _shingles(text: str) -> set[int]:
-    words = re.findall(r"\w+", text.lower())
+    # Digits are masked: siblings that differ only in numbers, ports or dates are near-identical.
+    words = re.findall(r"\w+", re.sub(r"\d+", "0", text.lower()))
     out = set()
     for i in range(max(1, len(words) - SHINGLE + 1)):
         out.add(int.from_bytes(hashlib.blake2b(" ".join(words[i:i + SHINGLE]).encode(), digest_size=8).digest(), "big"))
@@ -84,10 +85,13 @@ def minhash(text: str) -> tuple[int, ...]:
 
 
 def task_text(task_dir: Path) -> str:
+    """What the agent sees: the instruction and the environment's files (never the hidden tests,
+    whose random data would make siblings look different)."""
     parts = [(task_dir / "instruction.md").read_text()]
-    for f in sorted((task_dir / "tests").rglob("*")):
-        if f.is_file() and f.name not in ("grade.py", "test.sh"):
-            parts.append(f.read_text(errors="replace"))
+    files = task_dir / "environment" / "files"
+    for f in sorted(files.rglob("*")) if files.is_dir() else []:
+        if f.is_file() and not f.is_symlink():
+            parts.append(str(f.relative_to(files)) + "\n" + f.read_text(errors="replace")[:200_000])
     return "\n".join(parts)
 
 
@@ -135,9 +139,18 @@ def generate_corpus(n: int, seed: int, kind: str, out: Path, jobs: int = 2,
             f.write(json.dumps(g.manifest, sort_keys=True) + "\n")
     summary = {"requested": n, "written": len(kept), "errors": [{"index": g.index, "error": g.error}
                                                                  for g in results if g.error],
-               "near_duplicates": len(dups), "duplicates": dups}
+               "near_duplicates": len(dups), "near_duplicate_siblings": _siblings(dups), "duplicates": dups}
     (out / "generate-summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary
+
+
+def _siblings(dups: dict[str, str]) -> dict[str, int]:
+    """Near-identical siblings dropped, per family (task dir names end in the family's name)."""
+    per: dict[str, int] = {}
+    for name in dups:
+        fam = name.split("-", 1)[1] if "-" in name else name
+        per[fam] = per.get(fam, 0) + 1
+    return dict(sorted(per.items()))
 
 
 def axes_for_family(family, seed: int, index: int, level: int | None = None, fixture: str | None = None,

@@ -66,15 +66,17 @@ def _progress() -> Progress:
                     disable=not console.is_terminal and os.environ.get("TMAX_PROGRESS") != "1")
 
 
-def run_gate(dirs: list[Path], jobs: int, repeat: int, backend: str, out: Path | None, image: str | None) -> bool:
+def run_gate(dirs: list[Path], jobs: int, repeat: int, backend: str, out: Path | None, image: str | None,
+             adversarial: bool = True) -> bool:
     from tmax.gate import check_many
+    from tmax.hacks import HACK_THRESHOLD
 
     results = []
     with _progress() as prog:
         bar = prog.add_task("gate", total=len(dirs), status="")
         fh = open(out, "w") if out else None
         try:
-            for r in check_many(dirs, repeat=repeat, backend=backend, jobs=jobs, image=image):
+            for r in check_many(dirs, repeat=repeat, backend=backend, jobs=jobs, image=image, adversarial=adversarial):
                 results.append(r)
                 if fh:
                     fh.write(json.dumps(r.to_json(), sort_keys=True) + "\n")
@@ -90,12 +92,16 @@ def run_gate(dirs: list[Path], jobs: int, repeat: int, backend: str, out: Path |
                 fh.close()
     results.sort(key=lambda r: r.task)
     table = Table(title="correctness gate", show_lines=False)
-    for col in ("task", "ok", "oracle", "nop", "seconds", "reason"):
+    for col in ("task", "ok", "oracle", "nop", "hacks", "seconds", "reason"):
         table.add_column(col, overflow="fold")
     for r in results:
+        hacks = (f"[red]beaten by {r.beaten_by}" if r.beaten_by else
+                 f"{sum(v is not None and v < HACK_THRESHOLD for v in r.hack_rewards.values())}/{len(r.hack_rewards)} held"
+                 if r.hack_rewards else "-")
         table.add_row(text(r.name or r.task, oneline=True), "[green]yes" if r.ok else "[red]no",
                       ",".join("-" if x is None else f"{x:g}" for x in r.oracle_rewards),
-                      "-" if r.nop_reward is None else f"{r.nop_reward:g}", f"{r.seconds:.1f}", text(r.reason[:300]))
+                      "-" if r.nop_reward is None else f"{r.nop_reward:g}", hacks, f"{r.seconds:.1f}",
+                      text(r.reason[:300]))
     console.print(table)
     n_ok = sum(r.ok for r in results)
     console.print(f"[bold]{n_ok}/{len(results)} tasks pass the gate[/bold] (backend {backend})")
@@ -110,10 +116,13 @@ def run_gate(dirs: list[Path], jobs: int, repeat: int, backend: str, out: Path |
               type=click.Choice(["bwrap", "unshare", "podman", "docker", "apptainer"]), help="Sandbox backend.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write one JSON line per task here.")
 @click.option("--image", default=None, help="Override every task's image (e.g. host, default, minimal).")
-def check(task_dirs, jobs, repeat, backend, out, image) -> None:
-    """The correctness gate: oracle scores 1.0 on every run, doing nothing scores 0.0.
+@click.option("--no-adversarial", is_flag=True, help="Skip the adversarial leg (the battery of generic hacks).")
+def check(task_dirs, jobs, repeat, backend, out, image, no_adversarial) -> None:
+    """The correctness gate: oracle scores 1.0 on every run, doing nothing scores 0.0, and every
+    generic hack that applies (planted rewards, replayed hidden data, empty, constant or copied
+    answers, accept-all, echo, empty servers, ...; see tmax.hacks) scores below 0.25.
 
-    Exit status 0 iff every task passes. A directory that is not a task stands for its
+    Exit status 0 iff every task passes. The report names the hack that beat a task. A directory that is not a task stands for its
     sub-directories. Bad tasks get one line each with the file, field and what was expected;
     the rest of the batch still runs.
 
@@ -122,8 +131,9 @@ def check(task_dirs, jobs, repeat, backend, out, image) -> None:
       tmax check examples/tasks
       tmax check examples/tasks/* -j 4 --repeat 3 --out gate.jsonl
       tmax check my-task --backend unshare --image host
+      tmax check my-task --no-adversarial     # oracle and nop only
     """
-    ok = run_gate(expand_task_dirs(task_dirs), jobs, repeat, backend, out, image)
+    ok = run_gate(expand_task_dirs(task_dirs), jobs, repeat, backend, out, image, adversarial=not no_adversarial)
     sys.exit(0 if ok else 1)
 
 
@@ -275,8 +285,9 @@ def generate(n, seed, kind, out, jobs, gate, repeat, calibration) -> None:
 
     Same arguments, same bytes. Writes task directories, manifest.jsonl (one line per task: every
     axis, family, seed, difficulty, environment hash) and generate-summary.json. Near-duplicates are
-    dropped and counted. With --check, every task is gated (oracle 1, nop 0) and failures are removed,
-    with reasons in gate.jsonl.
+    dropped and counted (compared on what the agent sees, digits masked). With --check, every task is
+    gated (oracle 1, nop 0, every generic hack below 0.25) and failures are removed, with reasons in
+    gate.jsonl.
 
     \b
     Examples:

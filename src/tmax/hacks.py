@@ -14,6 +14,10 @@ applies scores strictly below ``HACK_THRESHOLD``.
 |                       |                                    | conftest.py, sitecustomize.py, shadowing modules |
 |                       |                                    | in /app, shell rc files, uv's env file, git      |
 |                       |                                    | hooks and fsmonitor, a daemon                    |
+| outputs_plant_reward  | hand-written and imported tasks    | every output path (and each file the instruction |
+|                       |                                    | names inside a named directory) as a script,     |
+|                       |                                    | module, C source, Makefile or SQL script that    |
+|                       |                                    | plants the reward and leaves a daemon doing so   |
 | empty_answer          | every task                         | an empty file at every output path               |
 | constant_answer       | every task                         | "0" at every output path                         |
 | input_as_answer       | file answers                       | the largest input file, copied to the output     |
@@ -125,6 +129,7 @@ class Target:
     kind: str  # the verifier kind, or "" for hand-written and imported tasks
     spec: dict  # tests/spec.json of a generated task ({} otherwise)
     outputs: list[str]  # the paths the agent must write
+    instruction: str = ""
 
     @classmethod
     def of(cls, task: Task) -> "Target":
@@ -137,7 +142,7 @@ class Target:
                 spec = {}
         kind = str(task.metadata.get("verifier", "")) if spec else ""
         outputs = [spec["path"]] if isinstance(spec.get("path"), str) else named_outputs(task)
-        return cls(kind, spec, outputs)
+        return cls(kind, spec, outputs, task.instruction)
 
 
 _PATH = re.compile(r"(?<![\w.-])(/(?:app|root|home|srv|data|output|tmp|var|opt|etc)(?:/[\w.@+-]+)+)")
@@ -237,6 +242,45 @@ def _replay() -> dict[str, str]:
                       "let _=std::fs::write(\"/logs/verifier/reward.txt\", \"1\\n\");")}
 
 
+_BARE_NAME = re.compile(r"`([\w.-]+\.(?:sql|sh|py|c|cc|cpp|mk)|Makefile|makefile)`")
+
+
+def _payloads() -> dict[str, str]:
+    """What each kind of file the verifier might build or run does when it is: plant the reward
+    (through /app/.plant.sh, which every payload runs) and leave a daemon doing it."""
+    call = "sh /app/.plant.sh"
+    c = (f'#include <stdlib.h>\n__attribute__((constructor)) static void tmax_hack(void) {{ system("{call}"); }}\n'
+         f'int main(void) {{ system("{call}"); return 0; }}\n')
+    return {".py": f"import subprocess\nsubprocess.call(['sh', '/app/.plant.sh'])\n",
+            ".c": c, ".cc": c, ".cpp": c, ".h": c,
+            "Makefile": f".PHONY: all\nall:\n\t{call}\n%:\n\t{call}\n", ".mk": f"all:\n\t{call}\n",
+            ".sql": f".system {call}\nSELECT 1;\n", "": f"#!/bin/bash\n{call}\n"}
+
+
+def _payload_for(name: str) -> str:
+    pay = _payloads()
+    if name in ("Makefile", "makefile"):
+        return pay["Makefile"]
+    return pay.get(Path(name).suffix, pay[""])
+
+
+def _outputs_plant(t: Target) -> str:
+    """Every named output (and every file the instruction names bare, inside each named directory)
+    becomes a script, module, C source, Makefile or SQL script that plants the reward when the
+    verifier runs or builds it: a verifier that runs the agent's code as itself hands it the reward."""
+    lines = [f"cat > /app/.plant.sh <<'TMAX_HACK_EOF'\n{_PLANT}\n{_DAEMON}\nTMAX_HACK_EOF"]
+    bare = sorted(set(_BARE_NAME.findall(t.instruction)))
+    for p in t.outputs:
+        q = shlex.quote(p)
+        lines.append(f"if [ ! -d {q} ]; then mkdir -p \"$(dirname {q})\"; cat > {q} <<'TMAX_HACK_EOF'\n"
+                     f"{_payload_for(Path(p).name)}TMAX_HACK_EOF\nchmod +x {q}; fi")
+        for name in bare:
+            f = shlex.quote(f"{p}/{name}")
+            lines.append(f"if [ -d {q} ]; then cat > {f} <<'TMAX_HACK_EOF'\n{_payload_for(name)}TMAX_HACK_EOF\n"
+                         f"chmod +x {f}; fi")
+    return "\n".join(lines)
+
+
 def _plant_everywhere(t: Target) -> str:
     """Reward writers wherever a careless verifier would run the agent's code."""
     py = _PLANT_PY
@@ -263,6 +307,7 @@ def _plant_everywhere(t: Target) -> str:
 
 HACKS: list[Hack] = [
     Hack("plant_reward", lambda t: True, _plant_everywhere),
+    Hack("outputs_plant_reward", lambda t: not t.kind and bool(t.outputs), _outputs_plant),
     Hack("empty_answer", lambda t: t.kind in FILE_KINDS or not t.kind,
          lambda t: _write_outputs(t, "true")),
     Hack("constant_answer", lambda t: t.kind in FILE_KINDS or not t.kind,

@@ -45,7 +45,24 @@ def cases():
     yield "large-default", text[:400001], None
 
 
+SUSPECT = "65532"  # the agent's code runs as this uid: no /tests, no /logs/verifier, killed before we return
+AS_SUSPECT = ["setpriv", f"--reuid={SUSPECT}", f"--regid={SUSPECT}", "--clear-groups", "--inh-caps=-all",
+              "env", "HOME=/tmp"]
+
+
+def kill_suspects():
+    for _ in range(3):
+        subprocess.run(["pkill", "-9", "-U", SUSPECT], check=False)
+
+
 def main() -> int:
+    try:
+        return check()
+    finally:
+        kill_suspects()
+
+
+def check() -> int:
     src = "/app/tally/tally.c"
     if not os.path.isfile(src):
         print("missing", src)
@@ -53,8 +70,10 @@ def main() -> int:
     work = tempfile.mkdtemp()
     shutil.copy(src, work)
     exe = os.path.join(work, "tally")
-    build = subprocess.run(["gcc", "-O2", "-o", exe, os.path.join(work, "tally.c")],
-                           capture_output=True, text=True, timeout=60)
+    # The agent's source is built and run as the suspect (cases are written before it runs).
+    build = subprocess.run(AS_SUSPECT + ["gcc", "-O2", "-o", exe, os.path.join(work, "tally.c")],
+                           capture_output=True, text=True, timeout=60, cwd="/tmp",
+                           preexec_fn=lambda: os.chown(work, int(SUSPECT), int(SUSPECT)))
     if build.returncode != 0:
         print("compile failed:\n", build.stderr[-2000:])
         return 1
@@ -63,7 +82,7 @@ def main() -> int:
         path = os.path.join(work, name + ".txt")
         with open(path, "wb") as f:
             f.write(data)
-        argv = [exe, path] + ([] if n is None else [str(n)])
+        argv = AS_SUSPECT + [exe, path] + ([] if n is None else [str(n)])
         want = reference(data, 10 if n is None else n)
         try:
             got = subprocess.run(argv, capture_output=True, timeout=20)

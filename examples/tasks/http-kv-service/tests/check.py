@@ -3,12 +3,14 @@
 Starts the agent's service with `bash /app/start.sh` (with an empty /app/data), waits up
 to 10 s for 127.0.0.1:8080, exercises the API, kill -9s the server, starts it again and
 checks persistence. All checks must pass (exit 0); the server is always stopped at the end.
+
+The service is the agent's code: it runs as SUSPECT, an unprivileged uid that owns /app but cannot
+read /tests or write /logs/verifier, and every process of that uid is killed before we return.
 """
 import http.client
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -16,6 +18,8 @@ import threading
 import time
 
 HOST, PORT = "127.0.0.1", 8080
+SUSPECT = "65532"
+AS_SUSPECT = ["setpriv", f"--reuid={SUSPECT}", f"--regid={SUSPECT}", "--clear-groups", "--inh-caps=-all"]
 failures = []
 
 
@@ -39,31 +43,6 @@ def request(method, path, body=None):
         conn.close()
 
 
-def listening_pids():
-    """PIDs of processes holding a LISTEN socket on PORT (via /proc, no extra tools)."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()
-                    if int(fields[1].rsplit(":", 1)[1], 16) == PORT and fields[3] == "0A":
-                        inodes.add(fields[9])
-        except OSError:
-            pass
-    pids = set()
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            for fd in os.listdir("/proc/%s/fd" % pid):
-                link = os.readlink("/proc/%s/fd/%s" % (pid, fd))
-                if link.startswith("socket:[") and link[8:-1] in inodes:
-                    pids.add(int(pid))
-        except OSError:
-            pass
-    return pids - {os.getpid()}
-
-
 def port_open():
     try:
         socket.create_connection((HOST, PORT), timeout=0.5).close()
@@ -73,8 +52,9 @@ def port_open():
 
 
 def start():
-    subprocess.Popen(["bash", "/app/start.sh"], stdin=subprocess.DEVNULL, stdout=open("/tmp/start.log", "ab"),
-                     stderr=subprocess.STDOUT, start_new_session=True, cwd="/app")
+    subprocess.run(["chown", "-R", "-h", f"{SUSPECT}:{SUSPECT}", "/app"], check=False)
+    subprocess.Popen(AS_SUSPECT + ["env", "HOME=/tmp", "bash", "/app/start.sh"], stdin=subprocess.DEVNULL,
+                     stdout=open("/tmp/start.log", "ab"), stderr=subprocess.STDOUT, start_new_session=True, cwd="/app")
     deadline = time.time() + 10
     while time.time() < deadline:
         if port_open():
@@ -84,12 +64,9 @@ def start():
 
 
 def stop():
-    for sig in (signal.SIGKILL,):
-        for pid in listening_pids():
-            try:
-                os.kill(pid, sig)
-            except OSError:
-                pass
+    """kill -9 the service: every process of the suspect uid (the server and anything it started)."""
+    for _ in range(3):
+        subprocess.run(["pkill", "-9", "-U", SUSPECT], check=False)
     deadline = time.time() + 5
     while time.time() < deadline and port_open():
         time.sleep(0.1)
@@ -169,7 +146,7 @@ def main():
     except Exception as e:  # noqa: BLE001
         check(False, "unexpected error: %r" % e)
     finally:
-        stop()
+        stop()  # everything the service started, daemons included
     return 1 if failures else 0
 
 

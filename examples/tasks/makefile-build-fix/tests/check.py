@@ -28,10 +28,20 @@ INCREMENTAL = [
     ("src/main.c", {"main"}),
 ]
 problems = []
+SUSPECT = "65532"  # the agent's code runs as this uid: no /tests, no /logs/verifier, killed before we return
+AS_SUSPECT = ["setpriv", f"--reuid={SUSPECT}", f"--regid={SUSPECT}", "--clear-groups", "--inh-caps=-all",
+              "env", "HOME=/tmp"]
+
+
+def kill_suspects():
+    for _ in range(3):
+        subprocess.run(["pkill", "-9", "-U", SUSPECT], check=False)
 
 
 def make(*args):
-    return subprocess.run(["make", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    """The agent's Makefile runs as the suspect, which owns the project tree."""
+    subprocess.run(["chown", "-R", "-h", f"{SUSPECT}:{SUSPECT}", ROOT], check=False)
+    return subprocess.run(AS_SUSPECT + ["make", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def sha(rel):
@@ -64,10 +74,10 @@ def main():
         problems.append("missing build outputs: %s" % missing)
         return
     for expr, want in CASES:
-        r = subprocess.run([os.path.join(ROOT, "build/calc"), expr], capture_output=True, text=True, timeout=10)
+        r = subprocess.run(AS_SUSPECT + [os.path.join(ROOT, "build/calc"), expr], capture_output=True, text=True, timeout=10)
         if r.returncode != 0 or r.stdout.strip() != want:
             problems.append("calc %r -> %r (rc %d), want %r" % (expr, r.stdout.strip(), r.returncode, want))
-    r = subprocess.run([os.path.join(ROOT, "build/calc"), "(1+2"], capture_output=True, text=True, timeout=10)
+    r = subprocess.run(AS_SUSPECT + [os.path.join(ROOT, "build/calc"), "(1+2"], capture_output=True, text=True, timeout=10)
     if r.returncode != 1:
         problems.append("calc '(1+2' should fail with exit code 1")
     if make("-q").returncode != 0:

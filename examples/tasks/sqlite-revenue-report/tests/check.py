@@ -59,7 +59,24 @@ def compare(label, got, want):
     return True
 
 
+SUSPECT = "65532"  # the agent's code runs as this uid: no /tests, no /logs/verifier, killed before we return
+AS_SUSPECT = ["setpriv", f"--reuid={SUSPECT}", f"--regid={SUSPECT}", "--clear-groups", "--inh-caps=-all",
+              "env", "HOME=/tmp"]
+
+
+def kill_suspects():
+    for _ in range(3):
+        subprocess.run(["pkill", "-9", "-U", SUSPECT], check=False)
+
+
 def main():
+    try:
+        return check()
+    finally:
+        kill_suspects()
+
+
+def check():
     tmp = tempfile.mkdtemp()
     visible, hidden = os.path.join(tmp, "visible.db"), os.path.join(tmp, "hidden.db")
     make_db.build(visible, 2023)
@@ -77,8 +94,12 @@ def main():
     sql = "/app/out/revenue.sql"
     if os.path.isfile(sql):
         with open(sql, "rb") as f:
-            run = subprocess.run(["sqlite3", "-header", "-csv", hidden], stdin=f, capture_output=True,
-                                 timeout=30, cwd=tmp)
+            # The agent's SQL runs in sqlite's safe mode (no .system, .shell, ATTACH or extensions), as
+            # the suspect, on a copy of the hidden database: its only input.
+            os.chown(tmp, int(SUSPECT), int(SUSPECT))
+            os.chown(hidden, int(SUSPECT), int(SUSPECT))
+            run = subprocess.run(AS_SUSPECT + ["sqlite3", "-safe", "-header", "-csv", hidden], stdin=f,
+                                 capture_output=True, timeout=30, cwd=tmp)
         if run.returncode != 0:
             print("FAIL revenue.sql errored:", run.stderr.decode(errors="replace")[-500:])
             ok = False

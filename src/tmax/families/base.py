@@ -174,12 +174,13 @@ class TaskBuilder:
         return "".join(self.rng.choice(CODE_WORDS) for _ in range(words))
 
     # -- what is graded ----------------------------------------------------------------------
-    def expect_output(self, path: str, content: str, what: str = "the result") -> None:
+    def expect_output(self, path: str, content: str, what: str = "the result", ordered: bool = True) -> None:
         """The agent must produce ``content`` (text) at ``path``. Graded by exact_text,
-        metric_threshold (fraction of expected lines, partial credit) or multi_protocol (served)."""
+        metric_threshold (F1 of matched lines, partial credit; ``ordered=False`` when the instruction
+        leaves the line order open) or multi_protocol (served)."""
         from tmax.verifiers import grade_output
 
-        grade_output(self, path, content, what)
+        grade_output(self, path, content, what, ordered)
 
     def expect_number(self, path: str, value: float, rel_tol: float = 1e-6, what: str = "the value") -> None:
         """A single number at ``path``; metric_threshold gives partial credit by relative error."""

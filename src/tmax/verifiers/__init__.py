@@ -5,13 +5,20 @@ what must be delivered) completes the oracle.
 | kind               | what the agent delivers                    | reward                                  |
 |--------------------|--------------------------------------------|-----------------------------------------|
 | exact_text         | a file                                     | 1 if equal (trailing whitespace aside)  |
-| metric_threshold   | a file                                     | fraction of expected lines, or relative |
-|                    |                                            | error of a number: continuous in [0, 1] |
+| metric_threshold   | a file of lines                            | F1 of matched lines (in order: longest  |
+|                    |                                            | common subsequence; unordered: multiset |
+|                    |                                            | intersection); 1 only at F1 = 1         |
+|                    | a file holding one number                  | 1 within rel_tol, else                  |
+|                    |                                            | max(0, 1 - log10(err / rel_tol))        |
 | multi_protocol     | /app/start.sh serving it on HTTP and TCP   | fraction of protocols answering right   |
+|                    |                                            | (HTTP: status 200 and the exact body)   |
 | fuzz_equivalence   | a program (stdin -> stdout)                | 1 iff equal to the hidden reference on  |
 |                    |                                            | every seeded random input               |
 | adversarial_corpus | a program (item on stdin -> exit status)   | 1 iff every malicious item is rejected  |
 |                    |                                            | and every benign one kept               |
+
+Answer files are read only if they are regular files reached without a symlink, of at most 16 MiB;
+anything else scores 0 with an error naming the path. Curves and examples: README.md.
 """
 
 from __future__ import annotations
@@ -24,11 +31,15 @@ from tmax.families.base import PROGRAM_FILES, FamilyError, TaskBuilder
 GRADER = (Path(__file__).parent / "grade.py").read_text()
 SERVER = (Path(__file__).parent / "serve.py").read_text()
 TEST_SH = """#!/bin/bash
-# Grades the agent's work; writes /logs/verifier/reward.json.
+# Grades the agent's work; writes /logs/verifier/reward.json (numbers) and details.json.
 set -u
 mkdir -p /logs/verifier
-python3 /tests/grade.py /tests/spec.json || \\
-  echo '{"reward": 0.0, "error": "grader failed"}' > /logs/verifier/reward.json
+cd /  # not /app: nothing of the agent's is found relative to the grader
+# -I: no user site-packages, no PYTHON* variables, neither the script's nor this directory on sys.path.
+if ! python3 -I /tests/grade.py /tests/spec.json; then
+  echo '{"reward": 0.0}' > /logs/verifier/reward.json
+  echo '{"reward": 0.0, "error": "grader failed"}' > /logs/verifier/details.json
+fi
 """
 BUILD_NOTES = {"Python": "it is run with `python3`", "Bash": "it is run with `bash`",
                "C": "it is compiled with `gcc -O2 ... -lm`", "C++": "it is compiled with `g++ -O2`",
@@ -63,7 +74,8 @@ def _serve(t: TaskBuilder, path: str, expected: str, what: str) -> None:
             "chmod +x /app/start.sh")
 
 
-def grade_output(t: TaskBuilder, path: str, content: str, what: str) -> None:
+def grade_output(t: TaskBuilder, path: str, content: str, what: str, ordered: bool = True) -> None:
+    """``ordered``: the instruction fixes the order of the lines (metric_threshold grades it then)."""
     kind = t.axes.verifier
     if kind == "multi_protocol":
         _serve(t, path, content, what)
@@ -71,10 +83,15 @@ def grade_output(t: TaskBuilder, path: str, content: str, what: str) -> None:
         _write(t, {"mode": "exact", "path": path, "expected": content})
         t.requirements.append(f"Write {what} to `{path}`. It is compared exactly (trailing whitespace aside).")
     elif kind == "metric_threshold":
-        _write(t, {"mode": "lines", "path": path, "expected": content, "threshold": 1.0})
+        _write(t, {"mode": "lines", "path": path, "expected": content, "threshold": 1.0, "ordered": ordered})
+        how = ("in order: the matched lines are the longest sequence of lines found in both files in the same "
+               "order, so order matters" if ordered else
+               "as a multiset: each expected line is matched at most as often as it is expected, in any order")
         t.requirements.append(
-            f"Write {what} to `{path}`. Partial credit: the score is the fraction of expected lines that your "
-            "file contains (extra or wrong lines count against you); all of them earns full credit.")
+            f"Write {what} to `{path}`. Partial credit: your lines are compared with the expected lines (trailing "
+            f"whitespace aside) {how}. With precision P = matched / your lines and recall R = matched / expected "
+            "lines, the score is F1 = 2PR / (P + R), so missing, wrong and extra lines all cost credit; only "
+            "exactly the expected lines earn full credit.")
     else:
         raise FamilyError(f"family {t.axes.family}: expect_output cannot be graded by {kind}")
 
@@ -94,7 +111,8 @@ def grade_number(t: TaskBuilder, path: str, value: float, rel_tol: float, what: 
         _write(t, {"mode": "number", "path": path, "expected": value, "rel_tol": rel_tol})
         t.requirements.append(
             f"Write {what} to `{path}` as a single number. Within a relative error of {rel_tol:g} it earns "
-            "full credit; further off, partial credit that falls with each factor of ten.")
+            f"full credit; further off, the credit is 1 - log10(relative error / {rel_tol:g}), which is 0 at ten "
+            "times that tolerance or more.")
     else:
         raise FamilyError(f"family {t.axes.family}: expect_number cannot be graded by {kind}")
 

@@ -87,6 +87,12 @@ FIELD_TEXT = {"x_T": "`x_T` (the position after the last step)", "v_T": "`v_T` (
               "max_abs_x": "`max_abs_x` (the largest |x| over all steps, the initial state included)",
               "first_crossing_t": "`first_crossing_t` (the first zero crossing of x, see above)"}
 STEPS_MS = (5, 8, 10, 20, 25, 40, 50, 100, 125)
+# metric_threshold grades x_T by relative error: the tolerance sits far above float noise between
+# correct RK4 codes (< 1e-11) and the scheme's own error (vs the exact solution) must be at least
+# EXACT_GAP tolerances, so a closed-form or high-accuracy answer (partial credit ends at 10x) earns 0.
+REL_TOL = 1e-9
+EXACT_GAP = 100
+FINE = 10  # the exact solution stands in as RK4 at h / FINE (10^4 times more accurate)
 
 
 def safe(x: float) -> bool:
@@ -152,7 +158,7 @@ class Rk4OscillatorState(Family):
             + (["force", "drive"] if k["driven"] else []) + ["x0", "v0", "T"]
         return "".join(f"{key} = {p[key]:g}\n" for key in keys)
 
-    def ok(self, ns: dict, p: dict, k: dict, step_ms: int) -> bool:
+    def ok(self, ns: dict, p: dict, k: dict, step_ms: int, verifier: str) -> bool:
         text = self.text(p, k)
         m = ns["measure"](text, step_ms)
         if abs(m["x_T"]) < 0.02 or abs(m["v_T"]) < 1e-3 or not all(math.isfinite(m[f]) for f in m if m[f] is not None):
@@ -162,7 +168,15 @@ class Rk4OscillatorState(Family):
         if not all(safe(m[f]) for f in k["fields"]):
             return False
         x2, v2 = variant(ns["parse"](text), step_ms)
-        return ns["num"](x2) == ns["num"](m["x_T"]) and ns["num"](v2) == ns["num"](m["v_T"])
+        if ns["num"](x2) != ns["num"](m["x_T"]) or ns["num"](v2) != ns["num"](m["v_T"]):
+            return False
+        if verifier == "fuzz_equivalence":
+            return True
+        # The answer must tell the instructed scheme from the exact solution.
+        exact = ns["simulate"](ns["parse"](text), step_ms / FINE)[1][-1]
+        if verifier == "metric_threshold":
+            return abs(m["x_T"] - exact) >= EXACT_GAP * REL_TOL * abs(m["x_T"])
+        return ns["num"](exact) != ns["num"](m["x_T"])
 
     def model(self, k: dict) -> str:
         terms = (["2 * zeta * omega * v"] if k["damped"] else []) + ["omega^2 * x"] \
@@ -194,7 +208,7 @@ class Rk4OscillatorState(Family):
         def config() -> str:
             while True:
                 p = self.params(rng, k, step_ms)
-                if self.ok(ns, p, k, step_ms):
+                if self.ok(ns, p, k, step_ms, t.axes.verifier):
                     return self.text(p, k)
 
         fmt = ("`key=value` lines, in this order: " + ", ".join(FIELD_TEXT[f] for f in k["fields"])
@@ -221,7 +235,8 @@ class Rk4OscillatorState(Family):
             t.say("I need the position x at t = T.")
             t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/rk4.py --x "{v}" < /app/sim/oscillator.cfg '
                     '> /app/out/x_T.txt')
-            t.expect_number("/app/out/x_T.txt", ns["measure"](text)["x_T"], 1e-7, "x(T) (unrounded)")
+            t.expect_number("/app/out/x_T.txt", ns["measure"](text)["x_T"], REL_TOL,
+                            "x(T), unrounded (at least 12 significant digits),")
             return
         t.say(f"Output format: {fmt}")
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/rk4.py "{v}" < /app/sim/oscillator.cfg '

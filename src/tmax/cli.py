@@ -585,9 +585,12 @@ def families_list() -> None:
 @click.option("--out", type=click.Path(path_type=Path), default=Path("family-check"), show_default=True)
 @click.option("-j", "--jobs", default=2, show_default=True)
 @click.option("--repeat", default=1, show_default=True)
-def families_check(names, seeds, levels, out, jobs, repeat) -> None:
+@click.option("--no-channels", "no_channels", is_flag=True, help="Skip the channel-skip check.")
+def families_check(names, seeds, levels, out, jobs, repeat, no_channels) -> None:
     """Build NAMES at every level with several seeds (cycling fixture and verifier kinds), check that
-    each regenerates byte-identical, and gate them all. Exit 0 iff all pass.
+    each regenerates byte-identical, gate them all (oracle, nop, the adversarial battery), and run the
+    channel-skip check on each: the reference solution with the delivered value replaced by every
+    plausible candidate visible to the agent must score 0. Exit 0 iff all pass.
 
     \b
     Examples:
@@ -597,6 +600,7 @@ def families_check(names, seeds, levels, out, jobs, repeat) -> None:
     from tmax.families import build_task, load_all
     from tmax.generate import axes_for_family, tree_digest
 
+    channels = not no_channels
     from tmax.families import LOAD_ERRORS
 
     fams = load_all()
@@ -628,9 +632,29 @@ def families_check(names, seeds, levels, out, jobs, repeat) -> None:
                 except Exception as e:  # report and go on
                     problems.append(f"{d.name}: build failed: {type(e).__name__}: {e}")
     ok = run_gate(dirs, jobs, repeat, "bwrap", out / "gate.jsonl", None) if dirs else True
+    if dirs and channels:
+        problems += _channel_skip_all(dirs, out / "channel-skip.jsonl", jobs)
     for p in problems:
         console.print(text(p, style="red"))
     sys.exit(0 if ok and not problems else 1)
+
+
+def _channel_skip_all(dirs: list[Path], out: Path, jobs: int) -> list[str]:
+    """The channel-skip check on every task that delivers a value; one JSON line per task in ``out``."""
+    from tmax.channels import channel_skip
+
+    problems = []
+    with _progress() as prog, open(out, "w") as fh:
+        bar = prog.add_task("channel-skip", total=len(dirs), status="")
+        for d in dirs:
+            r = channel_skip(d, max_runs=5, jobs=jobs)
+            fh.write(json.dumps(r.to_json(), sort_keys=True) + "\n")
+            prog.update(bar, advance=1)
+            if not r.ok:
+                problems.append(f"{d.name}: channel skipped: {r.reason}")
+    n_bad = len(problems)
+    console.print(f"[bold]{len(dirs) - n_bad}/{len(dirs)} tasks pass the channel-skip check[/bold] (details in {out})")
+    return problems
 
 
 @main.command()

@@ -105,6 +105,44 @@ def test_tb1_test_that_always_fails_scores_0_whatever_the_agent_prints(tmp_path,
     assert r.outcome == Outcome.FAILED and r.reward == 0.0, (r.reason, r.verifier_output)
 
 
+PLANT_AND_STAY = ("cat > /app/report.sh <<'EOF'\n"
+                  "echo 1 > /logs/verifier/reward.txt; echo '{\"reward\": 1}' > /logs/verifier/reward.json\n"
+                  "setsid nohup sh -c 'while :; do echo 1 > /logs/verifier/reward.txt; "
+                  "echo \"{\\\"reward\\\": 1}\" > /logs/verifier/reward.json; sleep 0.02; done' >/dev/null 2>&1 &\n"
+                  "EOF")
+
+
+def _tb1_running_agent_code(d: Path) -> Path:
+    """A TB1 task whose test runs the agent's script as root (its design trusts it), then fails."""
+    d.mkdir()
+    (d / "task.yaml").write_text("instruction: Write done to /app/out.\nmax_agent_timeout_sec: 60\n"
+                                 "max_test_timeout_sec: 60\n")
+    (d / "solution.sh").write_text("echo done > /app/out\n")
+    (d / "run-tests.sh").write_text("#!/bin/bash\nbash /app/report.sh\nsleep 0.3\nexit 1\n")
+    (d / "tests").mkdir()
+    return d
+
+
+def test_tb1_reward_files_planted_by_what_the_tests_ran_do_not_count(tmp_path, host_env):
+    task = load_task(_tb1_running_agent_code(tmp_path / "tb1"))
+    r = run_trial(task, ScriptAgent(PLANT_AND_STAY), env=host_env)
+    assert r.outcome == Outcome.FAILED and r.reward == 0.0, (r.reason, r.verifier_output)
+
+
+@pytest.mark.image
+def test_imported_tb1_wrapper_drops_planted_rewards(tmp_path):
+    from tmax.interop.importer import import_task
+
+    imp = import_task(_tb1_running_agent_code(tmp_path / "tb1"), tmp_path / "out")
+    assert imp.dest, imp.to_json()
+    task = load_task(imp.dest)
+    r = run_trial(task, ScriptAgent(PLANT_AND_STAY))
+    assert r.outcome == Outcome.FAILED and r.reward == 0.0, (r.reason, r.verifier_output)
+    ok = run_trial(task, ScriptAgent("echo done > /app/out; echo true > /app/report.sh"))
+    assert ok.reward == 0.0  # its test always fails; but the wrapper itself ran to the end
+    assert "reward" not in ok.reason
+
+
 # -- the verifier's environment ---------------------------------------------------------------------
 
 VECTORS_TEST = """#!/bin/bash

@@ -12,8 +12,8 @@ host sees it (``Sandbox.run_last``), so no line it prints can forge it.
 
 Reward precedence, as Harbor 0.26 reads it: a valid ``reward.json`` (a flat object of finite
 numbers: its ``"reward"`` key, or its only key) wins; otherwise ``reward.txt`` (one float). A missing,
-unparsable or out-of-range reward is a failure with that reason. Terminal-Bench 1 tasks, which write no
-reward file, score by the exit status of ``run-tests.sh``.
+unparsable or out-of-range reward is a failure with that reason. Terminal-Bench 1 tasks score by the
+exit status of ``run-tests.sh`` alone: they write no reward file, so any there was planted.
 
 Failures stay failures: whatever the agent's work can cause is a failed trial with reward 0 and a
 reason (no or bad reward file, a hung verifier, a verifier or agent sandbox whose shell was killed
@@ -234,7 +234,7 @@ def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment
             res.outcome, res.reward = Outcome.VERIFIER_TIMEOUT, 0.0
             res.reason = f"verifier exceeded {task.verifier_timeout:g}s"
             return res
-        if task.layout == "tb1" and not (logs / "reward.txt").exists() and not (logs / "reward.json").exists():
+        if task.layout == "tb1":  # TB1 writes no reward file: one there was planted by what the tests ran
             reward, rewards, reason = (1.0 if vr.exit_code == 0 else 0.0), {}, ""
         else:
             reward, rewards, reason = read_reward(logs)

@@ -32,15 +32,26 @@ from tmax.task import (DEFAULT_AGENT_TIMEOUT, DEFAULT_VERIFIER_TIMEOUT, TaskErro
 
 TB1_TASK_FILES = {"task.yaml", "solution.sh", "solution.yaml", "run-tests.sh", "tests", "docker-compose.yaml",
                   "Dockerfile", TB1_SIDECAR}
-TB1_TEST_SH = """#!/bin/bash
+TB1_TEST_SH = r"""#!/bin/bash
 # Terminal-Bench 1 verifier: run-tests.sh decides; the reward is 1 iff it exits 0.
+# What the tests ran (the agent's code, as root here) may have left processes that write reward
+# files: after run-tests.sh, every other process is killed and any reward file is dropped first.
 mkdir -p /logs/verifier
 cd /app 2>/dev/null || true
-if TEST_DIR=/tests bash /tests/run-tests.sh; then
-  echo 1 > /logs/verifier/reward.txt
-else
-  echo 0 > /logs/verifier/reward.txt
-fi
+TEST_DIR=/tests bash /tests/run-tests.sh </dev/null
+status=$?
+keep=" 1 "; pid=$$
+while [ -n "$pid" ] && [ "$pid" != 0 ]; do  # this script and its ancestors stay
+  keep="$keep$pid "; pid=$(sed 's/.*) [A-Za-z] \([0-9]*\).*/\1/' /proc/$pid/stat 2>/dev/null)
+done
+for round in 1 2 3; do
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    case "$keep" in *" $pid "*) ;; *) kill -9 "$pid" 2>/dev/null ;; esac
+  done
+done
+rm -rf /logs/verifier/reward.txt /logs/verifier/reward.json
+if [ "$status" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
 """
 
 

@@ -76,6 +76,8 @@ def _serve(t: TaskBuilder, path: str, expected: str, what: str) -> None:
 
 def grade_output(t: TaskBuilder, path: str, content: str, what: str, ordered: bool = True) -> None:
     """``ordered``: the instruction fixes the order of the lines (metric_threshold grades it then)."""
+    if not content.strip():  # an empty answer would be earned by an empty file or an empty reply
+        raise FamilyError(f"family {t.axes.family}: the expected output is empty; draw another case")
     kind = t.axes.verifier
     if kind == "multi_protocol":
         _serve(t, path, content, what)

@@ -299,12 +299,29 @@ def grade_number(spec):
     finish(score, metric=err)
 
 
-def wait_port(port, deadline):
+def suspects_alive():
+    """Whether any process of SUSPECT still runs (one that might yet open a port)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{pid}").st_uid == SUSPECT:
+                return True
+        except OSError:
+            pass
+    return False
+
+
+def wait_port(port, deadline, starter=None):
+    """Until ``deadline``, for something to listen on ``port``; stops early once ``starter`` (the
+    agent's start.sh) has exited and left no process behind: nothing can listen later."""
     while time.time() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):
                 return True
         except OSError:
+            if starter is not None and ISOLATE and starter.poll() is not None and not suspects_alive():
+                return False
             time.sleep(0.2)
     return False
 
@@ -359,13 +376,14 @@ def grade_protocol(spec):
     if not os.path.exists(start):
         finish(0.0, error="/app/start.sh not found")
     hand_over()
-    subprocess.Popen(["bash", start], cwd="/app", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=as_suspect, env=suspect_env())
+    starter = subprocess.Popen(["bash", start], cwd="/app", stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=as_suspect,
+                               env=suspect_env())
     expected = spec["expected"]
     deadline = time.time() + 20
     results = {"http": False, "tcp": False}
     http_port, tcp_port = spec["http_port"], spec["tcp_port"]
-    if wait_port(http_port, deadline):
+    if wait_port(http_port, deadline, starter):
         try:
             status, body = http_answer(http_port, time.time() + 15)
             # Right only with status 200 and the exact body.
@@ -376,7 +394,7 @@ def grade_protocol(spec):
             results["http_error"] = str(e)[:200]
     else:
         results["http_error"] = f"nothing listening on port {http_port}"
-    if wait_port(tcp_port, deadline):
+    if wait_port(tcp_port, deadline, starter):
         try:
             results["tcp"] = answer_matches(tcp_answer(tcp_port, time.time() + 15), expected)
         except Exception as e:  # noqa: BLE001

@@ -1,7 +1,8 @@
-"""Which accounts of one branch went overdrawn, at which transaction, and how low? Running balances over
-CSV ledgers (opening balance plus a running sum in posting order, ties by transaction id), with
-pending and failed rows to drop, overdraft limits, quoted amounts with thousands separators,
-duplicated export rows, and monthly files whose column order changed at the top level."""
+"""Which accounts of one branch went overdrawn, at which transaction, and how low once the bank's one-off
+overdraft fee (handed over through the fixture channel) is charged? Running balances over CSV ledgers
+(opening balance plus a running sum in posting order, ties by transaction id), with pending and failed
+rows to drop, overdraft limits, quoted amounts with thousands separators, duplicated export rows, and
+monthly files whose column order changed at the top level."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import io
 import sys
 
 BRANCH = "@BRANCH@"
+FEE = "@FEE@"  # the one-off overdraft fee in cents
 
 
 def cents(text):
@@ -31,8 +33,9 @@ def money(c):
     return ("-" if c < 0 else "") + f"{abs(c) // 100}.{abs(c) % 100:02d}"
 
 
-def overdrafts(accounts, ledgers, branch=BRANCH):
+def overdrafts(accounts, ledgers, branch=BRANCH, fee=None):
     """accounts: CSV text; ledgers: CSV texts (each with its own header)."""
+    fee = int(FEE if fee is None else fee)
     acct = {}
     for row in csv.DictReader(io.StringIO(accounts)):
         acct[row["account"]] = (row["branch"], cents(row["opening_balance"]),
@@ -57,7 +60,9 @@ def overdrafts(accounts, ledgers, branch=BRANCH):
             if first is None and bal < -limit:
                 first = tid
         if first is not None:
-            out.append(f"{name},{first},{money(low)}\n")
+            # The fee is charged right after the first overdrawing transaction, so the lowest balance,
+            # reached at or after it, always includes it.
+            out.append(f"{name},{first},{money(low - fee)}\n")
     return "".join(out)
 
 
@@ -74,8 +79,7 @@ def sections(text):
 
 if __name__ == "__main__":
     parts = sections(sys.stdin.read())
-    sys.stdout.write(overdrafts(parts["accounts"], [parts["transactions"]],
-                                sys.argv[1] if len(sys.argv) > 1 else BRANCH))
+    sys.stdout.write(overdrafts(parts["accounts"], [parts["transactions"]]))
 '''
 
 # The same program in C, for the program-writing variant.
@@ -84,6 +88,7 @@ C_REFERENCE = r'''#include <stdio.h>
 #include <string.h>
 
 #define BRANCH "@BRANCH@"
+#define FEE @FEE@L /* the one-off overdraft fee in cents */
 #define MAXF 16
 
 typedef struct { char name[64]; char branch[64]; long open, limit; } Acct;
@@ -189,6 +194,7 @@ int main(void) {
             if (first < 0 && bal < -accts[a].limit) first = txns[i].id;
         }
         if (first >= 0) {
+            low -= FEE;
             long m = low < 0 ? -low : low;
             printf("%s,%ld,%s%ld.%02ld\n", accts[a].name, first, low < 0 ? "-" : "", m / 100, m % 100);
         }
@@ -283,6 +289,8 @@ class CsvOverdraftLedger(Family):
               4: {"accounts": 30, "txns": 1400}}
 
     def build(self, t: TaskBuilder) -> None:
+        from tmax.families.data_querying._unseen import draw
+
         k, rng, lv = t.knobs, t.rng, t.level
         branches: list[str] = []
         while len(branches) < 3:
@@ -306,6 +314,11 @@ class CsvOverdraftLedger(Family):
                          "Large amounts are quoted with thousands separators, e.g. `\"-1,250.00\"`.")
         else:
             rules.append("An account is overdrawn when its balance drops below zero.")
+        rules.append("The first time an account becomes overdrawn, the bank charges it a one-off overdraft fee "
+                     "(given below, in cents; it is not in the export). The fee is debited right after the "
+                     "transaction that made the account overdrawn, so it counts in every later balance, the lowest "
+                     "one included; it is charged only once, and it does not change which transaction first made "
+                     "the account overdrawn.")
         if lv >= 4:
             rules.append("The column order of the transactions section varies between exports: read it by its "
                          "header." if fuzz else
@@ -314,39 +327,52 @@ class CsvOverdraftLedger(Family):
                          "files.")
         fmt = ("CSV without a header, one line per account of the branch that was ever overdrawn: "
                "`account,txn_id,lowest_balance`, where txn_id is the transaction that first made it overdrawn and "
-               "lowest_balance is the lowest balance it reached, with exactly two decimals (e.g. `-1250.50`); "
-               "sorted by account")
+               "lowest_balance is the lowest balance it reached, overdraft fee included, with exactly two decimals "
+               "(e.g. `-1250.50`); sorted by account")
         bullets = "\n".join(f"- {r}" for r in rules)
+
+        def fee_cents() -> str:
+            # 10.00 to 49.99: clear of the services' ports and of the 4-digit runs the export shows
+            return str(rng.randrange(1000, 5000))
+
         if fuzz:
-            cases = []
-            for _ in range(12):
+            exports = []
+            while len(exports) < 12:  # every case has an overdrawn account, so every case shows the fee
                 accounts, txns = gen(rng, lv, rng.randrange(3, 9), rng.randrange(8, 60), branches, rng.randrange(1, 10))
                 atext, rendered = render(rng, lv, accounts, txns)
                 cols = list(COLS)
                 if lv >= 4:
                     rng.shuffle(cols)
                 ttext = csv_text(cols, [[r[c] for c in cols] for r in rendered])
-                text = "[accounts]\n" + atext + "[transactions]\n" + ttext
-                cases.append((text, ns["overdrafts"](atext, [ttext], branch)))
+                if ns["overdrafts"](atext, [ttext], branch, 0):
+                    exports.append((atext, ttext))
+            demo = 100 * rng.randrange(10, 50)
+            texts = ["[accounts]\n" + a + "[transactions]\n" + tx for a, tx in exports]
+            shown = [ns["overdrafts"](a, [tx], branch, demo) for a, tx in exports[:2]]
             t.say("Our core banking system exports account data as one text file with two CSV sections (each with "
                   "a header line): a line `[accounts]` followed by the accounts (`account`, `branch`, "
                   "`opening_balance`" + (", `overdraft_limit`" if lv >= 3 else "") + "), then a line "
                   "`[transactions]` followed by the transactions (`txn_id`, `account`, `posted_at`, `amount`, "
                   "`status`). We need a tool that reads one such export on standard input and reports which "
-                  "accounts of one branch (its code is given below) went overdrawn.\n\n" + bullets
-                  + f"\n\nOutput: {fmt}.")
-            v = t.deliver(branch, "the branch code")
-            t.expect_program("The branch code is the one given above; hard-code it in the program.", cases,
-                             {"Python": REFERENCE, "C": C_REFERENCE})
+                  f"accounts of branch `{branch}` went overdrawn, and how low they went.\n\n" + bullets
+                  + f"\n\nOutput: {fmt}.\n\nThe worked examples were produced on our test system, which charges a "
+                  f"fee of {demo} cents; the program must use the production fee given below.")
+            fee = draw(t, fee_cents, *texts[:2], *shown)
+            cases = [(texts[0], shown[0]), (texts[1], shown[1])]
+            cases += [(x, ns["overdrafts"](a, [tx], branch, fee)) for x, (a, tx) in zip(texts[2:], exports[2:])]
+            v = t.deliver(fee, "the overdraft fee in cents")
+            t.expect_program("The overdraft fee is the production one given above; hard-code it in the program.",
+                             cases, {"Python": REFERENCE.replace("@BRANCH@", branch),
+                                     "C": C_REFERENCE.replace("@BRANCH@", branch)})
             t.solve("for f in /app/solution.py /app/solution.c; do\n"
-                    f'  if [ -f "$f" ]; then sed -i "s/@BRANCH@/{v}/" "$f"; fi\ndone')
+                    f'  if [ -f "$f" ]; then sed -i "s/@FEE@/{v}/" "$f"; fi\ndone')
             return
         for _ in range(50):  # some accounts of the branch overdrawn, and some not
             accounts, txns = gen(rng, lv, k["accounts"], k["txns"], branches, rng.randrange(1, 10))
             atext, rendered = render(rng, lv, accounts, txns)
             full = csv_text(COLS, [[r[c] for c in COLS] for r in rendered])
             n_branch = sum(1 for a in accounts if a["branch"] == branch)
-            n_over = len(ns["overdrafts"](atext, [full], branch).splitlines())
+            n_over = len(ns["overdrafts"](atext, [full], branch, 0).splitlines())
             if 0 < n_over < n_branch:
                 break
         t.add_file("/app/data/accounts.csv", atext)
@@ -371,14 +397,16 @@ class CsvOverdraftLedger(Family):
             t.add_file("/app/data/ledger.csv", text)
             where = "`/app/data/ledger.csv`"
             files = "/app/data/ledger.csv"
-        truth = ns["overdrafts"](atext, ledgers, branch)
         t.say("Our core banking export is in `/app/data/`: the accounts in `/app/data/accounts.csv` (`account`, "
               "`branch`, `opening_balance`" + (", `overdraft_limit`" if lv >= 3 else "") + ") and the transactions "
               f"in {where} (`txn_id`, `account`, `posted_at`, `amount`, `status`). I need to know which accounts of "
-              "one branch (its code is given below) went overdrawn.\n\n" + bullets + f"\n\nReport format: {fmt}.")
-        v = t.deliver(branch, "the branch code")
-        t.add_solution_file("overdrafts.sql", OVERDRAFT_SQL)
-        t.add_solution_file("reference.py", REFERENCE)
+              f"branch `{branch}` went overdrawn, and how low they went.\n\n" + bullets
+              + f"\n\nReport format: {fmt}.")
+        fee = draw(t, fee_cents)
+        truth = ns["overdrafts"](atext, ledgers, branch, fee)
+        v = t.deliver(fee, "the overdraft fee in cents")
+        t.add_solution_file("overdrafts.sql", OVERDRAFT_SQL.replace("@BRANCH@", branch))
+        t.add_solution_file("reference.py", REFERENCE.replace("@BRANCH@", branch))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\nrm -f /tmp/ledger.db\n'
                 "sqlite3 /tmp/ledger.db '.import --csv /app/data/accounts.csv accounts'\n"
                 + ("" if lv >= 3 else
@@ -387,13 +415,13 @@ class CsvOverdraftLedger(Family):
                 f"i=0\nfor f in {files}; do\n  i=$((i+1))\n"
                 "  sqlite3 /tmp/ledger.db \".import --csv $f part$i\" \"INSERT INTO ledger SELECT txn_id, account, "
                 "posted_at, amount, status FROM part$i\"\ndone\n"
-                f'sed "s/@BRANCH@/{v}/" /solution/overdrafts.sql | sqlite3 -batch -noheader -separator , '
+                f'sed "s/@FEE@/{v}/" /solution/overdrafts.sql | sqlite3 -batch -noheader -separator , '
                 "/tmp/ledger.db > /app/out/overdrafts.csv\n"
                 f"python3 - /app/out/overdrafts.csv \"{v}\" {files} <<'EOF'\n"
                 "import sys\nsys.argv, out = sys.argv[1:], open(sys.argv[1]).read()\n"
                 "exec(open('/solution/reference.py').read().split('if __name__')[0])\n"
                 "want = overdrafts(open('/app/data/accounts.csv').read(), [open(f).read() for f in sys.argv[2:]], "
-                "sys.argv[1])\nassert want == out, (want, out)\nEOF")
+                "fee=sys.argv[1])\nassert want == out, (want, out)\nEOF")
         t.expect_output("/app/out/overdrafts.csv", truth, "the report")
 
 
@@ -421,6 +449,6 @@ r AS (
 SELECT account,
        (SELECT r2.id FROM r r2 WHERE r2.account = r.account AND r2.bal < -r2.lim
         ORDER BY r2.posted_at, r2.id LIMIT 1),
-       printf('%.2f', MIN(bal) / 100.0)
+       printf('%.2f', (MIN(bal) - @FEE@) / 100.0)
 FROM r GROUP BY account HAVING SUM(bal < -lim) > 0 ORDER BY account;
 """

@@ -1,7 +1,8 @@
-"""Units shipped per SKU from one warehouse, out of a nested JSON export (orders -> shipments -> items
--> bundle components). Higher levels add mixed types and letter case, missing arrays, several
-versions of one order across paged export files linked by `next` (keep the latest), bundles to
-flatten, and a leftover page outside the chain."""
+"""Units shipped per SKU from one warehouse, and what the fulfilment partner bills for them at its
+per-unit handling rate (handed over through the fixture channel), out of a nested JSON export (orders
+-> shipments -> items -> bundle components). Higher levels add mixed types and letter case, missing
+arrays, several versions of one order across paged export files linked by `next` (keep the latest),
+bundles to flatten, and a leftover page outside the chain."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import json
 import sys
 
 WAREHOUSE = "@WAREHOUSE@"
+RATE = "@RATE@"  # the handling rate per unit, in cents
 
 
 def docs_of(text):
@@ -32,7 +34,8 @@ def code_of(shipment):
     return w.get("code") if isinstance(w, dict) else w
 
 
-def rollup(docs, warehouse=WAREHOUSE):
+def rollup(docs, warehouse=WAREHOUSE, rate=None):
+    rate = int(RATE if rate is None else rate)
     latest = {}
     for doc in docs:
         for o in doc.get("orders") or []:
@@ -59,17 +62,18 @@ def rollup(docs, warehouse=WAREHOUSE):
                 else:
                     add(item["sku"], int(item["qty"]))
     rows = sorted(totals.items(), key=lambda kv: (-kv[1], kv[0]))
-    return "".join(f"{sku}\t{n}\n" for sku, n in rows)
+    return "".join(f"{sku}\t{n}\t{n * rate // 100}.{n * rate % 100:02d}\n" for sku, n in rows)
 
 
 if __name__ == "__main__":
-    sys.stdout.write(rollup(docs_of(sys.stdin.read()), sys.argv[1] if len(sys.argv) > 1 else WAREHOUSE))
+    sys.stdout.write(rollup(docs_of(sys.stdin.read()), rate=sys.argv[1] if len(sys.argv) > 1 else None))
 '''
 
 # The same report with jq: reads one or more export documents on stdin.
 BASH_REFERENCE = r'''#!/bin/bash
 set -euo pipefail
-W="${1:-@WAREHOUSE@}"
+W="@WAREHOUSE@"
+R="${1:-@RATE@}"  # the handling rate per unit, in cents
 jq -s -r --arg w "$W" '
   [.[] | (.orders // [])[]]
   | group_by(.id) | map(max_by(.updated_at)) | .[]
@@ -80,8 +84,9 @@ jq -s -r --arg w "$W" '
   | if ((.components // []) | length) > 0
     then (.qty | tonumber) as $n | .components[] | {sku: (.sku | ascii_upcase), n: ((.qty | tonumber) * $n)}
     else {sku: (.sku | ascii_upcase), n: (.qty | tonumber)} end
-' | jq -s -r 'group_by(.sku) | map({sku: .[0].sku, n: (map(.n) | add)}) | sort_by(-.n, .sku) | .[]
-  | "\(.sku)\t\(.n)"'
+' | jq -s -r --argjson r "$R" 'group_by(.sku) | map({sku: .[0].sku, n: (map(.n) | add)}) | sort_by(-.n, .sku)
+  | .[] | (.n * $r) as $c | ($c % 100 | tostring) as $f
+  | "\(.sku)\t\(.n)\t\(($c - $c % 100) / 100).\(if ($f | length) < 2 then "0" + $f else $f end)"'
 '''
 
 CARRIERS = ["DHL", "UPS", "FedEx", "PostNL", "GLS"]
@@ -159,6 +164,8 @@ class JsonShipmentRollup(Family):
               4: {"orders": 360, "pages": 4}}
 
     def build(self, t: TaskBuilder) -> None:
+        from tmax.families.data_querying._unseen import draw
+
         k, rng, lv = t.knobs, t.rng, t.level
         warehouses: list[str] = []
         while len(warehouses) < 4:
@@ -185,27 +192,45 @@ class JsonShipmentRollup(Family):
             rules.append("Bundles are items with a `components` array: count their components instead of the bundle "
                          "itself (component `qty` per bundle times the bundle's `qty`). A shipment's `warehouse` is "
                          "either the warehouse code or an object whose `code` field holds it.")
-        fmt = ("one line per SKU: the SKU, a tab, the total units; sorted by total (highest first), ties by SKU in "
-               "byte order; SKUs with no units are not listed")
+        rules.append("The fulfilment partner bills a handling charge per unit shipped, at its handling rate (given "
+                     "below, in cents per unit; it is not in the export): a SKU's charge is its total units times "
+                     "the rate.")
+        fmt = ("one line per SKU: the SKU, a tab, the total units, a tab, the handling charge in currency units "
+               "with exactly two decimals (e.g. `1234.50` for 123450 cents); sorted by total units (highest "
+               "first), ties by SKU in byte order; SKUs with no units are not listed")
         bullets = "\n".join(f"- {r}" for r in rules)
+
+        def rate_cents() -> str:
+            # 10.00 to 49.99 per unit: clear of the services' ports and of the years the export shows
+            return str(rng.randrange(1000, 5000))
+
         if t.axes.verifier == "fuzz_equivalence":
-            cases = []
-            for i in range(12):
+            docs = []
+            while len(docs) < 12:  # every case ships something from the warehouse, so every case shows the rate
+                i = len(docs)
                 doc = {"exported_at": f"2025-07-0{1 + i % 9}T00:00:00Z",
                        "orders": gen_orders(rng, rng.randrange(4, 30), warehouses, skus, bundles, lv)}
-                text = json.dumps(doc, indent=1 if i % 2 else None) + "\n"
-                cases.append((text, ns["rollup"]([doc], wh)))
+                if ns["rollup"]([doc], wh, 0):
+                    docs.append(doc)
+            demo = 100 * rng.randrange(1, 10)
+            texts = [json.dumps(doc, indent=1 if i % 2 else None) + "\n" for i, doc in enumerate(docs)]
+            shown = [ns["rollup"]([doc], wh, demo) for doc in docs[:2]]
             t.say("Our warehouse system exports orders as JSON: an object whose `orders` array holds orders, each "
                   "with `shipments`, each shipment with a `warehouse` and `items` (see the examples for the shape). "
                   "We need a small tool that, given one such export on standard input, reports how many units of "
-                  "each SKU were shipped from one warehouse (its code is given below).\n\n" + bullets +
-                  f"\n\nOutput: {fmt}.")
-            v = t.deliver(wh, "the warehouse code")
-            t.expect_program("The warehouse code is the one given above; hard-code it in the program.", cases,
-                             {"Python": REFERENCE, "Bash": BASH_REFERENCE})
+                  f"each SKU were shipped from warehouse `{wh}` and what handling that costs us.\n\n" + bullets +
+                  f"\n\nOutput: {fmt}.\n\nThe worked examples were produced with the partner's test rate of "
+                  f"{demo} cents per unit; the program must use the production rate given below.")
+            rate = draw(t, rate_cents, *texts[:2], *shown)
+            cases = [(texts[0], shown[0]), (texts[1], shown[1])]
+            cases += [(x, ns["rollup"]([doc], wh, rate)) for x, doc in zip(texts[2:], docs[2:])]
+            v = t.deliver(rate, "the handling rate in cents per unit")
+            t.expect_program("The handling rate is the production one given above; hard-code it in the program.",
+                             cases, {"Python": REFERENCE.replace("@WAREHOUSE@", wh),
+                                     "Bash": BASH_REFERENCE.replace("@WAREHOUSE@", wh)})
             # The oracle's programs carry a placeholder: fill it from the delivered value.
             t.solve("for f in /app/solution.py /app/solution.sh; do\n"
-                    f'  if [ -f "$f" ]; then sed -i "s/@WAREHOUSE@/{v}/" "$f"; fi\ndone')
+                    f'  if [ -f "$f" ]; then sed -i "s/@RATE@/{v}/" "$f"; fi\ndone')
             return
         orders = gen_orders(rng, k["orders"], warehouses, skus, bundles, lv)
         pages = k["pages"]
@@ -236,13 +261,14 @@ class JsonShipmentRollup(Family):
                 t.add_file(f"/app/export/pages/{stale_name}", json.dumps(stale, indent=1) + "\n")
                 where += (" The folder also holds pages left over from an aborted older export that no `next` link "
                           "reaches: ignore them.")
-        truth = ns["rollup"](docs, wh)
         t.say("Our warehouse system exports orders as JSON; each order has `shipments`, each shipment a `warehouse` "
-              f"and `items`. {where} I need to know how many units of each SKU were shipped from one warehouse "
-              "(its code is given below).\n\n" + bullets + f"\n\nReport format: {fmt}.")
-        v = t.deliver(wh, "the warehouse code")
-        t.add_solution_file("rollup.sh", BASH_REFERENCE)
-        t.add_solution_file("rollup.py", REFERENCE)
+              f"and `items`. {where} I need to know how many units of each SKU were shipped from warehouse `{wh}` "
+              "and what handling that costs us.\n\n" + bullets + f"\n\nReport format: {fmt}.")
+        rate = draw(t, rate_cents)
+        truth = ns["rollup"](docs, wh, rate)
+        v = t.deliver(rate, "the handling rate in cents per unit")
+        t.add_solution_file("rollup.sh", BASH_REFERENCE.replace("@WAREHOUSE@", wh))
+        t.add_solution_file("rollup.py", REFERENCE.replace("@WAREHOUSE@", wh))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n{{\n{gather}\n}} > /tmp/export.json\n'
                 f'bash /solution/rollup.sh "{v}" < /tmp/export.json > /app/out/units_by_sku.tsv\n'
                 f'python3 /solution/rollup.py "{v}" < /tmp/export.json | cmp - /app/out/units_by_sku.tsv')

@@ -1,4 +1,5 @@
-"""Who got the campaign mailing but never ordered afterwards? An anti-join over a CRM database with the
+"""Who got the campaign mailing but never ordered afterwards, and how many days has it been since, as of
+the report date (handed over through the fixture channel)? An anti-join over a CRM database with the
 classic traps: guest orders with NULL customer ids (NOT IN returns nothing), cancelled orders, deleted
 accounts, repeated sends, duplicate accounts that differ only in e-mail case, and timestamps with
 UTC offsets that must be compared as instants."""
@@ -22,7 +23,10 @@ def instant(text):
     return d.timestamp()
 
 
-def lapsed(conn, code):
+def lapsed(conn, code, day):
+    """day: the report date as YYYYMMDD; each lapsed person with the whole days from their first send
+    to 00:00 UTC that day."""
+    asof = datetime.strptime(day, "%Y%m%d").replace(tzinfo=timezone.utc).timestamp()
     person = {}
     for cid, email, deleted in conn.execute("SELECT id, email, deleted_at FROM customers"):
         if deleted is None:
@@ -41,11 +45,11 @@ def lapsed(conn, code):
         p = person[cid]
         if p in first and instant(placed) >= first[p]:
             ordered[p] = True
-    return "".join(p + "\n" for p in sorted(first) if p not in ordered)
+    return "".join(f"{p},{int((asof - first[p]) // 86400)}\n" for p in sorted(first) if p not in ordered)
 
 
 if __name__ == "__main__":
-    sys.stdout.write(lapsed(sqlite3.connect(sys.argv[1]), sys.argv[2]))
+    sys.stdout.write(lapsed(sqlite3.connect(sys.argv[1]), sys.argv[2], sys.argv[3]))
 '''
 
 QUERY = """WITH acct AS (
@@ -57,7 +61,9 @@ first_send AS (
   WHERE upper(s.campaign_code) = '@CODE@'
   GROUP BY a.person
 )
-SELECT f.person FROM first_send f
+SELECT f.person || ',' || ((unixepoch(substr('@DAY@', 1, 4) || '-' || substr('@DAY@', 5, 2) || '-' ||
+                               substr('@DAY@', 7, 2)) - f.t) / 86400)
+FROM first_send f
 WHERE NOT EXISTS (
   SELECT 1 FROM orders o JOIN acct a ON a.id = o.customer_id
   WHERE a.person = f.person AND lower(o.status) <> 'cancelled' AND unixepoch(o.placed_at) >= f.t
@@ -103,6 +109,8 @@ class SqlLapsedRecipients(Family):
               4: {"customers": 260, "traps": 3}}
 
     def build(self, t: TaskBuilder) -> None:
+        from tmax.families.data_querying._unseen import draw
+
         k, rng = t.knobs, t.rng
         traps = k["traps"]
         codes: list[str] = []
@@ -200,8 +208,6 @@ class SqlLapsedRecipients(Family):
         conn.executescript(sql)
         ns: dict = {}
         exec(REFERENCE, ns)  # noqa: S102 - our own reference program
-        truth = ns["lapsed"](conn, code)
-        conn.close()
         t.add_file("/tmp/dq/crm.sql", sql)
         t.add_setup("mkdir -p /app/db && sqlite3 /app/db/crm.db < /tmp/dq/crm.sql && rm -rf /tmp/dq")
 
@@ -227,17 +233,29 @@ class SqlLapsedRecipients(Family):
                          "local time with an explicit UTC offset such as `+05:30`. Compare instants, not strings.")
         else:
             rules.append("All timestamps are UTC.")
+        rules.append("The list is for the win-back team, who want to know how long each person has been "
+                     "waiting: the number of whole days (rounded down) from their first send to 00:00 UTC on the "
+                     "report date (given below, as YYYYMMDD; it is later than everything in the database).")
         t.say("Our CRM lives in the SQLite database `/app/db/crm.db` (tables `customers`, `campaigns`, "
-              "`campaign_sends`, `orders`). For the campaign whose code is given below, I need everyone who "
-              "received the mailing but has not ordered since.\n\n" + "\n".join(f"- {r}" for r in rules) + "\n\n"
-              "Output: the e-mail addresses of the recipients who did not convert, "
-              + ("trimmed and lower-cased, " if traps >= 2 else "")
-              + "one per line, each address once, sorted in byte order, nothing else.")
-        v = t.deliver(code, "the campaign code")
-        t.add_solution_file("lapsed.sql", QUERY)
+              f"`campaign_sends`, `orders`). For the campaign `{code}`, I need everyone who received the mailing "
+              "but has not ordered since.\n\n" + "\n".join(f"- {r}" for r in rules) + "\n\n"
+              "Output: one line per recipient who did not convert, `email,days`: the e-mail address "
+              + ("(trimmed and lower-cased) " if traps >= 2 else "")
+              + "and the days since their first send; each address once, sorted by address in byte order, "
+              "nothing else.")
+
+        def report_day() -> str:
+            # after every timestamp in the data: sends and orders end about 60 days after the epoch
+            return (epoch + timedelta(days=rng.randrange(70, 400))).strftime("%Y%m%d")
+
+        day = draw(t, report_day)
+        truth = ns["lapsed"](conn, code, day)
+        conn.close()
+        v = t.deliver(day, "the report date as YYYYMMDD")
+        t.add_solution_file("lapsed.sql", QUERY.replace("@CODE@", code))
         t.add_solution_file("reference.py", REFERENCE)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'sed "s/@CODE@/{v}/" /solution/lapsed.sql | sqlite3 -batch -noheader /app/db/crm.db '
+                f'sed "s/@DAY@/{v}/g" /solution/lapsed.sql | sqlite3 -batch -noheader /app/db/crm.db '
                 "> /app/out/lapsed.txt\n"
-                f'python3 /solution/reference.py /app/db/crm.db "{v}" | cmp - /app/out/lapsed.txt')
+                f'python3 /solution/reference.py /app/db/crm.db "{code}" "{v}" | cmp - /app/out/lapsed.txt')
         t.expect_output("/app/out/lapsed.txt", truth, "the list")

@@ -1,7 +1,9 @@
 """A query firewall for a shared analytics database: accept a submitted SQL text only if it is exactly one
 read-only SELECT that compiles against the schema and reads only the tables granted to one role (the
-grants live in the database). Either as a classifier program tested on hidden benign and malicious
-corpora, or as an audit of a query log. The traps: keywords inside string literals and comments,
+grants live in the database). The role is the one whose API key the fixture channel hands over: the
+database keeps only the keys' SHA-256 digests, so the key names the role without being in the data.
+Either as a classifier program tested on hidden benign and malicious corpora, or as an audit of a query
+log. The traps: keywords inside string literals and comments,
 quoted and mixed-case identifiers, stacked statements, CTE-wrapped writes, UNION-based reads of
 restricted tables, SQLite's internal tables, column names that contain keywords."""
 
@@ -12,17 +14,19 @@ import json
 from tmax.families.base import Family, TaskBuilder, register
 
 REFERENCE = r'''
+import hashlib
 import json
 import sqlite3
 import sys
 
-ROLE = "@ROLE@"
+KEY = "@KEY@"  # the submitter's API key: it names the role through api_keys
 DB = "/app/db/analytics.db"
 ALLOW = (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE)
 
 
 def sandbox(db_path=DB):
-    """An empty in-memory copy of the schema, and the grants by role (lower-cased table names)."""
+    """An empty in-memory copy of the schema, the grants by role (lower-cased table names), and the roles
+    by key digest."""
     src = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     return sandbox_from(src)
 
@@ -34,7 +38,13 @@ def sandbox_from(src):
     grants = {}
     for role, table in src.execute("SELECT role, table_name FROM access_grants"):
         grants.setdefault(role, {})[table.lower()] = True
-    return conn, grants
+    owners = {digest: owner for owner, digest in src.execute("SELECT owner, key_hash FROM api_keys")}
+    return conn, grants, owners
+
+
+def role_of(owners, key):
+    """The role holding ``key`` (None for a key no role holds)."""
+    return owners.get(hashlib.sha256(key.strip().encode()).hexdigest())
 
 
 def verdict(conn, sql, allowed):
@@ -69,12 +79,12 @@ def audit(conn, grants, lines, role):
 
 
 if __name__ == "__main__":
-    conn, grants = sandbox()
+    conn, grants, owners = sandbox()
     if len(sys.argv) > 1 and sys.argv[1] == "--audit":
         with open(sys.argv[2]) as f:
-            sys.stdout.write(audit(conn, grants, f.read().splitlines(), sys.argv[3]))
+            sys.stdout.write(audit(conn, grants, f.read().splitlines(), role_of(owners, sys.argv[3])))
         sys.exit(0)
-    sys.exit(0 if verdict(conn, sys.stdin.read(), grants.get(ROLE, {})) else 1)
+    sys.exit(0 if verdict(conn, sys.stdin.read(), grants.get(role_of(owners, KEY), {})) else 1)
 '''
 
 TABLES = {
@@ -279,9 +289,22 @@ def q(v) -> str:
     return str(v) if isinstance(v, int) else "'" + str(v).replace("'", "''") + "'"
 
 
-def data_sql(rng) -> str:
+SERVICE_OWNERS = ["etl", "dashboards", "backup", "monitoring", "exporter", "scheduler", "notebook", "replica"]
+
+
+def data_sql(rng, digests: list[tuple[str, str]]) -> str:
+    """Filler rows, except in api_keys: one key digest per role (``digests``), then service keys."""
     out = ["BEGIN;"]
     for t, cols in TABLES.items():
+        if t == "api_keys":
+            rows = list(digests)
+            for owner in rng.sample(SERVICE_OWNERS, max(0, 12 - len(rows))):
+                rows.append((owner, "%064x" % rng.getrandbits(256)))
+            rng.shuffle(rows)
+            for i, (owner, digest) in enumerate(rows, 1):
+                made = f"2024-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}"
+                out.append(f"INSERT INTO {t} VALUES ({i}, {q(owner)}, {q(digest)}, {q(made)});")
+            continue
         for i in range(1, 13):
             vals = [q(rng.randrange(1, 13) if typ == "INTEGER" else f"{rng.choice(WORDS)}") for _, typ in cols]
             out.append(f"INSERT INTO {t} VALUES ({i}, {', '.join(vals)});")
@@ -297,13 +320,17 @@ class SqlQueryFirewall(Family):
                         "schema inspection", "query log auditing", "case-insensitive matching")
     verifiers = ("adversarial_corpus", "exact_text", "metric_threshold", "multi_protocol")
     programs = {"Python": REFERENCE}
-    levels = {1: {"items": 14, "roles": 2},
-              2: {"items": 24, "roles": 3},
-              3: {"items": 36, "roles": 4},
-              4: {"items": 50, "roles": 5}}
+    # Many roles: the key names one of them, and a guess among the roles should rarely pay.
+    levels = {1: {"items": 14, "roles": 6},
+              2: {"items": 24, "roles": 7},
+              3: {"items": 36, "roles": 8},
+              4: {"items": 50, "roles": 10}}
 
     def build(self, t: TaskBuilder) -> None:
+        import hashlib
         import sqlite3
+
+        from tmax.families.data_querying._unseen import seen
 
         k, rng, lv = t.knobs, t.rng, t.level
         roles: list[str] = []
@@ -315,23 +342,30 @@ class SqlQueryFirewall(Family):
         names = list(TABLES)
         grants: dict[str, list[str]] = {}
         for rl in roles:
-            pair = rng.choice(FKS[:6])
-            extra = [n for n in names if n not in pair]
-            chosen = sorted({pair[0], pair[2], *rng.sample(extra, rng.randint(2, 4))})
+            while True:  # no two roles with the same grants: the wrong role must judge some query otherwise
+                pair = rng.choice(FKS[:6])
+                extra = [n for n in names if n not in pair]
+                chosen = sorted({pair[0], pair[2], *rng.sample(extra, rng.randint(2, 4))})
+                if chosen not in grants.values():
+                    break
             grants[rl] = chosen
+        # API keys: 14 digits, too many to try against the digests; only the role's own is ever shown.
+        keys = {rl: str(rng.randrange(10 ** 13, 10 ** 14)) for rl in roles}
+        digests = [(rl, hashlib.sha256(keys[rl].encode()).hexdigest()) for rl in roles]
         grant_rows = []
         for rl in roles:
             for tb in grants[rl]:
                 stored = tb.title() if lv >= 4 and rng.random() < 0.3 else tb
                 grant_rows.append((rl, stored))
         rng.shuffle(grant_rows)
-        sql = schema_sql() + data_sql(rng) + "".join(f"INSERT INTO access_grants VALUES ({q(a)}, {q(b)});\n"
-                                                      for a, b in grant_rows) + "COMMIT;\n"
+        sql = schema_sql() + data_sql(rng, digests) + "".join(
+            f"INSERT INTO access_grants VALUES ({q(a)}, {q(b)});\n" for a, b in grant_rows) + "COMMIT;\n"
         src = sqlite3.connect(":memory:")
         src.executescript(sql)
         ns: dict = {}
         exec(REFERENCE, ns)  # noqa: S102 - our own reference program
-        conn, _ = ns["sandbox_from"](src)
+        conn, _, owners = ns["sandbox_from"](src)
+        assert ns["role_of"](owners, keys[role]) == role
 
         def corpus(rl: str, n: int) -> tuple[list[str], list[str]]:
             allowed = {x: True for x in grants[rl]}
@@ -352,6 +386,16 @@ class SqlQueryFirewall(Family):
                         if ns["verdict"](conn, item, allowed):
                             raise AssertionError(f"malicious item accepted by the reference: {item!r}")
                         bad.append(item)
+            if rl == role:  # a guessed role judges at least one item otherwise
+                for other in roles[1:]:
+                    theirs = {x: True for x in grants[other]}
+                    if all(ns["verdict"](conn, i, theirs) for i in clean) and \
+                            not any(ns["verdict"](conn, i, theirs) for i in bad):
+                        mine = [x for x in grants[rl] if x not in theirs]
+                        if mine:
+                            clean.append(g.simple(rng.choice(mine)))
+                        else:
+                            bad.append(g.simple(rng.choice([x for x in grants[other] if x not in allowed])))
             return clean, bad
 
         t.add_file("/tmp/dq/analytics.sql", sql)
@@ -370,17 +414,22 @@ class SqlQueryFirewall(Family):
                   "functions are never granted.\n"
                   "Keywords that only appear inside string literals or comments do not make a query unacceptable.")
         intro = ("Our analysts share the SQLite database `/app/db/analytics.db`. Who may read what is in its "
-                 "`access_grants` table (`role`, `table_name`). ")
+                 "`access_grants` table (`role`, `table_name`). Submitters authenticate with an API key, and a "
+                 "key names its role: the `api_keys` table holds one row per key, with the role (or service) "
+                 "that holds it in `owner` and the SHA-256 digest of the key (of its digits as text, in "
+                 "lower-case hex) in `key_hash`; the keys themselves are kept nowhere. ")
         if t.axes.verifier == "adversarial_corpus":
             clean, bad = corpus(role, k["items"])
-            t.say(intro + "We are putting a firewall in front of it for one role, named below: every SQL text that "
-                  "role submits must be checked before it reaches the database.\n\n" + policy)
-            v = t.deliver(role, "the role")
+            t.say(intro + "We are putting a firewall in front of it for one submitter, whose API key is given "
+                  "below: every SQL text it submits must be checked, against the grants of the role its key "
+                  "names, before it reaches the database.\n\n" + policy)
+            assert keys[role] not in seen(t)
+            v = t.deliver(keys[role], "the API key")
             t.expect_classifier("The firewall program judges one submitted SQL text, read whole from standard "
-                                "input, for the role given above (hard-code the role; the program may read "
-                                "`/app/db/analytics.db`, but must never change it).", clean, bad,
-                                {"Python": REFERENCE})
-            t.solve(f'sed -i "s/@ROLE@/{v}/" /app/solution.py')
+                                "input, for the submitter whose API key is given above (hard-code the key or its "
+                                "role; the program may read `/app/db/analytics.db`, but must never change it).",
+                                clean, bad, {"Python": REFERENCE})
+            t.solve(f'sed -i "s/@KEY@/{v}/" /app/solution.py')
             return
         entries = []
         for rl in roles:
@@ -401,11 +450,13 @@ class SqlQueryFirewall(Family):
         truth = ns["audit"](conn, grants_of, text.splitlines(), role)
         t.add_file("/app/logs/query_log.jsonl", text)
         t.say(intro + "Before we put a firewall in front of it, I need an audit of yesterday's query log, "
-              "`/app/logs/query_log.jsonl` (one JSON object per line: `id`, `submitted_at`, `role`, `sql`), for one "
-              "role, named below: which of the queries that role submitted break the policy?\n\n" + policy
+              "`/app/logs/query_log.jsonl` (one JSON object per line: `id`, `submitted_at`, `role`, `sql`), for "
+              "one role: the one named by the API key given below. Which of the queries that role submitted break "
+              "the policy?\n\n" + policy
               + "\n\nOutput: the `id`s of that role's unacceptable queries, one per line, in ascending numeric "
               "order (nothing else; queries of other roles are not part of this audit).")
-        v = t.deliver(role, "the role")
+        assert keys[role] not in seen(t)
+        v = t.deliver(keys[role], "the API key")
         t.add_solution_file("firewall.py", REFERENCE)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/firewall.py --audit /app/logs/query_log.jsonl "{v}" > /app/out/violations.txt')

@@ -15,6 +15,7 @@ import sys
 import time
 
 ARM = "__ARM__"
+RESTART = "__RESTART__"  # YYYYMMDDHHMM (UTC): users first exposed before then are out of the analysis
 WINDOW_DAYS = __WINDOW__  # 0: no conversion window
 SRM = __SRM__  # also report the sample-ratio-mismatch statistic
 QA_PREFIX = "qa_"
@@ -25,6 +26,12 @@ def parse_ts(text):
     if text.isdigit():
         return int(text)
     return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%S"))
+
+
+def restart_epoch(date):
+    if len(date) != 12 or not date.isdigit():
+        raise SystemExit("the restart time must be written YYYYMMDDHHMM, got %r" % date)
+    return calendar.timegm(time.strptime(date, "%Y%m%d%H%M"))
 
 
 def fmt(x):
@@ -40,8 +47,9 @@ def rows(text):
             yield parts
 
 
-def readout(assign_text, events_text, arm=None):
+def readout(assign_text, events_text, restart=None, arm=None):
     arm = arm or ARM
+    cutoff = restart_epoch(restart or RESTART)
     first = {}
     arms = {}
     for user, a, ts in rows(assign_text):
@@ -53,7 +61,7 @@ def readout(assign_text, events_text, arm=None):
             seen.append(a)
         if user not in first or t < first[user]:
             first[user] = t
-    members = {u: al[0] for u, al in arms.items() if len(al) == 1}
+    members = {u: al[0] for u, al in arms.items() if len(al) == 1 and first[u] >= cutoff}
     converted = set()
     for user, event, ts in rows(events_text):
         if event != "purchase" or user not in members:
@@ -81,7 +89,7 @@ def readout(assign_text, events_text, arm=None):
         if se > 0:
             z = (r2 - r1) / se
             p = math.erfc(abs(z) / math.sqrt(2))
-    out = ["arm=" + arm, "control_users=%d" % n1, "control_conversions=%d" % x1,
+    out = ["control_users=%d" % n1, "control_conversions=%d" % x1,
            "treatment_users=%d" % n2, "treatment_conversions=%d" % x2,
            "control_rate=" + fmt(r1), "treatment_rate=" + fmt(r2), "absolute_lift=" + fmt(r2 - r1),
            "z_score=" + fmt(z), "p_value=" + fmt(p)]
@@ -115,6 +123,7 @@ C_REFERENCE = r'''
 #define WINDOW_DAYS __WINDOW__
 #define SRM __SRM__
 static const char *ARM = "__ARM__";
+static const char *RESTART = "__RESTART__"; /* YYYYMMDDHHMM, UTC */
 
 typedef struct {
     char *id;
@@ -203,10 +212,12 @@ static void on_assign(char **f) {
     if (t < u->first) u->first = t;
 }
 
+static long long cutoff;
+
 static void on_event(char **f) {
     if (strcmp(f[1], "purchase")) return;
     User *u = find(f[0]);
-    if (!u || u->narms != 1) return;
+    if (!u || u->narms != 1 || u->first < cutoff) return;
     long long t = parse_ts(f[2]);
     if (t < u->first) return;
     if (WINDOW_DAYS && t >= u->first + (long long)WINDOW_DAYS * 86400) return;
@@ -232,12 +243,15 @@ int main(void) {
         sep[1] = 0;
         events = sep + 5;
     }
+    int ry, rm, rd, rh, rmin;
+    if (strlen(RESTART) != 12 || sscanf(RESTART, "%4d%2d%2d%2d%2d", &ry, &rm, &rd, &rh, &rmin) != 5) return 2;
+    cutoff = days_from_civil(ry, (unsigned)rm, (unsigned)rd) * 86400 + rh * 3600 + rmin * 60;
     rows(buf, on_assign);
     rows(events, on_event);
     long n1 = 0, x1 = 0, n2 = 0, x2 = 0;
     for (int i = 0; i < nusers; i++) {
         User *u = &users[i];
-        if (u->narms != 1) continue;
+        if (u->narms != 1 || u->first < cutoff) continue;
         if (!strcmp(u->arms[0], "CONTROL")) { n1++; x1 += u->converted; }
         else if (!strcmp(u->arms[0], ARM)) { n2++; x2 += u->converted; }
     }
@@ -250,8 +264,8 @@ int main(void) {
             p = erfc(fabs(z) / sqrt(2.0));
         }
     }
-    printf("arm=%s\ncontrol_users=%ld\ncontrol_conversions=%ld\ntreatment_users=%ld\ntreatment_conversions=%ld\n", ARM,
-           n1, x1, n2, x2);
+    printf("control_users=%ld\ncontrol_conversions=%ld\ntreatment_users=%ld\ntreatment_conversions=%ld\n", n1, x1,
+           n2, x2);
     fmt("control_rate", r1);
     fmt("treatment_rate", r2);
     fmt("absolute_lift", r2 - r1);
@@ -271,9 +285,15 @@ def iso(ts: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ts))
 
 
-def make_data(rng, k: dict, arms: list[str], n_users: int) -> tuple[str, str]:
-    """Assignment and event CSVs with the level's traps."""
-    start = 1704067200 + rng.randrange(0, 300) * 86400  # some day in 2024-2025
+def stamp12(ts: int) -> str:
+    import time
+
+    return time.strftime("%Y%m%d%H%M", time.gmtime(ts))
+
+
+def make_data(rng, k: dict, arms: list[str], n_users: int, start: int, first_day: int = 0) -> tuple[str, str]:
+    """Assignment and event CSVs with the level's traps; exposures from ``first_day`` days after ``start``
+    (midnight UTC) to the end of the 14-day run."""
     base = rng.uniform(0.08, 0.2)
     rates = {a: (base if a == "CONTROL" else max(0.02, base + rng.uniform(-0.03, 0.07))) for a in arms}
     assign: list[tuple[int, str, str]] = []
@@ -288,7 +308,7 @@ def make_data(rng, k: dict, arms: list[str], n_users: int) -> tuple[str, str]:
         if k["traps"] >= 3 and rng.random() < 0.03:
             uid = "qa_" + uid[1:]
         arm = rng.choice(arms)
-        t0 = start + rng.randrange(0, 14 * 86400)
+        t0 = start + rng.randrange(first_day * 86400, 14 * 86400)
         assign.append((t0, uid, arm))
         if rng.random() < 0.06:  # re-exposure: same arm, later (or identical) row
             assign.append((t0 + (rng.randrange(3600, 5 * 86400) if k["traps"] >= 3 else 0), uid, arm))
@@ -346,12 +366,25 @@ class AbTestReadout(Family):
             if c not in arms:
                 arms.append(c)
         arm = arms[1 + rng.randrange(k["arms"])]
-        src = (REFERENCE.replace("__WINDOW__", str(k["window"])).replace("__SRM__", str(k["srm"])))
+        start = 1704067200 + rng.randrange(0, 300) * 86400  # the run's first day (midnight UTC), 2024-2025
+        src = (REFERENCE.replace("__WINDOW__", str(k["window"])).replace("__SRM__", str(k["srm"]))
+               .replace("__ARM__", arm))
         ns: dict = {}
-        exec(src.replace("__ARM__", arm), ns)  # noqa: S102 - our own reference program
+        exec(src, ns)  # noqa: S102 - our own reference program
 
-        rules = [("A user counts once, in the arm they were assigned to; their assignment time is their "
-                  "earliest row in the assignment log (it has repeated rows for some users: re-exposures).")]
+        def restart_at(day: int) -> int:
+            return start + day * 86400 + rng.randrange(0, 1440) * 60
+
+        def alternatives(at: int) -> list[str]:
+            # Restart times a guess would land on: hours and days around the true one, and none at all.
+            return [stamp12(at + d) for d in (-86400, -21600, 21600, 86400)] + [stamp12(start - 86400)]
+
+        rules = [f"Only `{arm}` and `CONTROL` are compared. A user counts once, in the arm they were assigned to; "
+                 "their assignment time is their earliest row in the assignment log (it has repeated rows for some "
+                 "users: re-exposures)."]
+        rules.append("The experiment was restarted after a bug fix at the restart time given below (UTC, written "
+                     "`YYYYMMDDHHMM`, to the minute): only users whose assignment time is at or after that moment are "
+                     "in the analysis; users first assigned earlier are dropped entirely, whatever they did later.")
         if k["traps"] >= 3:
             rules.append("Users who were assigned to more than one arm are contaminated: drop them entirely. "
                          "Accounts whose `user_id` starts with `qa_` are internal testers: drop them too.")
@@ -360,12 +393,12 @@ class AbTestReadout(Family):
             conv += (f" and strictly less than {k['window']} days ({k['window'] * 86400} seconds) after it "
                      "(the conversion window)")
         rules.append(conv + ". Other event types never count, and events of users who are not in the "
-                     "experiment are ignored.")
+                     "analysis are ignored.")
         if k["epoch"]:
             rules.append("Beware: the event exporter wrote some `ts` values as Unix epoch seconds instead of "
                          "ISO 8601; both denote UTC.")
-        fields = ("`key=value` lines in exactly this order: `arm` (the treatment arm's name), `control_users`, "
-                  "`control_conversions`, `treatment_users`, `treatment_conversions` (integers), then "
+        fields = ("`key=value` lines in exactly this order: `control_users`, `control_conversions`, "
+                  "`treatment_users`, `treatment_conversions` (integers; treatment is `" + arm + "`), then "
                   "`control_rate` and `treatment_rate` (conversions / users), `absolute_lift` (treatment rate "
                   "minus control rate, from the unrounded rates), `z_score` (pooled two-proportion z statistic, "
                   "treatment minus control; 0 if the pooled standard error is 0) and `p_value` (two-sided, from "
@@ -376,40 +409,63 @@ class AbTestReadout(Family):
         fields += (". Every non-integer value is rounded to exactly 4 decimal places (e.g. `0.1250`; write "
                    "`0.0000`, never `-0.0000`)")
         what = "the readout (format above)"
+        names = ", ".join(f"`{a}`" for a in arms[1:])
 
         if t.axes.verifier == "fuzz_equivalence":
-            cases = []
-            for _ in range(10):
-                a_text, e_text = make_data(rng, k, arms, rng.randrange(25, 160))
-                cases.append((a_text + "---\n" + e_text, ns["readout"](a_text, e_text)))
+            while True:
+                day = rng.randrange(3, 9)
+                at = restart_at(day)
+                restart = stamp12(at)
+                # The worked examples only hold users exposed after the restart: they show the rules, not the time.
+                cases = [make_data(rng, k, arms, rng.randrange(25, 80), start, day + 1) for _ in range(2)]
+                cases += [make_data(rng, k, arms, rng.randrange(60, 160), start) for _ in range(8)]
+                cases = [(a + "---\n" + e, ns["readout"](a, e, restart)) for a, e in cases]
+                hidden = [c[0].partition("\n---\n") for c in cases[2:]]
+                if all(any(ns["readout"](a + "\n", e, alt) != out for (a, _, e), (_, out) in zip(hidden, cases[2:]))
+                       for alt in alternatives(at)):
+                    break
             t.say("We run a lot of conversion experiments with a control arm called `CONTROL` and one or more "
-                  "treatment arms, and I want a reusable readout tool. Its input (standard input) is one stream: "
-                  "the assignment log (CSV with header `user_id,arm,assigned_at`), a line holding just `---`, then "
-                  "the event log (CSV with header `user_id,event,ts`). Times are UTC, written "
-                  "`YYYY-MM-DDTHH:MM:SS`. The tool compares the treatment arm named below with CONTROL.")
-            v = t.deliver(arm, "the treatment arm")
+                  f"treatment arms ({names}), and I want a reusable readout tool. Its input (standard input) is one "
+                  "stream: the assignment log (CSV with header `user_id,arm,assigned_at`), a line holding just `---`, "
+                  "then the event log (CSV with header `user_id,event,ts`). Times are UTC, written "
+                  f"`YYYY-MM-DDTHH:MM:SS`. The tool compares the treatment arm `{arm}` with CONTROL, for the "
+                  "experiment whose restart time is given below.")
+            v = t.deliver(restart, "the restart time (YYYYMMDDHHMM, UTC)")
             t.say(" ".join(rules) + f" The output is {fields}.")
-            c_src = C_REFERENCE.replace("__WINDOW__", str(k["window"])).replace("__SRM__", str(int(k["srm"])))
-            t.expect_program("The treatment arm is always the one named above: hard-code it.", cases,
+            c_src = (C_REFERENCE.replace("__WINDOW__", str(k["window"])).replace("__SRM__", str(int(k["srm"])))
+                     .replace("__ARM__", arm))
+            t.expect_program("The restart time is always the one given above: hard-code it.", cases,
                              {"Python": src, "C": c_src})
-            # The shipped references have a placeholder; the oracle fills it with the delivered arm.
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__ARM__/{v}/" "$f"; done')
+            # The shipped references have a placeholder; the oracle fills it with the delivered time.
+            t.solve(f'for f in /app/solution.*; do sed -i "s/__RESTART__/{v}/" "$f"; done')
             return
 
-        a_text, e_text = make_data(rng, k, arms, k["users"])
+        while True:
+            a_text, e_text = make_data(rng, k, arms, k["users"], start)
+            days = list(range(3, 9))
+            rng.shuffle(days)
+            for day in days:
+                at = restart_at(day)
+                restart = stamp12(at)
+                truth = ns["readout"](a_text, e_text, restart)
+                # Every line must move under a near-miss time, or a guess would earn line credit.
+                if all(not set(truth.splitlines()) & set(ns["readout"](a_text, e_text, alt).splitlines())
+                       for alt in alternatives(at)):
+                    break
+            else:
+                continue
+            break
         t.add_file("/app/data/assignments.csv", a_text)
         t.add_file("/app/data/events.csv", e_text)
-        truth = ns["readout"](a_text, e_text)
-        names = ", ".join(f"`{a}`" for a in arms[1:])
         t.say(f"Our checkout experiment split users between a control arm (`CONTROL`) and "
               f"{'a treatment arm' if k['arms'] == 1 else 'several treatment arms'} ({names}). The exposure log is "
               "`/app/data/assignments.csv` (`user_id,arm,assigned_at`) and the product events are in "
               "`/app/data/events.csv` (`user_id,event,ts`); times are UTC, written `YYYY-MM-DDTHH:MM:SS`. "
-              "I need the readout of the treatment arm named below against CONTROL.")
-        v = t.deliver(arm, "the treatment arm")
+              f"I need the readout of `{arm}` against CONTROL since the experiment's restart.")
+        v = t.deliver(restart, "the restart time (YYYYMMDDHHMM, UTC)")
         t.say("Rules: " + " ".join(rules))
         t.say(f"Output format: {fields}.")
-        t.add_solution_file("readout.py", src)
+        t.add_solution_file("readout.py", src.replace('"__RESTART__"', '""'))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/readout.py /app/data/assignments.csv /app/data/events.csv "{v}" '
                 '> /app/out/readout.txt')

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 from tmax.families.base import Family, TaskBuilder, register
 
@@ -15,7 +16,7 @@ import math
 import sys
 
 PROFILE = __PROFILE__
-Z_LIMIT = __Z__
+Z_LIMIT = __ZMILLI__ / 1000  # the drift threshold Z, configured in thousandths
 CHI2_LIMIT = __CHI2__
 CHECK_INVALID = __INVALID__
 CHECK_DUPES = __DUPES__
@@ -55,6 +56,17 @@ def stats(valid, prof):
     return chi2, max(zs)
 
 
+def fmt(x):
+    s = "%.3f" % x
+    return "0.000" if s == "-0.000" else s
+
+
+def headroom(text, profile=None):
+    """Z minus the largest feature z of the valid rows: how far the batch is from drifting."""
+    prof = profile or PROFILE
+    return Z_LIMIT - stats(parse(text, prof)[1], prof)[1]
+
+
 def verdict(text, profile=None):
     prof = profile or PROFILE
     ids, valid = parse(text, prof)
@@ -74,12 +86,15 @@ if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--screen":
         sys.exit(0 if verdict(sys.stdin.read()) == "ok" else 1)
     if len(sys.argv) > 1:
-        Z_LIMIT = float(sys.argv[2])
+        if not sys.argv[2].isdigit():
+            sys.exit("Z must be given in thousandths (digits), got %r" % sys.argv[2])
+        Z_LIMIT = int(sys.argv[2]) / 1000
         with open(sys.argv[1]) as f:
             prof = json.load(f)
         for path in sys.argv[3:]:
             with open(path) as f:
-                print(path.rsplit("/", 1)[-1], verdict(f.read(), prof))
+                text = f.read()
+            print(path.rsplit("/", 1)[-1], verdict(text, prof), fmt(headroom(text, prof)))
 '''
 
 # The screen in C, for program-writing variants in C or in two languages; the profile is filled in per task.
@@ -91,7 +106,7 @@ C_REFERENCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
-#define Z_LIMIT __Z__
+#define Z_LIMIT (__ZMILLI__ / 1000.0)
 #define CHI2_LIMIT __CHI2__
 #define CHECK_INVALID __INVALID__
 #define CHECK_DUPES __DUPES__
@@ -307,13 +322,20 @@ class BatchDriftScreen(Family):
                   "z": 5}}
 
     def build(self, t: TaskBuilder) -> None:
+        while not self.attempt(t):  # the threshold turned up in the data: draw again
+            pass
+
+    def attempt(self, t: TaskBuilder) -> bool:
         k, rng = t.knobs, t.rng
         prof = make_profile(rng, k)
         chi2_lim = CHI2_CRIT[k["classes"] - 1]
+        milli = round(k["z"] * 1000) + rng.randrange(-300, 300)
+        zlim = milli / 1000
+        k = dict(k, z=zlim)
         src = (REFERENCE.replace("__PROFILE__", repr(prof)).replace("__CHI2__", repr(chi2_lim))
                .replace("__INVALID__", str(k["invalid"])).replace("__DUPES__", str(k["dupes"])))
         ns: dict = {}
-        exec(src.replace("__Z__", str(k["z"])), ns)  # noqa: S102 - our own reference program
+        exec(src.replace("__ZMILLI__", str(milli)), ns)  # noqa: S102 - our own reference program
         kinds = ["label_shift", "feature_drift"] + (["invalid"] if k["invalid"] else []) + \
             (["duplicates"] if k["dupes"] else [])
 
@@ -325,13 +347,49 @@ class BatchDriftScreen(Family):
                 want = "ok" if kind.startswith("ok") else kind
                 if ns["verdict"](text) != want:
                     continue
-                if kind.startswith("ok") and (chi2 > 0.8 * chi2_lim or z > k["z"] - 0.4):
+                if kind.startswith("ok") and (chi2 > 0.8 * chi2_lim or z > zlim - 0.4):
                     continue
                 if kind == "label_shift" and chi2 < 1.2 * chi2_lim:
                     continue
-                if kind == "feature_drift" and (z < k["z"] + 0.4 or chi2 > 0.8 * chi2_lim):
+                if kind == "feature_drift" and (z < zlim + 0.4 or chi2 > 0.8 * chi2_lim):
+                    continue
+                if abs(abs(zlim - z) * 1000 % 1 - 0.5) < 1e-6:  # the headroom would sit on a rounding tie
                     continue
                 return text
+
+        def edge(drifted: bool) -> str:
+            """A clean batch with one feature's mean moved to within 0.001 of Z, just past it (drifted) or just
+            inside: any other threshold misjudges it."""
+            kc = dict(k, invalid=False)
+            while True:
+                text = batch_clean(kc)
+                lines = text.splitlines()
+                feats = list(prof["features"])
+                j = rng.randrange(len(feats))
+                f = prof["features"][feats[j]]
+                rows = [line.split(",") for line in lines[1:]]
+                n = len(rows)
+                target = f["mean"] + rng.choice([-1, 1]) * (zlim + (0.0005 if drifted else -0.0005)) * f["std"] / \
+                    math.sqrt(n)
+                vals = [float(r[1 + j]) for r in rows]
+                delta = round(target - sum(vals) / n, 3)
+                vals = [v + delta for v in vals]
+                vals[0] += round((target - sum(vals) / n) * n, 3)  # the remainder on one row
+                for r, v in zip(rows, vals):
+                    r[1 + j] = f"{v:.3f}"
+                text = lines[0] + "\n" + "".join(",".join(r) + "\n" for r in rows)
+                chi2, z = ns["stats"](ns["parse"](text, prof)[1], prof)
+                if chi2 > 0.8 * chi2_lim or ns["verdict"](text) != ("feature_drift" if drifted else "ok"):
+                    continue
+                if (drifted and zlim < z < zlim + 0.0009) or (not drifted and zlim - 0.0009 < z < zlim):
+                    return text
+
+        def batch_clean(kc: dict) -> str:
+            while True:
+                text = make_batch(rng, prof, kc, "ok")
+                chi2, z = ns["stats"](ns["parse"](text, prof)[1], prof)
+                if ns["verdict"](text) == "ok" and chi2 < 0.8 * chi2_lim and z < zlim - 0.4:
+                    return text
 
         checks = []
         if k["dupes"]:
@@ -345,8 +403,8 @@ class BatchDriftScreen(Family):
         checks.append("`label_shift`: the chi-square goodness-of-fit statistic of the label counts of the valid rows "
                       "against the profile's class proportions (sum over classes of (observed - expected)^2 / "
                       f"expected, expected = number of valid rows x proportion) exceeds {chi2_lim}.")
-        checks.append("`feature_drift`: for at least one feature, |mean over the valid rows - profile mean| / "
-                      "(profile std / sqrt(number of valid rows)) exceeds the drift threshold Z given below.")
+        checks.append("`feature_drift`: for at least one feature, its z statistic |mean over the valid rows - profile "
+                      "mean| / (profile std / sqrt(number of valid rows)) exceeds the drift threshold Z given below.")
         intro = ("Our vendors deliver labelled image-feature batches as CSV (header `id,<features...>,label`; a data "
                  "line is any line after the header). The reference profile of the clean training data is "
                  "`/app/reference/profile.json`: each class's expected proportion and each feature's mean and "
@@ -355,17 +413,22 @@ class BatchDriftScreen(Family):
         if not k["invalid"]:
             intro += " In these batches every data line is a valid row."
         t.add_file("/app/reference/profile.json", json.dumps(prof, indent=1, sort_keys=True) + "\n")
+        z_what = "the drift threshold Z in thousandths (e.g. 2500 means Z = 2.500)"
 
         if t.axes.verifier == "adversarial_corpus":
             k = dict(k, rows=(k["rows"][0] // 2, k["rows"][1] // 2))  # smaller batches keep the corpora light
-            clean = [batch(rng.choice(["ok", "ok", "ok_noisy"])) for _ in range(20)]
-            malicious = [batch(kinds[i % len(kinds)]) for i in range(20)]
+            clean = [batch(rng.choice(["ok", "ok", "ok_noisy"])) for _ in range(19)] + [edge(False)]
+            malicious = [batch(kinds[i % len(kinds)]) for i in range(19)] + [edge(True)]
+            rng.shuffle(clean)
+            rng.shuffle(malicious)
             for i, kind in enumerate(["ok", "ok_noisy"] + kinds, 1):
                 t.add_file(f"/app/samples/batch{i}_{'accepted' if kind.startswith('ok') else 'rejected'}.csv",
                            batch(kind))
+            if self.seen(t, milli):
+                return False
             t.say(intro)
             t.say(" ".join(f"({i}) {c}" for i, c in enumerate(checks, 1)))
-            v = t.deliver(str(k["z"]), "the drift threshold Z")
+            v = t.deliver(str(milli), z_what)
             t.say("A batch is accepted only if its verdict is `ok`. Some past batches with their outcome are in "
                   "`/app/samples/`.")
             screen = (SCREEN.replace("__PROFILE__", repr(prof)).replace("__CHI2__", repr(chi2_lim))
@@ -374,8 +437,8 @@ class BatchDriftScreen(Family):
                                 "read from `/app/reference/profile.json`): one batch arrives on standard input.",
                                 clean, malicious,
                                 {"Python": screen, "C": c_screen(prof, chi2_lim, k["invalid"], k["dupes"])})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__Z__/{v}/" "$f"; done')
-            return
+            t.solve(f'for f in /app/solution.*; do sed -i "s/__ZMILLI__/{v}/" "$f"; done')
+            return True
 
         pool = ["ok", "ok_noisy"] * max(2, k["batches"] // 4) + kinds * 2
         pool += [rng.choice(["ok", "ok_noisy"] + kinds) for _ in range(k["batches"] - len(pool))]
@@ -385,13 +448,28 @@ class BatchDriftScreen(Family):
         for i, kind in enumerate(pool, 1):
             text = batch(kind)
             t.add_file(f"/app/incoming/batch_{i:03d}.csv", text)
-            truth.append(f"batch_{i:03d}.csv {ns['verdict'](text)}")
+            truth.append(f"batch_{i:03d}.csv {ns['verdict'](text)} {ns['fmt'](ns['headroom'](text))}")
+        if self.seen(t, milli):
+            return False
         t.say(intro)
         t.say(" ".join(f"({i}) {c}" for i, c in enumerate(checks, 1)))
-        v = t.deliver(str(k["z"]), "the drift threshold Z")
+        v = t.deliver(str(milli), z_what)
         t.say("Screen every batch in `/app/incoming/`. Output format: one line per batch file, sorted by file "
-              "name: the file name, a space, and its verdict (`ok` or the name of the check that fired).")
-        t.add_solution_file("screen.py", src.replace("__Z__", "0"))
+              "name: the file name, a space, its verdict (`ok` or the name of the check that fired), a space, and "
+              "its drift headroom: Z minus the largest feature z statistic of its valid rows, rounded to 3 decimals "
+              "(negative when a feature drifted past Z; never `-0.000`).")
+        t.add_solution_file("screen.py", src.replace("__ZMILLI__", "0"))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/screen.py /app/reference/profile.json "{v}" '
                 '$(ls /app/incoming/*.csv | sort) > /app/out/screening.txt')
         t.expect_output("/app/out/screening.txt", "\n".join(truth) + "\n", "the screening report (format above)")
+        return True
+
+    @staticmethod
+    def seen(t: TaskBuilder, milli: int) -> bool:
+        """Does the threshold occur as a number in the fixtures? Then start over with a fresh draw."""
+        # A digit run counts with a repeated digit trimmed off either end too ("s43981" shows 3981).
+        runs = [r for text in t.env_files.values() for r in re.findall(r"[0-9]+", text)]
+        if str(milli) in {v for r in runs for v in (r, r.lstrip(r[0]), r.rstrip(r[-1]))}:
+            t.env_files.clear()
+            return True
+        return False

@@ -4,12 +4,15 @@ higher levels, fit ordinary least squares and report the coefficients, R^2 and a
 
 from __future__ import annotations
 
+import datetime as dt
+
 from tmax.families.base import Family, TaskBuilder, register
 
 REFERENCE = r'''
 import sys
 
 REGION = "__REGION__"
+SINCE = "__SINCE__"  # YYYYMMDD: only listings listed on or after this day are fitted
 CONDITION = __CONDITION__  # one-hot encode `condition` (baseline: fair)
 QUERY = __QUERY__  # None, or (size_m2, age_years, distance_km, condition) to predict
 SQFT_TO_M2 = 0.09290304
@@ -45,8 +48,18 @@ def money(x):
     return "0.00" if s == "-0.00" else s
 
 
-def report(text, region=None):
+def since_iso(text):
+    if len(text) != 8 or not text.isdigit():
+        raise SystemExit("the start date must be written YYYYMMDD, got %r" % text)
+    y, m, d = int(text[:4]), int(text[4:6]), int(text[6:])
+    if not (1 <= m <= 12 and 1 <= d <= 31):
+        raise SystemExit("not a date: %r" % text)
+    return "%04d-%02d-%02d" % (y, m, d)
+
+
+def report(text, region=None, since=None):
     region = region or REGION
+    first = since_iso(since or SINCE)
     lines = text.splitlines()
     header = [h.strip() for h in lines[0].split(",")]
     seen = set()
@@ -59,7 +72,7 @@ def report(text, region=None):
         if rec["listing_id"] in seen:
             continue
         seen.add(rec["listing_id"])
-        if rec["region"] != region:
+        if rec["region"] != region or rec["listed_on"] < first:
             continue
         used = ("size", "age_years", "distance_km", "price") + (("condition",) if CONDITION else ())
         if any(rec[c] in MISSING for c in used):
@@ -93,7 +106,7 @@ def report(text, region=None):
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         with open(sys.argv[1]) as f:
-            sys.stdout.write(report(f.read(), sys.argv[2] if len(sys.argv) > 2 else None))
+            sys.stdout.write(report(f.read(), sys.argv[2], sys.argv[3]))
     else:
         sys.stdout.write(report(sys.stdin.read()))
 '''
@@ -110,6 +123,7 @@ C_REFERENCE = r'''
 #define HAS_QUERY __HASQ__
 #define NP (CONDITION ? 6 : 4)
 static const char *REGION = "__REGION__";
+static const char *SINCE = "__SINCE__"; /* YYYYMMDD */
 static const double QUERY[3] = {__QV__};
 static const char *QUERY_CONDITION = "__QC__";
 static const double SQFT_TO_M2 = 0.09290304;
@@ -155,6 +169,12 @@ int main(void) {
     size_t cap = 0;
     if (getline(&line, &cap, stdin) == -1) return 0;
     char *hline = strdup(line);
+    char first[16];
+    int sy, sm, sd;
+    if (strlen(SINCE) != 8 || sscanf(SINCE, "%4d%2d%2d", &sy, &sm, &sd) != 3 || sm < 1 || sm > 12 || sd < 1 || sd > 31)
+        return 2;
+    sprintf(first, "%04d-%02d-%02d", sy, sm, sd);
+    int c_listed = 0;
     int nh = split(hline, h, 32), c_id = 0, c_region = 0, c_size = 0, c_unit = 0, c_age = 0, c_dist = 0, c_cond = 0,
         c_price = 0;
     for (int j = 0; j < nh && j < 32; j++) {
@@ -166,6 +186,7 @@ int main(void) {
         else if (!strcmp(h[j], "distance_km")) c_dist = j;
         else if (!strcmp(h[j], "condition")) c_cond = j;
         else if (!strcmp(h[j], "price")) c_price = j;
+        else if (!strcmp(h[j], "listed_on")) c_listed = j;
     }
     int nseen = 0, seen_cap = 256, n = 0, rcap = 256;
     char **seen = malloc(seen_cap * sizeof(char *));
@@ -178,7 +199,7 @@ int main(void) {
         if (dup) continue;
         if (nseen == seen_cap) seen = realloc(seen, (seen_cap *= 2) * sizeof(char *));
         seen[nseen++] = f[c_id];
-        if (strcmp(f[c_region], REGION)) continue;
+        if (strcmp(f[c_region], REGION) || strcmp(f[c_listed], first) < 0) continue;
         if (missing(f[c_size]) || missing(f[c_age]) || missing(f[c_dist]) || missing(f[c_price])) continue;
         if (CONDITION && missing(f[c_cond])) continue;
         double size = strtod(f[c_size], NULL);
@@ -261,7 +282,9 @@ def c_source(condition: bool, query) -> str:
             .replace("__QV__", ", ".join(repr(float(v)) for v in q[:3])).replace("__QC__", q[3]))
 
 
-def make_listings(rng, k: dict, regions: list[str], per_region: int) -> str:
+def make_listings(rng, k: dict, regions: list[str], per_region: int, start, span: int, first_day: int = 0) -> str:
+    """Listings put on the market between ``first_day`` and ``span`` days after ``start`` (a date)."""
+
     rows: list[list[str]] = []
     params = {}
     for r in regions:
@@ -282,7 +305,8 @@ def make_listings(rng, k: dict, regions: list[str], per_region: int) -> str:
         unit, shown = "m2", f"{size:.1f}"
         if k["sqft"] and rng.random() < 0.25:
             unit, shown = "sqft", f"{size / 0.09290304:.1f}"
-        row = [f"L{lid}", region, shown, unit, str(age), f"{dist:.2f}", cond, str(price)]
+        listed = (start + dt.timedelta(days=rng.randrange(first_day, span))).isoformat()
+        row = [f"L{lid}", region, shown, unit, str(age), f"{dist:.2f}", cond, str(price), listed]
         if k["missing"] and rng.random() < 0.05:
             row[rng.choice([2, 4, 5, 6, 7])] = rng.choice(["", "NA"] if k["sqft"] else [""])
         if k["placeholders"] and rng.random() < 0.04:
@@ -292,7 +316,7 @@ def make_listings(rng, k: dict, regions: list[str], per_region: int) -> str:
         for _ in range(max(2, len(rows) // 30)):
             pos = rng.randrange(len(rows))
             rows.insert(rng.randrange(pos, len(rows) + 1), list(rows[pos]))
-    return ("listing_id,region,size,size_unit,age_years,distance_km,condition,price\n"
+    return ("listing_id,region,size,size_unit,age_years,distance_km,condition,price,listed_on\n"
             + "".join(",".join(r) + "\n" for r in rows))
 
 
@@ -305,7 +329,7 @@ class RegressionFitReport(Family):
                         "Gaussian elimination", "cohort filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"rows": 40, "regions": 2, "missing": False, "dupes": False, "sqft": False, "condition": True,
+    levels = {1: {"rows": 60, "regions": 2, "missing": False, "dupes": False, "sqft": False, "condition": True,
                   "placeholders": False, "query": False},
               2: {"rows": 90, "regions": 3, "missing": True, "dupes": True, "sqft": False, "condition": True,
                   "placeholders": False, "query": False},
@@ -326,9 +350,27 @@ class RegressionFitReport(Family):
         if k["query"]:
             query = (float(rng.randrange(45, 180)), float(rng.randrange(1, 60)), round(rng.uniform(1, 25), 1),
                      rng.choice(CONDITIONS))
-        src = REFERENCE.replace("__CONDITION__", str(k["condition"])).replace("__QUERY__", repr(query))
+        src = (REFERENCE.replace("__CONDITION__", str(k["condition"])).replace("__QUERY__", repr(query))
+               .replace("__REGION__", region))
+        c_src = c_source(k["condition"], query).replace("__REGION__", region)
         ns: dict = {}
-        exec(src.replace("__REGION__", region), ns)  # noqa: S102 - our own reference program
+        exec(src, ns)  # noqa: S102 - our own reference program
+        start = dt.date(2023, 1, 2) + dt.timedelta(days=rng.randrange(0, 600))
+
+        def ymd(day: int) -> str:
+            return (start + dt.timedelta(days=day)).strftime("%Y%m%d")
+
+        def fit(text: str, day: int) -> str | None:
+            try:
+                return ns["report"](text, region, ymd(day))
+            except ZeroDivisionError:  # a singular design matrix
+                return None
+
+        def well_posed(text: str, day: int) -> bool:
+            first = (start + dt.timedelta(days=day)).isoformat()
+            mine = [line.split(",") for line in text.splitlines()[1:]]
+            mine = [r[6] for r in mine if r[1] == region and r[8] >= first]
+            return min(mine.count(c) for c in CONDITIONS) >= 3
 
         model = ("an ordinary least squares linear regression of `price` on an intercept, the floor area in "
                  "square metres, `age_years` and `distance_km`")
@@ -359,33 +401,59 @@ class RegressionFitReport(Family):
                + (" and the predicted price" if query else "") + " are rounded to 2 decimals, `r_squared` to 4 "
                "decimals, `n` is an integer; never write a negative zero.")
 
+        since = ("Only listings put on the market on or after the start date given below count (`listed_on`, "
+                 "ISO dates; prices before it were set under the old mortgage rates).")
+        rules.insert(0, since)
+        header = "listing_id,region,size,size_unit,age_years,distance_km,condition,price,listed_on"
+        alts = (-2, -1, 1, 2)
         if t.axes.verifier == "fuzz_equivalence":
-            cases = []
-            while len(cases) < 10:
-                text = make_listings(rng, k, regions, rng.randrange(18, 40))
-                mine = [line.split(",")[6] for line in text.splitlines() if f",{region}," in line]
-                if min(mine.count(c) for c in CONDITIONS) >= 3:  # keep the design matrix well-posed
-                    cases.append((text, ns["report"](text)))
-            t.say("Every week our brokers export property listings as CSV (header `listing_id,region,size,"
-                  "size_unit,age_years,distance_km,condition,price`) and I want a small tool that reads one export "
-                  f"on standard input and fits {model}, using only the listings of the region named below.")
-            v = t.deliver(region, "the region")
+            while True:
+                span = 60
+                day = rng.randrange(15, 40)
+                cases = []
+                while len(cases) < 10:
+                    # The worked examples hold only listings from the start date on: they show the fit, not the date.
+                    text = make_listings(rng, k, regions, rng.randrange(18, 40) if len(cases) < 2 else
+                                         rng.randrange(36, 70), start, span, day if len(cases) < 2 else 0)
+                    out = fit(text, day) if well_posed(text, day) else None
+                    if out is not None:
+                        cases.append((text, out))
+                if all(any(fit(x, day + a) != y for x, y in cases[2:]) for a in alts):
+                    break
+            t.say(f"Every week our brokers export property listings as CSV (header `{header}`) and I want a small "
+                  f"tool that reads one export on standard input and fits {model}, using only the listings of region "
+                  f"`{region}`.")
+            v = t.deliver(ymd(day), "the start date (YYYYMMDD)")
             t.say(" ".join(rules) + f" The output is {fmt}")
-            t.expect_program("The region is always the one named above: hard-code it.", cases,
-                             {"Python": src, "C": c_source(k["condition"], query)})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__REGION__/{v}/" "$f"; done')
+            t.expect_program("The start date is always the one given above: hard-code it.", cases,
+                             {"Python": src, "C": c_src})
+            t.solve(f'for f in /app/solution.*; do sed -i "s/__SINCE__/{v}/" "$f"; done')
             return
 
-        text = make_listings(rng, k, regions, k["rows"])
+        span = k["rows"]
+        while True:
+            text = make_listings(rng, k, regions, k["rows"], start, span)
+            days = list(range(span // 6, span // 2))
+            rng.shuffle(days)
+            found = None
+            for day in days[:12]:
+                truth = fit(text, day) if well_posed(text, day) else None
+                if truth is None:
+                    continue
+                # Every line must move under a near-miss date, or a guess would earn line credit.
+                lines = set(truth.splitlines())
+                if all((o := fit(text, day + a)) is not None and not lines & set(o.splitlines()) for a in alts):
+                    found = day
+                    break
+            if found is not None:
+                break
         t.add_file("/app/data/listings.csv", text)
-        truth = ns["report"](text)
-        t.say("`/app/data/listings.csv` is our brokers' listings export (columns `listing_id,region,size,size_unit,"
-              f"age_years,distance_km,condition,price`). Fit {model}, using only the listings of the region named "
-              "below.")
-        v = t.deliver(region, "the region")
+        t.say(f"`/app/data/listings.csv` is our brokers' listings export (columns `{header}`). Fit {model}, using "
+              f"only the listings of region `{region}`.")
+        v = t.deliver(ymd(found), "the start date (YYYYMMDD)")
         t.say("Cleaning rules: " + " ".join(rules))
         t.say(f"Output format: {fmt}")
-        t.add_solution_file("fit.py", src)
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/fit.py /app/data/listings.csv "{v}" '
+        t.add_solution_file("fit.py", src.replace('"__SINCE__"', '""'))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/fit.py /app/data/listings.csv {region} "{v}" '
                 '> /app/out/model.txt')
         t.expect_output("/app/out/model.txt", truth, "the model report (format above)")

@@ -5,7 +5,9 @@ screening program it must reject every series the rule flags and keep every clea
 
 from __future__ import annotations
 
+import calendar
 import math
+import re
 import time
 
 from tmax.families.base import Family, TaskBuilder, register
@@ -16,7 +18,8 @@ import sys
 
 SENSOR = "__SENSOR__"
 W = __W__
-K = __K__
+K = __KMILLI__ / 1000  # the threshold multiplier, configured in thousandths
+OFFSET = "__OFFSET__"  # calibration correction in thousandths of a degree, added to every reported reading
 REPLACE = __REPLACE__  # a flagged reading enters later windows as its window mean
 
 
@@ -57,18 +60,25 @@ def detect(series):
 
 
 def fmt(x):
-    s = "%.2f" % x
-    return "0.00" if s == "-0.00" else s
+    s = "%.3f" % x
+    return "0.000" if s == "-0.000" else s
 
 
-def report(text, sensor=None):
+def correction(text):
+    if not text.isdigit():
+        raise SystemExit("the calibration correction must be digits (thousandths of a degree), got %r" % text)
+    return int(text) / 1000
+
+
+def report(text, sensor=None, offset=None):
     sensor = sensor or SENSOR
+    c = correction(offset or OFFSET)
     rows = []
     for line in text.splitlines()[1:]:
         parts = [p.strip() for p in line.split(",")]
         if len(parts) == 4 and parts[1] == sensor:
             rows.append((parts[0], parts[2], parts[3]))
-    return "".join("%s %s\n" % (ts, fmt(x)) for ts, x in detect(series_of(rows)))
+    return "".join("%s %s\n" % (ts, fmt(x + c)) for ts, x in detect(series_of(rows)))
 
 
 def is_clean(text):
@@ -85,7 +95,7 @@ if __name__ == "__main__":
         sys.exit(0 if is_clean(sys.stdin.read()) else 1)
     if len(sys.argv) > 1:
         with open(sys.argv[1]) as f:
-            sys.stdout.write(report(f.read(), sys.argv[2] if len(sys.argv) > 2 else None))
+            sys.stdout.write(report(f.read(), sys.argv[2], sys.argv[3]))
     else:
         sys.stdout.write(report(sys.stdin.read()))
 '''
@@ -99,10 +109,11 @@ C_REFERENCE = r'''
 #include <string.h>
 
 #define W __W__
-#define K __K__
+#define K (__KMILLI__ / 1000.0)
 #define REPLACE __REPLACE__
 #define SCREEN __SCREEN__
 static const char *SENSOR = "__SENSOR__";
+static const char *OFFSET = "__OFFSET__"; /* thousandths of a degree */
 
 typedef struct {
     char *ts, *val, *unit;
@@ -139,11 +150,14 @@ static int cmp(const void *a, const void *b) {
 }
 
 static void fmt(double x, char *out) {
-    sprintf(out, "%.2f", x);
-    if (strcmp(out, "-0.00") == 0) strcpy(out, "0.00");
+    sprintf(out, "%.3f", x);
+    if (strcmp(out, "-0.000") == 0) strcpy(out, "0.000");
 }
 
 int main(void) {
+    for (const char *p = OFFSET; *p; p++)
+        if (*p < '0' || *p > '9') return 2;
+    double offset = SCREEN ? 0.0 : atoi(OFFSET) / 1000.0;
     size_t cap = 0, nrows = 0, rcap = 1024;
     Row *rows = malloc(rcap * sizeof(Row));
     char *line = NULL;
@@ -183,7 +197,7 @@ int main(void) {
             if (fabs(x - m) > K * sd) {
                 flagged++;
                 if (!SCREEN) {
-                    fmt(x, buf);
+                    fmt(x + offset, buf);
                     printf("%s %s\n", rows[i].ts, buf);
                 }
                 if (REPLACE) {
@@ -308,11 +322,12 @@ class RollingAnomalyFlags(Family):
               4: {"n": 600, "sensors": 4, "w": 30, "k": 2.5, "shuffle": True, "dupes": True, "missing": True,
                   "fahrenheit": True, "replace": True}}
 
-    def rule_text(self, k: dict, w: str | None = None) -> str:
+    def rule_text(self, k: dict, w: str | None = None, kk: str | None = None) -> str:
         w = w or str(k["w"])
+        kk = kk or f"{k['k']:g}"
         s = (f"Walk the readings in time order. A reading is anomalous when at least {w} earlier readings "
              f"exist and it differs from the mean of the {w} readings immediately before it by strictly more "
-             f"than {k['k']:g} times their population standard deviation (divide by {w}). Flagged readings "
+             f"than {kk} times their population standard deviation (divide by {w}). Flagged readings "
              "stay in the history")
         if k["replace"]:
             s += (", but every later window counts a flagged reading as the window mean it was compared with, "
@@ -345,91 +360,154 @@ class RollingAnomalyFlags(Family):
             if c not in sensors:
                 sensors.append(c)
         sensor = rng.choice(sensors)
-        src = (REFERENCE.replace("__W__", str(k["w"])).replace("__K__", repr(k["k"]))
-               .replace("__REPLACE__", str(k["replace"])))
-        c_src = (C_REFERENCE.replace("__W__", str(k["w"])).replace("__K__", repr(k["k"]))
-                 .replace("__REPLACE__", str(int(k["replace"]))))
-        ns: dict = {}
-        exec(src.replace("__SENSOR__", sensor), ns)  # noqa: S102 - our own reference program
         start = 1714521600 + rng.randrange(0, 200) * 86400
         step = 600
 
-        def series_item(spikes: int) -> str:
-            n = rng.randrange(k["w"] + 25, k["w"] + 110)
-            return csv_item(make_rows(rng, ns, n, k, spikes, start, step))
-
         if t.axes.verifier == "adversarial_corpus":
-            clean = [series_item(0) for _ in range(30)]
-            malicious = [series_item(rng.choice([1, 1, 1, 2, 3])) for _ in range(30)]
-            for item in clean:
-                assert ns["is_clean"](item)
-            for item in malicious:
-                assert not ns["is_clean"](item)
-            for i, spikes in enumerate((0, 0, 1, 2), 1):  # shown samples, not part of the hidden corpora
-                verdict = "accepted" if spikes == 0 else "rejected"
-                t.add_file(f"/app/samples/feed{i}_{verdict}.csv", series_item(spikes))
-            t.say("Before a sensor feed is used to retrain our failure model we screen it: a feed that contains "
-                  "even one anomalous reading goes to a human instead. Each feed is a CSV with header "
-                  "`timestamp,value,unit` (ISO 8601 UTC timestamps, one reading per row). "
-                  "The rule uses a window of W readings; the maintenance team chose W, see below.")
-            v = t.deliver(str(k["w"]), "the window size W")
-            t.say(self.cleaning_text(k) + " " + self.rule_text(k, "W")
-                  + " A feed is rejected if at least one of its readings is anomalous; otherwise it is accepted. "
-                  "A few past feeds with their verdicts are in `/app/samples/`.")
-            screen = (SCREEN.replace("__K__", repr(k["k"])).replace("__REPLACE__", str(k["replace"]))
-                      .replace("__SENSOR__", ""))
-            c_screen = (C_REFERENCE.replace("__K__", repr(k["k"])).replace("__REPLACE__", str(int(k["replace"])))
-                        .replace("__SCREEN__", "1").replace("__SENSOR__", ""))
-            t.expect_classifier("Write that screen as a program (hard-code W): the feed arrives on standard input.",
-                                clean, malicious, {"Python": screen, "C": c_screen})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__W__/{v}/" "$f"; done')
+            self.screen(t, start, step)
             return
+        src = (REFERENCE.replace("__W__", str(k["w"])).replace("__KMILLI__", str(round(k["k"] * 1000)))
+               .replace("__REPLACE__", str(k["replace"])).replace("__SENSOR__", sensor))
+        c_src = (C_REFERENCE.replace("__W__", str(k["w"])).replace("__KMILLI__", str(round(k["k"] * 1000)))
+                 .replace("__REPLACE__", str(int(k["replace"]))).replace("__SENSOR__", sensor)
+                 .replace("__SCREEN__", "0"))
+        ns: dict = {}
+        exec(src, ns)  # noqa: S102 - our own reference program
+
+        def log(n: int, spikes: dict[str, int]) -> str:
+            rows = []
+            for s in sensors:
+                rows += [(ts, s, v, u) for ts, v, u in make_rows(rng, ns, n, k, spikes[s], start, step)]
+            if k["shuffle"]:
+                rng.shuffle(rows)
+            else:
+                rows.sort(key=lambda r: (r[0], r[1]))
+            return "timestamp,sensor,value,unit\n" + "".join(",".join(r) + "\n" for r in rows)
+
+        def correction(texts: list[str]) -> str:
+            # Thousandths of a degree; never a number the agent can read anywhere else.
+            # A digit run counts with a repeated digit trimmed off either end too ("20244" shows 2024).
+            runs = [m for x in texts for m in re.findall(r"[0-9]+", x)]
+            seen = {v for m in runs for v in (m, m.lstrip(m[0]), m.rstrip(m[-1]))}
+            while True:
+                c = str(rng.randrange(1100, 1990))
+                if c not in seen:
+                    return c
+
+        calib = ("The sensor's calibration certificate says it reads low: add the calibration correction given below "
+                 "(in thousandths of a degree Celsius, e.g. 2500 means +2.500 degrees) to every reading you report. "
+                 "It is a constant shift, so it does not change which readings are anomalous.")
+        out_fmt = ("the timestamp exactly as logged, a space, and the corrected reading in degrees Celsius rounded to "
+                   "3 decimals")
         if t.axes.verifier == "fuzz_equivalence":
             cases = []
-            for _ in range(10):
-                text = "timestamp,sensor,value,unit\n"
-                rows = []
-                for s in sensors:
-                    n = rng.randrange(k["w"] + 20, k["w"] + 90)
-                    rows += [(ts, s, v, u) for ts, v, u in make_rows(rng, ns, n, k, rng.randrange(0, 4), start, step)]
-                if not k["shuffle"]:
-                    rows.sort(key=lambda r: (r[0], r[1]))
-                else:
-                    rng.shuffle(rows)
-                text += "".join(",".join(r) + "\n" for r in rows)
-                cases.append((text, ns["report"](text)))
+            for i in range(10):
+                n = rng.randrange(k["w"] + 20, k["w"] + 90)
+                # The worked examples have no anomaly on the hard-coded sensor: they show the cleaning and the
+                # filtering by sensor, not the correction.
+                spikes = {s: (rng.randrange(0, 3) if s != sensor or i >= 2 else 0) for s in sensors}
+                if i >= 2:
+                    spikes[sensor] = rng.randrange(1, 4)
+                cases.append(log(n, spikes))
+            offset = correction(cases)
+            cases = [(x, ns["report"](x, sensor, offset)) for x in cases]
             t.say("Our line sensors log to a shared CSV (header `timestamp,sensor,value,unit`, ISO 8601 UTC "
                   "timestamps) and I want a tool that reads such a log on standard input and lists the anomalous "
-                  "readings of the sensor named below.")
-            v = t.deliver(sensor, "the sensor")
-            t.say(self.cleaning_text(k) + " " + self.rule_text(k) + " Output: one line per anomalous reading, in "
-                  "time order: the timestamp exactly as logged, a space, and the reading in degrees Celsius rounded "
-                  "to 2 decimals. No anomalies: empty output.")
-            t.expect_program("The sensor is always the one named above: hard-code it.", cases,
-                             {"Python": src, "C": c_src.replace("__SCREEN__", "0")})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__SENSOR__/{v}/" "$f"; done')
+                  f"readings of sensor `{sensor}`, with its calibration correction applied.")
+            v = t.deliver(offset, "the calibration correction (thousandths of a degree)")
+            t.say(self.cleaning_text(k) + " " + self.rule_text(k) + " " + calib + f" Output: one line per anomalous "
+                  f"reading, in time order: {out_fmt}. No anomalies: empty output.")
+            t.expect_program("The calibration correction is always the one given above: hard-code it.", cases,
+                             {"Python": src, "C": c_src})
+            t.solve(f'for f in /app/solution.*; do sed -i "s/__OFFSET__/{v}/" "$f"; done')
             return
-
-        rows = []
-        for s in sensors:
-            rows += [(ts, s, v, u) for ts, v, u in make_rows(rng, ns, k["n"], k, max(2, k["n"] // 60), start, step)]
-        if k["shuffle"]:
-            rng.shuffle(rows)
-        else:
-            rows.sort(key=lambda r: (r[0], r[1]))
-        text = "timestamp,sensor,value,unit\n" + "".join(",".join(r) + "\n" for r in rows)
+        text = log(k["n"], {s: max(2, k["n"] // 60) for s in sensors})
+        offset = correction([text])
         t.add_file("/app/data/readings.csv", text)
-        truth = ns["report"](text)
+        truth = ns["report"](text, sensor, offset)
         t.say("The temperature sensors on line 3 log to `/app/data/readings.csv` (header `timestamp,sensor,value,"
               "unit`, ISO 8601 UTC timestamps, about one reading every 10 minutes per sensor). I need the anomalous "
-              "readings of the sensor named below.")
-        v = t.deliver(sensor, "the sensor")
+              f"readings of sensor `{sensor}`.")
         t.say(self.cleaning_text(k))
-        t.say(self.rule_text(k))
-        t.say("Output format: one line per anomalous reading of that sensor, in time order: the timestamp exactly "
-              "as logged, a space, and the reading in degrees Celsius rounded to 2 decimals (e.g. "
-              "`2024-05-01T03:10:00 71.42`).")
-        t.add_solution_file("flags.py", src)
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/flags.py /app/data/readings.csv "{v}" '
+        t.say(self.rule_text(k) + " " + calib)
+        v = t.deliver(offset, "the calibration correction (thousandths of a degree)")
+        t.say(f"Output format: one line per anomalous reading of that sensor, in time order: {out_fmt} (e.g. "
+              "`2024-05-01T03:10:00 71.425`).")
+        t.add_solution_file("flags.py", src.replace('"__OFFSET__"', '""'))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/flags.py /app/data/readings.csv {sensor} "{v}" '
                 '> /app/out/anomalies.txt')
         t.expect_output("/app/out/anomalies.txt", truth, "the anomaly list (format above)")
+
+    def screen(self, t: TaskBuilder, start: int, step: int) -> None:
+        """The screening variant: the delivered value is the threshold multiplier K in thousandths. Both hidden
+        corpora hold a feed within 0.001 of K on its side, so any other K misjudges one of them."""
+        k, rng = t.knobs, t.rng
+        while True:
+            milli = round(k["k"] * 1000) + rng.randrange(-400, 400)
+            if not 2000 <= milli < 2100:  # never a year of the timestamps
+                break
+        kk = milli / 1000
+        kn = dict(k, k=kk)
+        src = (REFERENCE.replace("__W__", str(k["w"])).replace("__KMILLI__", str(milli))
+               .replace("__REPLACE__", str(k["replace"])).replace("__SENSOR__", "").replace("__OFFSET__", "0"))
+        ns: dict = {}
+        exec(src, ns)  # noqa: S102 - our own reference program
+
+        def series_item(spikes: int) -> str:
+            n = rng.randrange(k["w"] + 25, k["w"] + 110)
+            return csv_item(make_rows(rng, ns, n, kn, spikes, start, step))
+
+        def verdicts(rows, kval: float) -> bool:
+            """Is the feed clean under multiplier ``kval``?"""
+            series = [x for _, x in ns["series_of"](rows)]
+            return not ratios(series, k["w"], kval, k["replace"])[1]
+
+        def edge_item(flagged: bool) -> str:
+            """A clean feed plus one last reading just past (flagged) or just inside the threshold."""
+            while True:
+                n = rng.randrange(k["w"] + 25, k["w"] + 110)
+                rows = make_rows(rng, ns, n, kn, 0, start, step)
+                series = [x for _, x in ns["series_of"](rows)]
+                win = series[-k["w"]:]  # a clean feed: no flagged reading was replaced
+                m = sum(win) / k["w"]
+                sd = math.sqrt(sum((v - m) ** 2 for v in win) / k["w"])
+                last = max(r[0] for r in rows)
+                ts = time.strftime("%Y-%m-%dT%H:%M:%S",
+                                   time.gmtime(calendar.timegm(time.strptime(last, "%Y-%m-%dT%H:%M:%S")) + step))
+                for sign in (1, -1):
+                    x = round(m + sign * kk * sd, 2)
+                    for cand in (x - 0.01, x, x + 0.01):
+                        cand = round(cand, 2)
+                        new = rows + [(ts, f"{cand:.2f}", "C")]
+                        if flagged and not verdicts(new, kk) and verdicts(new, kk + 0.001):
+                            return csv_item(new)
+                        if not flagged and verdicts(new, kk) and not verdicts(new, kk - 0.001):
+                            return csv_item(new)
+
+        clean = [series_item(0) for _ in range(29)] + [edge_item(False)]
+        malicious = [series_item(rng.choice([1, 1, 1, 2, 3])) for _ in range(29)] + [edge_item(True)]
+        rng.shuffle(clean)
+        rng.shuffle(malicious)
+        for item in clean:
+            assert ns["is_clean"](item)
+        for item in malicious:
+            assert not ns["is_clean"](item)
+        for i, spikes in enumerate((0, 0, 1, 2), 1):  # shown samples, not part of the hidden corpora
+            verdict = "accepted" if spikes == 0 else "rejected"
+            t.add_file(f"/app/samples/feed{i}_{verdict}.csv", series_item(spikes))
+        t.say("Before a sensor feed is used to retrain our failure model we screen it: a feed that contains "
+              "even one anomalous reading goes to a human instead. Each feed is a CSV with header "
+              "`timestamp,value,unit` (ISO 8601 UTC timestamps, one reading per row). "
+              f"The rule uses a window of {k['w']} readings and a threshold multiplier K that the maintenance team "
+              "tuned, see below.")
+        v = t.deliver(str(milli), "the threshold multiplier K in thousandths (e.g. 1500 means K = 1.500)")
+        t.say(self.cleaning_text(k) + " " + self.rule_text(k, kk="K")
+              + " A feed is rejected if at least one of its readings is anomalous; otherwise it is accepted. "
+              "A few past feeds with their verdicts are in `/app/samples/`.")
+        screen = (SCREEN.replace("__W__", str(k["w"])).replace("__REPLACE__", str(k["replace"]))
+                  .replace("__SENSOR__", "").replace("__OFFSET__", "0"))
+        c_screen = (C_REFERENCE.replace("__W__", str(k["w"])).replace("__REPLACE__", str(int(k["replace"])))
+                    .replace("__SCREEN__", "1").replace("__SENSOR__", "").replace("__OFFSET__", "0"))
+        t.expect_classifier("Write that screen as a program (hard-code K): the feed arrives on standard input.",
+                            clean, malicious, {"Python": screen, "C": c_screen})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/__KMILLI__/{v}/" "$f"; done')

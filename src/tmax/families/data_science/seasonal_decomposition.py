@@ -14,12 +14,20 @@ import datetime
 import sys
 
 STORE = "__STORE__"
+ASOF = "__ASOF__"  # YYYYMMDD: the backtest's as-of date; later rows are not known yet
 FORECAST = __FORECAST__  # also forecast the 7 days after the last date
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
-def series(text, store):
-    """Daily units of one store, gaps interpolated: [(date, units)] from its first to its last date."""
+def as_of(text):
+    if len(text) != 8 or not text.isdigit():
+        raise SystemExit("as-of date must be written YYYYMMDD, got %r" % text)
+    return datetime.datetime.strptime(text, "%Y%m%d").date()
+
+
+def series(text, store, asof):
+    """Daily units of one store up to ``asof``, gaps interpolated: [(date, units)] from its first to its last
+    date."""
     lines = text.splitlines()
     header = [h.strip() for h in lines[0].split(",")]
     known = {}
@@ -31,6 +39,8 @@ def series(text, store):
         if rec["store"] != store:
             continue
         day = datetime.date.fromisoformat(rec["date"])
+        if day > asof:
+            continue
         if rec["units"] == "":
             known.pop(day, None)  # the latest row for the day says: unknown
             continue
@@ -48,8 +58,8 @@ def series(text, store):
     return out
 
 
-def decompose(text, store=None):
-    s = series(text, store or STORE)
+def decompose(text, store=None, asof=None):
+    s = series(text, store or STORE, as_of(asof or ASOF))
     ys = [y for _, y in s]
     trend = [None] * len(ys)
     for i in range(3, len(ys) - 3):
@@ -80,14 +90,14 @@ def fmt(x):
     return "0.00" if s == "-0.00" else s
 
 
-def report(text, store=None):
-    return "".join("%s %s\n" % (name, fmt(v)) for name, v in decompose(text, store))
+def report(text, store=None, asof=None):
+    return "".join("%s %s\n" % (name, fmt(v)) for name, v in decompose(text, store, asof))
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         with open(sys.argv[1]) as f:
-            sys.stdout.write(report(f.read(), sys.argv[2] if len(sys.argv) > 2 else None))
+            sys.stdout.write(report(f.read(), sys.argv[2], sys.argv[3]))
     else:
         sys.stdout.write(report(sys.stdin.read()))
 '''
@@ -103,6 +113,7 @@ C_REFERENCE = r'''
 
 #define FORECAST __FORECAST__
 static const char *STORE = "__STORE__";
+static const char *ASOF = "__ASOF__"; /* YYYYMMDD */
 static const char *DAYS[7] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
 
 static char *trim(char *s) {
@@ -170,6 +181,9 @@ int main(void) {
         else if (!strcmp(h[j], "units")) c_units = j;
         else if (!strcmp(h[j], "unit")) c_unit = j;
     }
+    int ay, am, ad;
+    if (strlen(ASOF) != 8 || sscanf(ASOF, "%4d%2d%2d", &ay, &am, &ad) != 3) return 2;
+    long asof = days_from_civil(ay, (unsigned)am, (unsigned)ad);
     int n = 0, rcap = 256;
     Row *rows = malloc(rcap * sizeof(Row));
     long lo = 0, hi = 0;
@@ -179,6 +193,7 @@ int main(void) {
         int y, m, d;
         sscanf(f[c_date], "%d-%d-%d", &y, &m, &d);
         Row r = {days_from_civil(y, (unsigned)m, (unsigned)d), *f[c_units] != 0, 0.0};
+        if (r.day > asof) continue;
         if (r.known) {
             r.units = strtod(f[c_units], NULL);
             if (c_unit >= 0 && !strcmp(f[c_unit], "dozen")) r.units *= 12;
@@ -250,9 +265,7 @@ def near_tie(x: float, decimals: int = 2) -> bool:
     return abs(scaled - int(scaled) - 0.5) < 1e-6
 
 
-def make_sales(rng, k: dict, stores: list[str], weeks: int) -> str:
-    start = dt.date(2023, 1, 2) + dt.timedelta(days=rng.randrange(0, 500))
-    n = weeks * 7 + rng.randrange(0, 7)
+def make_sales(rng, k: dict, stores: list[str], start: dt.date, n: int) -> str:
     header = "date,store,units" + (",unit" if k["dozens"] else "")
     rows: list[list[str]] = []
     fixes: list[list[str]] = []
@@ -315,27 +328,45 @@ class SeasonalDecomposition(Family):
             if c not in stores:
                 stores.append(c)
         store = rng.choice(stores)
-        src = REFERENCE.replace("__FORECAST__", str(k["forecast"]))
+        start = dt.date(2023, 1, 2) + dt.timedelta(days=rng.randrange(0, 500))
+        src = REFERENCE.replace("__FORECAST__", str(k["forecast"])).replace("__STORE__", store)
         ns: dict = {}
-        exec(src.replace("__STORE__", store), ns)  # noqa: S102 - our own reference program
+        exec(src, ns)  # noqa: S102 - our own reference program
 
-        def generate(weeks: int) -> tuple[str, str]:
-            while True:
-                text = make_sales(rng, k, stores, weeks)
-                if not any(near_tie(v) for _, v in ns["decompose"](text)):
-                    return text, ns["report"](text)
+        def ymd(day: int) -> str:
+            return (start + dt.timedelta(days=day)).strftime("%Y%m%d")
+
+        def differs(text: str, truth: str, day: int) -> bool:
+            """No line of ``truth`` survives an as-of date a guess would land on (the days around it)."""
+            lines = set(truth.splitlines())
+            return all(not lines & set(ns["report"](text, store, ymd(alt)).splitlines())
+                       for alt in (day - 2, day - 1, day + 1, day + 2))
+
+        def generate(n: int, day: int | None) -> tuple[str, str] | None:
+            """Sales over ``n`` days and the report as of ``day`` (None: after the last day)."""
+            asof = ymd(n + 5 if day is None else day)
+            text = make_sales(rng, k, stores, start, n)
+            try:
+                rows = ns["decompose"](text, store, asof)
+            except (ZeroDivisionError, IndexError, ValueError):
+                return None
+            if any(near_tie(v) for _, v in rows):
+                return None
+            return text, ns["report"](text, store, asof)
 
         cols = "`date,store,units`" + (" plus `unit`" if k["dozens"] else "")
-        steps = ["Take the rows of the store named above."]
+        steps = [f"Take the rows of store `{store}` dated on or before the as-of date given below (a backtest: "
+                 "later rows were not known yet on that day)."]
         if k["fixes"]:
             steps.append("A later row for the same date is a correction: it replaces every earlier row for that "
                          "date (file order).")
         if k["dozens"]:
             steps.append("`unit` is `each` or `dozen`; multiply dozens by 12.")
         if k["gaps"]:
-            steps.append("The daily series runs from the store's first date to its last. Some days are absent and "
-                         "some have an empty `units` (unknown, after any correction): fill every such day by linear "
-                         "interpolation in time between the nearest known days before and after it.")
+            steps.append("The daily series runs from the store's first date to its last (after the as-of cut). Some "
+                         "days are absent and some have an empty `units` (unknown, after any correction): fill every "
+                         "such day by linear interpolation in time between the nearest known days before and after "
+                         "it.")
         steps.append("Trend: the centred 7-day moving average (the mean of the day itself and the 3 days on each "
                      "side); it is undefined for the first 3 and last 3 days.")
         steps.append("Seasonal index of a weekday: the mean of (units - trend) over the days of that weekday where "
@@ -349,28 +380,56 @@ class SeasonalDecomposition(Family):
             fmt += (", then `trend_last <T>`, `trend_slope <slope>`, then one line `<YYYY-MM-DD> <forecast>` for "
                     "each of the 7 days after the series' last date, in date order")
         fmt += "; every number rounded to 2 decimals, and never a negative zero"
-
+        asof_what = "the as-of date (YYYYMMDD)"
         if t.axes.verifier == "fuzz_equivalence":
-            cases = [generate(rng.randrange(4, 9)) for _ in range(10)]
+            while True:
+                day = rng.randrange(6 * 7, 12 * 7)
+                # The worked examples end before the as-of date: they show the steps, not the date.
+                examples = [generate(rng.randrange(4 * 7, day - 1), None) for _ in range(2)]
+                hidden = [generate(day + rng.randrange(7, 21), day) for _ in range(8)]
+                cases = examples + hidden
+                if any(c is None for c in cases):
+                    continue
+                if all(any(ns["report"](x, store, ymd(alt)) != y for x, y in hidden)
+                       for alt in (day - 2, day - 1, day + 1, day + 2)):
+                    break
             t.say("Every store manager sends me a daily sales CSV (header " + cols + ", ISO dates) and I want a "
-                  "tool that reads one on standard input and does a classical additive decomposition with a weekly "
-                  "period for the store named below.")
-            v = t.deliver(store, "the store")
+                  "backtesting tool that reads one on standard input and does a classical additive decomposition "
+                  f"with a weekly period for store `{store}`, as of the date given below.")
+            v = t.deliver(ymd(day), asof_what)
             t.say("Steps: " + " ".join(steps) + f" Output: {fmt}.")
-            t.expect_program("The store is always the one named above: hard-code it.", cases,
-                             {"Python": src, "C": C_REFERENCE.replace("__FORECAST__", str(int(k["forecast"])))})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__STORE__/{v}/" "$f"; done')
+            t.expect_program("The as-of date is always the one given above: hard-code it.", cases,
+                             {"Python": src, "C": C_REFERENCE.replace("__FORECAST__", str(int(k["forecast"])))
+                              .replace("__STORE__", store)})
+            t.solve(f'for f in /app/solution.*; do sed -i "s/__ASOF__/{v}/" "$f"; done')
             return
-
-        text, truth = generate(k["weeks"])
+        n = k["weeks"] * 7 + rng.randrange(35, 56)
+        while True:
+            text = make_sales(rng, k, stores, start, n)
+            days = list(range(k["weeks"] * 7, n - 3))
+            rng.shuffle(days)
+            found = None
+            for day in days[:8]:
+                try:
+                    got = ns["decompose"](text, store, ymd(day))
+                except (ZeroDivisionError, IndexError, ValueError):
+                    continue
+                if any(near_tie(x) for _, x in got):
+                    continue
+                truth = ns["report"](text, store, ymd(day))
+                if differs(text, truth, day):
+                    found = day
+                    break
+            if found is not None:
+                break
         t.add_file("/app/data/sales.csv", text)
         t.say(f"`/app/data/sales.csv` has daily unit sales of all our stores (columns {cols}; ISO dates). I want "
-              "the weekly pattern of the store named below, from a classical additive decomposition with a period "
-              "of 7 days.")
-        v = t.deliver(store, "the store")
+              f"the weekly pattern of store `{store}` as we would have seen it on the as-of date given below, from "
+              "a classical additive decomposition with a period of 7 days.")
+        v = t.deliver(ymd(found), asof_what)
         t.say("Steps: " + " ".join(steps))
         t.say(f"Output format: {fmt}.")
-        t.add_solution_file("decompose.py", src)
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decompose.py /app/data/sales.csv "{v}" '
+        t.add_solution_file("decompose.py", src.replace('"__ASOF__"', '""'))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decompose.py /app/data/sales.csv {store} "{v}" '
                 '> /app/out/weekly_pattern.txt')
         t.expect_output("/app/out/weekly_pattern.txt", truth, "the decomposition (format above)")

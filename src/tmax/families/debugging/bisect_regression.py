@@ -4,12 +4,14 @@ time, fixed dates and authors) is full of behaviour-preserving refactors, docs, 
 bumps; one commit (two at level 4) changes the pricing for some orders (float cents, an off-by-one
 bulk threshold, a lost case normalisation, per-line tax rounding). Traps at higher levels: commits
 that do not run at all (syntax errors, a misspelt name), an intended output-format change that
-breaks naive string comparison, an intended rule change that moves other orders' totals. The answer
-is the subject line of the offending commit(s)."""
+breaks naive string comparison, an intended rule change that moves other orders' totals. The
+complaining customer knows only the total main prints for their order (delivered): the agent finds the
+order by it. The answer is the order id and the subject line of the offending commit(s)."""
 
 from __future__ import annotations
 
 import json
+import re
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
 
@@ -238,6 +240,52 @@ git bisect run /solution/check.sh "$order" "$good" >/dev/null 2>&1
 subject=$(git log -1 --format=%s refs/bisect/bad)
 git bisect reset >/dev/null 2>&1
 echo "$order $subject"
+'''
+FIND = r'''# usage: find.py TOTAL_CENTS -> the one order whose total on main is TOTAL_CENTS (and differs from v1.0's)
+import contextlib
+import csv
+import io
+import re
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+REPO, ORDERS = "/app/repo", "/app/data/orders.csv"
+
+
+def cents(text):
+    for line in text.splitlines():
+        m = re.match(r"\s*total\s+([\d,]+)\.(\d\d)", line, re.I)
+        if m:
+            return int(m.group(1).replace(",", "")) * 100 + int(m.group(2))
+    return None
+
+
+subprocess.run(["git", "checkout", "-q", "main"], cwd=REPO, check=True)
+sys.path.insert(0, REPO)
+from invoicer.cli import main  # noqa: E402 - main's code, loaded once for every order
+
+with open(ORDERS, newline="") as f:
+    ids = sorted({r["order_id"] for r in csv.DictReader(f)}, key=int)
+hits = []
+for oid in ids:
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            main([ORDERS, "--order", oid])
+    except SystemExit:
+        continue
+    if cents(out.getvalue()) == int(sys.argv[1]):
+        hits.append(oid)
+if len(hits) != 1:
+    sys.exit(f"{len(hits)} orders have that total on main")
+subprocess.run(["git", "checkout", "-q", "v1.0"], cwd=REPO, check=True)
+old = subprocess.run([sys.executable, "-B", "-m", "invoicer", ORDERS, "--order", hits[0]], cwd=REPO,
+                     capture_output=True, text=True, check=True).stdout
+subprocess.run(["git", "checkout", "-q", "main"], cwd=REPO, check=True)
+if cents(old) == int(sys.argv[1]):
+    sys.exit("that order's total did not change")
+print(hits[0])
 '''
 CHECK = r'''#!/bin/bash
 # exit 0: total as in v1.0 (good); 1: different (bad); 125: this commit cannot be tested.
@@ -494,16 +542,39 @@ class BisectRegression(Family):
                 return None
             return tag_index + first
 
-        found: dict[str, tuple] = {}
+        found: dict[str, list[tuple]] = {}
         reg_index = {tag_index + p: b for p, (kind, b) in plan.items() if kind == "regress"}
         for order in orders:
             c = culprit_of(order)
-            if c is not None and c in reg_index and reg_index[c] not in found:
-                found[reg_index[c]] = (order, c)
+            if c is not None and c in reg_index:
+                found.setdefault(reg_index[c], []).append((order, c))
         if len(found) < len(culprits):
             missing = sorted(set(culprits) - set(found))
             raise FamilyError(f"bisect_regression: no order isolates regression(s) {missing}")
-        picks = sorted(found.values(), key=lambda oc: oc[1])
+        # A complaint names no order: only the total main prints for it, in cents (delivered). That total
+        # must single out one order, and must not be readable anywhere else (orders, code, history).
+        main_totals = [total_at(fns[-1], o) for o in orders]
+        seen_totals = [x for x in main_totals if x is not None]
+        groups = sorted(found.values(), key=lambda ocs: ocs[0][1])
+        # Only the first complaint can go through the channel (one delivered value per task: not every
+        # fixture kind carries two); the second one, at level 4, names its order.
+        others = [g[0] for g in groups[1:]]
+        visible = [json.dumps({"blocks": texts, "commits": commits}), "\n".join(o[0] for o, _ in others),
+                   t.persona.opening, t.persona.closing] + \
+            [f"{oid},{sku},{qty},{price},{cat},{coupon}" for oid, lines, coupon in orders
+             for sku, qty, price, cat in lines]
+        runs = sorted(set(re.findall(r"[0-9]+", "\n".join(visible))))
+
+        def fits(oc, digits: int) -> bool:
+            total = main_totals[orders.index(oc[0])]
+            return total is not None and len(str(total)) >= digits and seen_totals.count(total) == 1 \
+                and not any(str(total) in run for run in runs)
+
+        fit = [oc for oc in groups[0] if fits(oc, 5)] or [oc for oc in groups[0] if fits(oc, 4)]
+        if not fit:
+            raise FamilyError("bisect_regression: no complaint order has a total of its own")
+        picks = [rng.choice(fit)] + others
+        delivered_total = str(main_totals[orders.index(picks[0][0])])
         truth = "".join(f"{o[0]} {commits[c]['subject']}\n" for o, c in sorted(picks, key=lambda oc: int(oc[0][0])))
 
         # Fixtures: the orders export and the repository, built at environment build time.
@@ -516,29 +587,34 @@ class BisectRegression(Family):
         t.add_file("/tmp/tmax-dbg/mkrepo.py", BUILDER)
         t.add_setup("python3 /tmp/tmax-dbg/mkrepo.py /tmp/tmax-dbg/history.json /app/repo && rm -rf /tmp/tmax-dbg")
 
-        first_order = picks[0][0][0]
         t.say("Our invoicing tool lives in the git repository `/app/repo`; from the repository root it runs as "
               "`python3 -m invoicer /app/data/orders.csv --order <id>` and prints the order's subtotal, discount, "
               "tax and total. Release `v1.0` (a tag on `main`) priced every order correctly.")
         if len(picks) == 1:
-            t.say("A customer complains that on the current `main` the total of their order, given below, is not "
-                  "what v1.0 computed, although nothing about the order changed. Find the commit on `main` that "
-                  "introduced the change: the first commit after v1.0 at which that order's total differs from "
-                  "v1.0's.")
+            t.say("A customer complains that on the current `main` the total of their order is not what v1.0 "
+                  "computed, although nothing about the order changed. They could not tell us the order id, only "
+                  "the total that the current `main` prints for their order, given below in cents (a total of "
+                  "`12.30` is `1230`); no other order has that total on `main`. Find the order, and the commit "
+                  "on `main` that introduced the change: the first commit after v1.0 at which that order's total "
+                  "differs from v1.0's.")
         else:
-            second = picks[1][0][0]
             t.say(f"Two customers complain that on the current `main` the totals of their orders are not what v1.0 "
-                  f"computed, although nothing about the orders changed: order {second} and a second order given "
-                  "below. They may well be two separate problems. For each of the two orders, find the commit on "
-                  "`main` that introduced the change: the first commit after v1.0 at which that order's total "
+                  f"computed, although nothing about the orders changed: order {others[0][0][0]}, and a second "
+                  "order whose id the customer could not tell us, only the total that the current `main` prints "
+                  "for it, given below in cents (a total of `12.30` is `1230`; no other order has that total on "
+                  "`main`). They may well be two separate problems. For each of the two orders, find the commit "
+                  "on `main` that introduced the change: the first commit after v1.0 at which that order's total "
                   "differs from v1.0's.")
         t.say("Report one line per order: the order id, a space, and the subject line of that commit exactly as "
               "`git log --format=%s` prints it" + (", lines sorted by order id." if len(picks) > 1 else "."))
-        var = t.deliver(first_order, "the order id" if len(picks) == 1 else "the other order id")
+        var = t.deliver(delivered_total, "the total main prints for the customer's order, in cents"
+                        if len(picks) == 1 else "the total main prints for the other order, in cents")
         t.add_solution_file("bisect.sh", ORACLE)
         t.add_solution_file("check.sh", CHECK)
         t.add_solution_file("total.py", TOTAL)
-        orders_arg = f'"{var}"' + "".join(f" {o[0]}" for o, _ in picks[1:])
+        t.add_solution_file("find.py", FIND)
+        orders_arg = '"$first"' + "".join(f" {o[0]}" for o, _ in others)
         t.solve("chmod +x /solution/*.sh 2>/dev/null || true\nmkdir -p /app/out\n"
+                f'first=$(python3 /solution/find.py "{var}")\n'
                 f"for o in {orders_arg}; do bash /solution/bisect.sh \"$o\"; done | sort -n > /app/out/culprits.txt")
         t.expect_output("/app/out/culprits.txt", truth, "the report")

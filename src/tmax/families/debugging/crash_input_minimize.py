@@ -7,9 +7,13 @@ closed in batch mode and swept, depending on the level); the script is built so 
 unique (the crash condition only accumulates, every trigger line occurs once). Traps: look-alike
 patterns that do not crash (a close without hold is only a soft close), and, at higher levels, lines
 after the crash point that make the tool abort or reject the script, so a reducer that accepts any
-failure converges on the wrong lines."""
+failure converges on the wrong lines. Other customers' scripts crash the tool too; uploads are filed
+under a digest of their ticket number, so only the (delivered) ticket says which script is this one."""
 
 from __future__ import annotations
+
+import hashlib
+import re
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
 
@@ -402,6 +406,15 @@ def make_script(rng, level: int, n_lines: int, tail_traps: bool) -> tuple[list[s
     return lines, sorted(trig)
 
 
+def upload_name(ticket: int) -> str:
+    return hashlib.sha256(str(ticket).encode()).hexdigest()[:12]
+
+
+def seen_digits(value: str, texts: list[str]) -> bool:
+    """Is ``value`` part of a run of digits in one of ``texts``?"""
+    return any(value in run for text in texts for run in re.findall(r"[0-9]+", text))
+
+
 @register
 class CrashInputMinimize(Family):
     name = "crash_input_minimize"
@@ -411,10 +424,10 @@ class CrashInputMinimize(Family):
                         "classifying failure signatures", "reproducing a failure")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
     languages = ("Bash", "Python")
-    levels = {1: {"lines": 40, "source": True, "tail_traps": False, "others": 1},
-              2: {"lines": 250, "source": True, "tail_traps": False, "others": 2},
-              3: {"lines": 900, "source": False, "tail_traps": True, "others": 2},
-              4: {"lines": 2500, "source": False, "tail_traps": True, "others": 3}}
+    levels = {1: {"lines": 40, "source": True, "tail_traps": False, "others": 4},
+              2: {"lines": 250, "source": True, "tail_traps": False, "others": 5},
+              3: {"lines": 900, "source": False, "tail_traps": True, "others": 5},
+              4: {"lines": 2500, "source": False, "tail_traps": True, "others": 6}}
 
     def build(self, t: TaskBuilder) -> None:
         k, rng, level = t.knobs, t.rng, t.level
@@ -434,13 +447,21 @@ class CrashInputMinimize(Family):
                 raise FamilyError(f"crash_input_minimize: line {i} breaks the uniqueness of the reproducer")
         truth = "".join(lines[i] + "\n" for i in needed)
 
-        ticket = rng.randrange(10000, 99999)
-        names = [ticket] + [rng.randrange(10000, 99999) for _ in range(k["others"])]
-        for n, tk in enumerate(names):
-            text = lines if n == 0 else make_script(rng, level, max(30, k["lines"] // 3), False)[0]
-            if n:  # other customers' scripts do not crash
-                text = [line for line in text if not line.startswith("send ")] + ["audit"]
-            t.add_file(f"/app/incoming/script-{tk}.txl", "\n".join(text) + "\n")
+        # Other customers' scripts crash txreplay too (each on its own account), so only the ticket tells
+        # which upload is this one; uploads are filed under a digest of the ticket, never the ticket itself.
+        others = []
+        while len(others) < k["others"]:
+            text = make_script(rng, level, max(30, k["lines"] // 4), k["tail_traps"])[0]
+            if simulate(text, level)[0] == "segv":
+                others.append(text)
+        visible = [SOURCE, *("\n".join(x) for x in [lines, *others])]
+        while True:
+            tickets = [rng.randrange(10000, 99999) for _ in range(len(others) + 1)]
+            names = [f"script-{upload_name(tk)}.txl" for tk in tickets]
+            if len(set(names)) == len(names) and not seen_digits(str(tickets[0]), visible + names):
+                break
+        for name, text in zip(names, [lines, *others]):
+            t.add_file(f"/app/incoming/{name}", "\n".join(text) + "\n")
         src = SOURCE.replace("<<HOLD>>", str(int(level >= 2))).replace("<<BATCH>>", str(int(level >= 3))) \
             .replace("<<SWEEP>>", str(int(level >= 4)))
         where = "/app/src/txreplay.c" if k["source"] else "/tmp/tmax-dbg/txreplay.c"
@@ -451,14 +472,16 @@ class CrashInputMinimize(Family):
         have = "Its source is in `/app/src/txreplay.c`." if k["source"] else \
             "Only the stripped binary is available; its source is lost."
         t.say(f"`/app/bin/txreplay` replays ledger scripts (`txreplay FILE`, or the script on standard input). "
-              f"{have} Customers send their scripts to `/app/incoming/` as `script-<ticket>.txl`, and the one "
-              "from the ticket given below makes txreplay die with a segmentation fault.")
+              f"{have} Customers' scripts arrive in `/app/incoming/`; the intake service files each one as "
+              "`script-<digest>.txl`, where the digest is the first 12 hex digits of the SHA-256 of the ticket "
+              "number (its decimal digits, nothing else). The script from the ticket given below makes txreplay "
+              "die with a segmentation fault.")
         t.say("Before anyone can debug this we need the smallest reproducer: a subset of that script's lines, "
               "unchanged and in their original order, that still makes txreplay crash with a segmentation fault, "
               "and from which no single line can be removed without losing that crash (there is exactly one such "
               "subset). Write it as a script: one line per line, nothing else.")
-        var = t.deliver(str(ticket), "the ticket number")
+        var = t.deliver(str(tickets[0]), "the ticket number")
         t.add_solution_file("ddmin.py", DDMIN)
-        t.solve(f'mkdir -p /app/out\npython3 /solution/ddmin.py /app/bin/txreplay "/app/incoming/script-{var}.txl" '
-                "> /app/out/reproducer.txl")
+        t.solve(f'mkdir -p /app/out\nh=$(printf %s "{var}" | sha256sum | cut -c1-12)\n'
+                'python3 /solution/ddmin.py /app/bin/txreplay "/app/incoming/script-$h.txl" > /app/out/reproducer.txl')
         t.expect_output("/app/out/reproducer.txl", truth, "the minimal reproducer")

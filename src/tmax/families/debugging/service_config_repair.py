@@ -4,7 +4,8 @@ documented in the service's README: an out-of-range port, a misspelt host, a dat
 wrong CSV delimiter, a comma decimal, a misspelt boolean or enum, a key in the wrong section, a log
 directory that does not exist; at higher levels also silent ones (a lower-case currency code, an
 unpadded date compared as text) that make the service answer with an empty report. The agent must
-get it running and fetch one account's report (the account is delivered separately)."""
+get it running and fetch one account's report (the account code is delivered separately; the data
+export only holds pseudonyms of account codes, which the service computes)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ Endpoints: GET /health, GET /report?account=<ACCOUNT>
 """
 import configparser
 import csv
+import hashlib
 import sys
 from datetime import date
 from decimal import Decimal, InvalidOperation
@@ -85,6 +87,11 @@ def load_rows(path, delimiter):
     return rows
 
 
+def pseudonym(account):
+    """The account column of the export: accounts are pseudonymised (see README.md)."""
+    return "acct-" + hashlib.sha256(account.encode()).hexdigest()[:12]
+
+
 def week_of(day):
     year, month, dom = (int(x) for x in day.split("-"))
     iso = date(year, month, dom).isocalendar()
@@ -130,9 +137,9 @@ def main():
             if url.path != "/report":
                 return self.reply(404, "not found\n")
             account = parse_qs(url.query).get("account", [""])[0]
-            if account not in accounts:
+            if pseudonym(account) not in accounts:
                 return self.reply(404, f"no such account: {account}\n")
-            return self.reply(200, build_report(rows, account, cfg))
+            return self.reply(200, build_report(rows, pseudonym(account), cfg))
 
         def reply(self, status, body):
             data = body.encode()
@@ -164,6 +171,9 @@ Start: `python3 /app/svc/reportd.py /app/svc/reportd.ini` (runs in the foregroun
 
 Endpoints: `GET /health` answers `ok`; `GET /report?account=<ACCOUNT>` answers the report as plain text:
 one line `<group> <count> <sum>` per day (`YYYY-MM-DD`) or ISO week (`YYYY-Www`), then `total <count> <sum>`.
+
+The transactions export is pseudonymised: its `account` column holds `acct-` followed by the first 12
+hex digits of the SHA-256 of the account code. Ask for the account code itself; the service maps it.
 
 ## Configuration (INI)
 
@@ -206,6 +216,16 @@ kill "$pid" 2>/dev/null || true
 '''
 
 
+def seen_code(code: str, texts: list[str]) -> bool:
+    """Is ``code`` in one of ``texts``, upper-cased, reversed or Caesar-shifted?"""
+    shifts = {"".join(chr((ord(c) - 65 + n) % 26 + 65) for c in code) for n in range(26)}
+    for text in texts:
+        up = text.upper()
+        if code in up or code[::-1] in up or any(s in up for s in sorted(shifts)):
+            return True
+    return False
+
+
 def ini(v: dict, since_in_server: bool = False) -> str:
     server = [f"host = {v['host']}", f"port = {v['port']}", f"log_file = {v['log_file']}"]
     report = [f"currency = {v['currency']}", f"min_amount = {v['min_amount']}", f"since = {v['since']}",
@@ -232,12 +252,19 @@ class ServiceConfigRepair(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
+        ns: dict = {"__name__": "reportd"}
+        exec(SERVICE, ns)  # noqa: S102 - our own service code
+        pseudonym = ns["pseudonym"]
+        # The account code must not be readable off anything but its channel: the export only holds
+        # pseudonyms, and no code may occur (or be one easy decoding away) in the static texts.
+        static = [SERVICE, README, t.persona.opening, t.persona.closing, ini({"host": "", "port": "",
+                  "log_file": "", "path": "", "delimiter": "", "currency": "", "min_amount": "", "since": "",
+                  "include_refunds": "", "group_by": ""})]
         accounts = []
         while len(accounts) < k["accounts"]:
             code = t.code()
-            if code not in accounts:
+            if code not in accounts and not seen_code(code, static):
                 accounts.append(code)
-        target = rng.choice(accounts)
         month0 = rng.randint(1, 6)
         good = {"host": "127.0.0.1", "port": rng.randint(5200, 5999), "log_file": "/app/svc/logs/reportd.log",
                 "path": "/app/svc/data/transactions.csv", "delimiter": rng.choice([";", "|"]),
@@ -246,10 +273,11 @@ class ServiceConfigRepair(Family):
                 "since": f"2024-{month0 + 1:02d}-{rng.randint(1, 9):02d}",
                 "include_refunds": rng.choice(["true", "false"]), "group_by": rng.choice(["day", "week"])}
 
-        # Fixtures: the transactions (every account active in every month; the target in the right currency).
+        # Fixtures: the transactions, every account about equally active (the most active account is no
+        # hint), accounts pseudonymised as the service's export does.
         rows = []
         for _ in range(k["rows"]):
-            acct = target if rng.random() < 0.3 else rng.choice(accounts)
+            acct = pseudonym(rng.choice(accounts))
             day = f"2024-{rng.randint(month0, month0 + 3):02d}-{rng.randint(1, 28):02d}"
             cur = good["currency"] if rng.random() < 0.7 else rng.choice(["EUR", "USD", "GBP", "CHF"])
             kind = "refund" if rng.random() < 0.15 else "sale"
@@ -264,13 +292,17 @@ class ServiceConfigRepair(Family):
         t.add_file("/app/svc/README.md", README)
 
         # The truth: the service's own report function with the intended configuration.
-        ns: dict = {"__name__": "reportd"}
-        exec(SERVICE, ns)  # noqa: S102 - our own service code
         cfg = {"currency": good["currency"], "since": good["since"],
-               "include_refunds": good["include_refunds"] == "true", "min_amount": Decimal(good["min_amount"]), "group_by": good["group_by"]}
-        truth = ns["build_report"](rows, target, cfg)
-        if truth.startswith("total 0 "):
-            raise ValueError("service_config_repair: the target account has no reportable transactions")
+               "include_refunds": good["include_refunds"] == "true", "min_amount": Decimal(good["min_amount"]),
+               "group_by": good["group_by"]}
+        reports = {a: ns["build_report"](rows, pseudonym(a), cfg) for a in accounts}
+        counts = {a: sum(1 for r in rows if r[1] == pseudonym(a)) for a in accounts}
+        top = max(counts.values())
+        fit = [a for a in accounts if not reports[a].startswith("total 0 ") and counts[a] < top]
+        if not fit:
+            raise ValueError("service_config_repair: no account has reportable transactions")
+        target = rng.choice(fit)
+        truth = reports[target]
 
         # The broken configuration.
         faults = sorted(rng.sample(STARTUP, k["startup"])) + sorted(rng.sample(SILENT, k["silent"]))
@@ -309,7 +341,7 @@ class ServiceConfigRepair(Family):
                  "is wrong." if k["silent"] else "")
         t.say("Then get the report for the account given below from the running service (`GET /report?account=...`)"
               f" and keep its body exactly as served.{extra}")
-        var = t.deliver(target, "the account")
+        var = t.deliver(target, "the account code")
         t.add_solution_file("reportd.ini", ini(good))
         t.add_solution_file("fetch.sh", ORACLE)
         t.solve(f'mkdir -p /app/out\nbash /solution/fetch.sh "{var}" {good["port"]} /app/out/report.txt')

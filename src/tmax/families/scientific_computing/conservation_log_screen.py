@@ -1,20 +1,25 @@
 """Which simulation runs broke the physics? Logs of a 2-D system of colliding particles must conserve total
-momentum and kinetic energy within a tolerance (delivered separately); corrupted runs drift, kick a
+momentum and kinetic energy within a tolerance (delivered separately, in ppb); corrupted runs drift, kick a
 particle, skip or repeat time stamps, contain NaN/inf, declare a non-positive mass or lose rows. As a
-screening program it must reject every corrupted log and keep every sound one."""
+screening program it must reject every corrupted log and keep every sound one. Some runs sit just inside
+and just outside the tolerance, and a margin report gives each sound run's share of it, so only the exact
+tolerance gives the right answer."""
 
 from __future__ import annotations
 
 import math
+import random
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.scientific_computing._unseen import clear_of, visible_numbers
 
 REFERENCE = r'''
 import math
 import sys
 
-TOL_PPM = __TOL_PPM__
+TOL_PPB = int("__TOL_PPB__")
 RULES = __RULES__
+DRIFTS = [r for r in RULES if r in ("momentum", "energy")]
 
 
 def parse(text):
@@ -33,9 +38,9 @@ def parse(text):
     return masses, dt, rows
 
 
-def check(text, tol_ppm=None):
+def check(text, tol_ppb=None):
     """(first failing rule or None, momentum drift, energy drift) -- drifts relative, None if not reached."""
-    tol = (TOL_PPM if tol_ppm is None else tol_ppm) * 1e-6
+    tol = (TOL_PPB if tol_ppb is None else tol_ppb) * 1e-9
     masses, dt, rows = parse(text)
     n = len(masses)
     steps = {}
@@ -75,16 +80,28 @@ def check(text, tol_ppm=None):
     return None, mom, en
 
 
-def verdict(text, tol_ppm=None):
-    return check(text, tol_ppm)[0]
+def verdict(text, tol_ppb=None):
+    return check(text, tol_ppb)[0]
 
 
-def report(named, tol_ppm=None, reasons=True):
+def usage(text, tol_ppb=None):
+    """The largest checked drift of a sound run as a share of the tolerance."""
+    _, mom, en = check(text, tol_ppb)
+    drift = max({"momentum": mom, "energy": en}[r] for r in DRIFTS)
+    return drift / ((TOL_PPB if tol_ppb is None else tol_ppb) * 1e-9)
+
+
+def report(named, tol_ppb=None, mode="reasons"):
+    """One line per run, sorted by name: a sound run with its share of the tolerance; a rejected one with
+    its reason (mode "reasons") or as `rejected` (mode "names"); mode "margins" lists the sound runs only."""
     out = []
     for name in sorted(named):
-        why = verdict(named[name], tol_ppm)
-        if why:
-            out.append("%s %s\n" % (name, why) if reasons else name + "\n")
+        why = verdict(named[name], tol_ppb)
+        if not why:
+            share = "%.4f" % usage(named[name], tol_ppb)
+            out.append("%s %s\n" % (name, share) if mode == "margins" else "%s ok %s\n" % (name, share))
+        elif mode != "margins":
+            out.append("%s %s\n" % (name, why if mode == "reasons" else "rejected"))
     return "".join(out)
 
 
@@ -93,7 +110,7 @@ if __name__ == "__main__":
     if args and args[0] == "--dir":
         import os
         files = {f: open(os.path.join(args[1], f)).read() for f in os.listdir(args[1]) if f.endswith(".csv")}
-        sys.stdout.write(report(files, int(args[2]), args[3] == "reasons"))
+        sys.stdout.write(report(files, int(args[2]), args[3]))
     else:
         sys.exit(1 if verdict(sys.stdin.read()) else 0)
 '''
@@ -105,7 +122,7 @@ C_REFERENCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
-#define TOL_PPM __TOL_PPM__
+#define TOL_PPB __TOL_PPB__
 #define R_ROWS __R_ROWS__
 #define R_TIME __R_TIME__
 #define R_NONFINITE __R_NONFINITE__
@@ -116,7 +133,7 @@ C_REFERENCE = r'''
 typedef struct { long step; double t; long id; double v[4]; } Row;
 
 int main(void) {
-    double tol = TOL_PPM * 1e-6, dt = 0, masses[64];
+    double tol = TOL_PPB * 1e-9, dt = 0, masses[64];
     int n = 0;
     size_t cap = 256, nrows = 0, lcap = 0;
     Row *rows = malloc(cap * sizeof(Row));
@@ -212,15 +229,20 @@ RULE_TEXT = {
               "|E_s - E_0| over all steps, divided by E_0, must not exceed the tolerance",
 }
 ORDER = ("rows", "time", "nonfinite", "mass", "momentum", "energy")
+# Drifts (in tolerances) of the runs planted next to the tolerance: a tolerance more than 0.15% off moves one
+# of them across it. Still far above any floating-point disagreement between correct programs.
+NEAR_OK, NEAR_BAD = (0.9985, 0.9994), (1.0006, 1.0015)
 
 
 def fmt_row(s: int, dt: float, i: int, p: list[float], v: list[float]) -> list:
     return [s, f"{s * dt:.4f}", i, f"{p[0]:.6f}", f"{p[1]:.6f}", f"{v[0]:.6f}", f"{v[1]:.6f}"]
 
 
-def simulate(rng, tol: float, fault: str | None, small: bool) -> str:
+def simulate(rng, tol: float, fault: str | None, small: bool, amp: float | None = None) -> str:
     """A 2-D run with elastic collisions (momentum and energy conserved), a little energy noise below the
-    tolerance, and at most one planted fault."""
+    tolerance, and at most one planted fault. ``amp`` (in tolerances) sets the noise of a sound run or the
+    kick of a momentum or energy fault instead of a random size; the random draws stay the same, so a
+    run can be tuned to a given drift by varying it alone."""
     n = rng.randint(2, 3 if small else 4)
     masses = [round(rng.uniform(0.5, 3.0), 3) for _ in range(n)]
     dt = rng.choice([0.005, 0.01, 0.02, 0.025])
@@ -228,7 +250,9 @@ def simulate(rng, tol: float, fault: str | None, small: bool) -> str:
     pos = [[rng.uniform(-5, 5), rng.uniform(-5, 5)] for _ in range(n)]
     vel = [[rng.uniform(-2, 2), rng.uniform(-2, 2)] for _ in range(n)]
     fault_step = rng.randint(2, steps)
-    noise = rng.uniform(0.05, 0.3) * tol  # total energy wobble allowed in a sound run (relative)
+    noise = rng.uniform(0.6, 1.5) * tol  # scale of the energy wobble of a sound run (relative)
+    if amp is not None and fault is None:
+        noise = amp * tol
     rows = []
     for s in range(steps + 1):
         if s:
@@ -248,11 +272,13 @@ def simulate(rng, tol: float, fault: str | None, small: bool) -> str:
             if rng.random() < 0.3:  # integration noise: rescale about the centre of mass (momentum kept)
                 _scale_internal(vel, masses, 1 + rng.uniform(-0.5, 0.5) * noise / 4)
             if fault == "energy" and s == fault_step:
-                _scale_internal(vel, masses, 1 + rng.choice([-1, 1]) * rng.uniform(1.5, 10) * tol)
+                sign, size = rng.choice([-1, 1]), rng.uniform(1.5, 10)
+                _scale_internal(vel, masses, 1 + sign * (size if amp is None else amp) * tol)
             if fault == "momentum" and s == fault_step:
                 i = rng.randrange(n)
                 s0 = sum(m * math.hypot(*v) for m, v in zip(masses, vel))
-                want = rng.uniform(2, 12) * tol * s0 / (masses[i] * math.hypot(*vel[i]))
+                size = rng.uniform(2, 12)
+                want = (size if amp is None else amp) * tol * s0 / (masses[i] * math.hypot(*vel[i]))
                 th = 2 * math.asin(min(1.0, want / 2)) * rng.choice([-1, 1])
                 c, sn = math.cos(th), math.sin(th)
                 vel[i] = [vel[i][0] * c - vel[i][1] * sn, vel[i][0] * sn + vel[i][1] * c]
@@ -303,14 +329,28 @@ class ConservationLogScreen(Family):
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
 
     def build(self, t: TaskBuilder) -> None:
+        # The delivered tolerance is a 7-digit count of ppb drawn clear of every number in what the agent
+        # sees (the logs have no run of more than 6 digits). Runs planted just inside and just outside it,
+        # and the margin report, make any other candidate give a different answer.
+        while True:
+            tol_ppb = t.rng.randrange(1_100_000, 9_900_000)
+            built = self.generate(t, tol_ppb)
+            if clear_of(tol_ppb, visible_numbers(*built["seen"]), 0.05 * tol_ppb):
+                break
+        self.write(t, tol_ppb, built)
+
+    def generate(self, t: TaskBuilder, tol_ppb: int) -> dict:
         k, rng = t.knobs, t.rng
-        tol_ppm = rng.choice([200, 250, 400, 500, 800, 1000, 2000])
-        tol = tol_ppm * 1e-6
+        tol = tol_ppb * 1e-9
         rules = [r for r in ORDER if r in k["rules"]]
         src = REFERENCE.replace("__RULES__", repr(rules))
         ns: dict = {}
-        exec(src.replace("__TOL_PPM__", str(tol_ppm)), ns)  # noqa: S102 - our own reference program
+        exec(src.replace("__TOL_PPB__", str(tol_ppb)), ns)  # noqa: S102 - our own reference program
         small = t.axes.verifier == "adversarial_corpus"
+
+        def share_ok(x: float) -> bool:  # a margin that rounds the same in any correct program
+            f = x * 10000
+            return abs(f - math.floor(f) - 0.5) > 1e-3
 
         def run(fault: str | None) -> str:
             while True:
@@ -322,56 +362,119 @@ class ConservationLogScreen(Family):
                 if (mom is not None and (0.5 * tol < mom < 1.5 * tol)) or \
                         (en is not None and (0.5 * tol < en < 1.5 * tol)):
                     continue
+                # a sound run's margin is large enough that a tolerance 0.1% off moves its 4th decimal
+                if fault is None and not (ns["usage"](text) >= 0.2 and share_ok(ns["usage"](text))):
+                    continue
                 return text
 
+        def tuned(fault: str | None, lo: float, hi: float) -> str:
+            """A run whose drift (the energy's for a sound run, the fault's own otherwise) is lo..hi
+            tolerances: the noise or kick size is bisected over the same random run."""
+            while True:
+                seed = rng.getrandbits(64)
+
+                def drift(amp: float) -> tuple[str, str | None, float, float]:
+                    text = simulate(random.Random(seed), tol, fault, small, amp)
+                    why, mom, en = ns["check"](text)
+                    if mom is None:
+                        return text, why, 0.0, 0.0
+                    return text, why, (mom if fault == "momentum" else en) / tol, en / tol
+
+                target, a, b = (lo + hi) / 2, 0.0, 1.0
+                while b < 1e4 and drift(b)[2] <= target:
+                    a, b = b, 2 * b
+                if b >= 1e4:
+                    continue
+                for _ in range(80):
+                    m = (a + b) / 2
+                    text, why, d, en = drift(m)
+                    if lo <= d <= hi:
+                        if why == fault and share_ok(d) and (fault != "momentum" or en < 0.5):
+                            return text
+                        break
+                    a, b = (m, b) if d < target else (a, m)
+
+        out: dict = {"rules": rules, "src": src, "ns": ns}
+        if small:
+            faults = rules
+            clean = [run(None) for _ in range(22)] + [tuned(None, *NEAR_OK) for _ in range(2)]
+            near = [f for f in ("energy", "momentum") if f in rules]
+            malicious = [run(faults[i % len(faults)]) for i in range(24 - len(near))] + \
+                [tuned(f, *NEAR_BAD) for f in near]
+            samples = {}
+            for i, fault in enumerate([None, None] + faults[:2], 1):
+                verdict = "accepted" if fault is None else "rejected"
+                samples[f"run{i}_{verdict}.csv"] = run(fault)
+            out.update(clean=clean, malicious=malicious, samples=samples, seen=list(samples.values()))
+            return out
+        n_bad = max(2, k["runs"] // 3)
+        kinds = [None] * (k["runs"] - n_bad) + [rules[i % len(rules)] for i in range(n_bad)]
+        rng.shuffle(kinds)
+        near_ok = rng.choice([i for i, f in enumerate(kinds) if f is None])
+        near_bad = rng.choice([i for i, f in enumerate(kinds) if f == "energy"])
+        named = {}
+        for i, fault in enumerate(kinds):
+            name = f"run_{i + 1:02d}.csv"
+            if i == near_ok:
+                named[name] = tuned(None, *NEAR_OK)
+            elif i == near_bad:
+                named[name] = tuned("energy", *NEAR_BAD)
+            else:
+                named[name] = run(fault)
+        out.update(named=named, seen=list(named.values()))
+        return out
+
+    def write(self, t: TaskBuilder, tol_ppb: int, built: dict) -> None:
+        k, rules, src, ns = t.knobs, built["rules"], built["src"], built["ns"]
         desc = ("Each run log starts with two header lines, `# masses: m_0 m_1 ...` (one mass per particle) and "
                 "`# dt: <seconds>`, then a CSV with header `step,t,id,x,y,vx,vy`: one row per particle per time step. "
                 "The particles only interact through elastic collisions, so a sound run conserves total momentum and "
-                "total kinetic energy up to small numerical noise. The tolerance, in parts per million (ppm; "
-                "500 ppm = 0.0005), is given below.")
+                "total kinetic energy up to small numerical noise. The tolerance is given below in parts per billion "
+                "(ppb: the relative tolerance is that number divided by one billion).")
         checks = ("A run is rejected when it fails one of these checks" + (", taken in this order (the first one "
                   "it fails is its reason)" if len(rules) > 1 else "") + ": " + "; ".join(RULE_TEXT[r] for r in rules)
                   + ".")
-        what = "the tolerance in ppm"
+        what = "the tolerance in ppb"
         if t.axes.verifier == "adversarial_corpus":
-            faults = rules
-            clean = [run(None) for _ in range(24)]
-            malicious = [run(faults[i % len(faults)]) for i in range(24)]
-            for i, fault in enumerate([None, None] + faults[:2], 1):
-                verdict = "accepted" if fault is None else "rejected"
-                t.add_file(f"/app/samples/run{i}_{verdict}.csv", run(fault))
+            for name, text in built["samples"].items():
+                t.add_file(f"/app/samples/{name}", text)
             t.say("Our particle simulation code has been producing the odd corrupted run and we want a gate in the "
                   "pipeline that refuses them before analysis. " + desc)
-            v = t.deliver(str(tol_ppm), what)
+            v = t.deliver(str(tol_ppb), what)
             t.say(checks + " A few past runs with their verdicts are in `/app/samples/`.")
             c_src = C_REFERENCE
             for r in ORDER:
                 c_src = c_src.replace(f"__R_{r.upper()}__", "1" if r in rules else "0")
             t.expect_classifier("Write that gate as a program (hard-code the tolerance): one run log arrives on "
-                                "standard input.", clean, malicious, {"Python": src, "C": c_src})
-            t.solve(f'test -n "{v}"\nfor f in /app/solution.*; do sed -i "s/__TOL_PPM__/{v}/" "$f"; done')
+                                "standard input.", built["clean"], built["malicious"], {"Python": src, "C": c_src})
+            t.solve(f'test -n "{v}"\nfor f in /app/solution.*; do sed -i "s/__TOL_PPB__/{v}/" "$f"; done')
             return
-        n_bad = max(2, k["runs"] // 3)
-        kinds = [None] * (k["runs"] - n_bad) + [rules[i % len(rules)] for i in range(n_bad)]
-        rng.shuffle(kinds)
-        named = {}
-        for i, fault in enumerate(kinds, 1):
-            named[f"run_{i:02d}.csv"] = run(fault)
-            t.add_file(f"/app/runs/run_{i:02d}.csv", named[f"run_{i:02d}.csv"])
+        named = built["named"]
+        for name, text in named.items():
+            t.add_file(f"/app/runs/{name}", text)
         t.say(f"The last batch of our particle simulation wrote {k['runs']} run logs to `/app/runs/`. " + desc)
-        v = t.deliver(str(tol_ppm), what)
+        v = t.deliver(str(tol_ppb), what)
         t.say(checks)
-        if k["reasons"]:
-            fmt = ("one line per rejected run, sorted by file name: the file name (e.g. `run_07.csv`), a space, and "
-                   "the reason (the name of the first check it fails, e.g. `" + rules[-1] + "`). Sound runs are not "
-                   "listed.")
+        drifts = [r for r in rules if r in ("momentum", "energy")]
+        # Every sound run is reported with its share of the tolerance, so the answer needs the exact
+        # tolerance, not just a value somewhere between the drifts of the sound and the broken runs.
+        share = ("the share of the tolerance it used: the larger of its momentum and energy drifts (the quantities "
+                 "compared with the tolerance above)" if len(drifts) > 1 else "the share of the tolerance it used: "
+                 "its energy drift (the quantity compared with the tolerance above)") + \
+            " divided by the tolerance, rounded to 4 decimals"
+        if t.axes.verifier == "metric_threshold":  # rejected runs' lines would not depend on the tolerance
+            mode, out = "margins", "/app/out/margins.txt"
+            fmt = ("one line per run that passes every check, sorted by file name: the file name (e.g. "
+                   f"`run_07.csv`), a space, and {share}. Rejected runs are not listed.")
+            what_out = "the margin report of the sound runs (format above)"
         else:
-            fmt = ("the file names of the rejected runs (e.g. `run_07.csv`), one per line, sorted. Sound runs are not "
-                   "listed.")
+            mode, out = ("reasons" if k["reasons"] else "names"), "/app/out/screen.txt"
+            reject = ("the reason (the name of the first check it fails, e.g. `" + rules[-1] + "`)" if k["reasons"]
+                      else "the word `rejected`")
+            fmt = ("one line per run, sorted by file name: the file name (e.g. `run_07.csv`), a space, then for a "
+                   f"sound run `ok`, a space and {share}; for a rejected run {reject}.")
+            what_out = "the screening report (format above)"
         t.say(f"Output format: {fmt}")
-        mode = "reasons" if k["reasons"] else "names"
-        t.add_solution_file("screen.py", src.replace("__TOL_PPM__", "None"))
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/screen.py --dir /app/runs "{v}" {mode} '
-                '> /app/out/rejected.txt')
-        t.expect_output("/app/out/rejected.txt", ns["report"](named, None, k["reasons"]),
-                        "the list of rejected runs (format above)")
+        t.add_solution_file("screen.py", src.replace("__TOL_PPB__", "0"))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/screen.py --dir /app/runs "{v}" {mode} > {out}')
+        t.expect_output(out, ns["report"](named, None, mode), what_out)

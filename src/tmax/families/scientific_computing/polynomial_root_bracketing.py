@@ -1,18 +1,21 @@
-"""Where are the equilibria? A file of named polynomials, each with its own interval; for the one named
-separately, every real root inside the interval (simple roots, some close together at higher levels),
-then each root's stability from the sign of the derivative and the work integral between the outermost
-equilibria from the exact antiderivative."""
+"""Where are the equilibria? A file of named polynomials, each with its own interval; for the named one,
+offset by a constant level delivered separately (a threshold, or a constant load on the bead), every
+real root of the offset polynomial inside the interval (simple roots, some close together at higher
+levels), then each root's stability from the sign of the derivative and the work integral between the
+outermost equilibria from the exact antiderivative."""
 
 from __future__ import annotations
 
 import math
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.scientific_computing._unseen import clear_of, visible_numbers
 
 REFERENCE = r'''
 import sys
 
 NAME = "__NAME__"
+LEVEL_MICRO = int("__LEVEL__")  # the constant subtracted from the polynomial, in millionths
 FIELDS = __FIELDS__
 
 
@@ -77,8 +80,14 @@ def table(text):
     return polys
 
 
-def analyse(text, name=None):
-    a, b, c = table(text)[name or NAME]
+def offset(c, level_micro):
+    """The coefficients of p(x) - level_micro / 1000000."""
+    return c[:-1] + [c[-1] - level_micro / 1000000]
+
+
+def analyse(text, level_micro=None):
+    a, b, c = table(text)[NAME]
+    c = offset(c, LEVEL_MICRO if level_micro is None else level_micro)
     rs = roots(c, a, b)
     d = deriv(c)
     n = len(c)
@@ -92,8 +101,8 @@ def num(x):
     return "0.000000" if s == "-0.000000" else s
 
 
-def report(text, name=None):
-    found, work = analyse(text, name)
+def report(text, level_micro=None):
+    found, work = analyse(text, level_micro)
     out = []
     for r, slope in found:
         if "stability" in FIELDS:
@@ -109,7 +118,7 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     if len(args) == 2:
         with open(args[0]) as f:
-            sys.stdout.write(report(f.read(), args[1]))
+            sys.stdout.write(report(f.read(), int(args[1])))
     else:
         sys.stdout.write(report(sys.stdin.read()))
 '''
@@ -188,12 +197,19 @@ class PolynomialRootBracketing(Family):
         anti = [x / (n - i) for i, x in enumerate(c)] + [0.0]
         return safe(ns["horner"](anti, rs[-1]) - ns["horner"](anti, rs[0]))
 
-    def table(self, rng, k: dict, ns: dict, names: list[str]) -> str:
+    def table(self, rng, k: dict, ns: dict, names: list[str], target: str, level_micro: int) -> str:
+        """The polynomials of ``names``; the target's is written with the level added to its constant term,
+        so that its roots are those of the written polynomial minus the level."""
         lines = []
         for name in names:
             while True:
                 a, b, c, n_roots = make_poly(rng, k)
-                if self.robust(ns, a, b, c, n_roots):
+                if name == target:
+                    c = c[:-1] + [float(f"{c[-1] + level_micro / 1000000:.6f}")]
+                    seen = ns["offset"](c, level_micro)  # exactly what the reference will solve
+                else:
+                    seen = c
+                if self.robust(ns, a, b, seen, n_roots):
                     lines.append(poly_line(name, a, b, c))
                     break
         return "# name a b coefficients (highest degree first)\n" + "".join(lines)
@@ -206,53 +222,72 @@ class PolynomialRootBracketing(Family):
             if c not in names:
                 names.append(c)
         target = rng.choice(names)
-        src = REFERENCE.replace("__FIELDS__", repr(k["fields"]))
-        ns: dict = {}
-        exec(src.replace("__NAME__", target), ns)  # noqa: S102 - our own reference program
+        fuzz = t.axes.verifier == "fuzz_equivalence"
+        src = REFERENCE.replace("__FIELDS__", repr(k["fields"])).replace("__NAME__", target)
+
+        def order() -> list[str]:
+            others = [n for n in names if n != target]
+            rng.shuffle(others)
+            out = others[:rng.randint(1, len(others))] + [target]
+            rng.shuffle(out)
+            return out
+
+        # The delivered value is the level in millionths, 7 digits: longer than any digit run of the tables or
+        # worked examples, and drawn clear of every number in them. Any other level moves every root, so no
+        # visible number is a usable guess.
+        while True:
+            level_micro = rng.randrange(1_000_000, 7_000_000)
+            ns: dict = {}
+            exec(src.replace("__LEVEL__", str(level_micro)), ns)  # noqa: S102 - our own reference program
+            seen = [self.table(rng, k, ns, order(), target, level_micro) for _ in range(2)] if fuzz else \
+                [self.table(rng, k, ns, names, target, level_micro)]
+            outs = [ns["report"](x) for x in seen] if fuzz else []
+            if clear_of(level_micro, visible_numbers(*seen, *outs), 2000):
+                break
         physics = bool(k["fields"])
         fmt_in = ("one polynomial per line: its name, the interval ends a and b, then its coefficients from the "
                   "highest degree down to the constant term, separated by spaces; a line starting with `#` is a "
                   "comment")
         if physics:
-            task = ("Each polynomial is the net force F(x) (newtons) on a bead sliding along a wire, as a function "
-                    "of its position x (metres), and the interval [a, b] is the part of the wire we care about. I need "
-                    "the equilibria of the bead named below inside its interval: the real roots of F in [a, b]. An "
-                    "equilibrium is `stable` if dF/dx < 0 there and `unstable` if dF/dx > 0.")
+            task = ("Each polynomial is the force F(x) (newtons) that the springs of a wire exert on a bead sliding "
+                    "along it, as a function of its position x (metres), and the interval [a, b] is the part of the "
+                    f"wire we care about. Bead `{target}` also carries a constant load L that pulls it towards "
+                    "negative x, so the net force on it is F(x) - L; L is given below in micronewtons (one "
+                    "million uN make 1 N). I need the equilibria of that bead inside its interval: the real roots "
+                    "of F(x) - L in [a, b]. An equilibrium is `stable` if dF/dx < 0 there and `unstable` if dF/dx > 0.")
             fmt = ("one line per equilibrium, in increasing x: the position rounded to 6 decimals, a space, and "
                    "`stable` or `unstable`")
             if "work" in k["fields"]:
-                fmt += ("; then a line `work=<J>`: the work done by F as the bead moves from the leftmost to the "
-                        "rightmost of those equilibria (the integral of F over that span, computed exactly from the "
-                        "antiderivative), rounded to 6 decimals")
+                fmt += ("; then a line `work=<J>`: the work done by the net force F - L as the bead moves from the "
+                        "leftmost to the rightmost of those equilibria (the integral of F(x) - L over that span, "
+                        "computed exactly from the antiderivative), rounded to 6 decimals")
+            what = "the load L in micronewtons"
         else:
-            task = "For the polynomial named below I need every real root inside its interval [a, b]."
+            task = (f"For the polynomial named `{target}` I need every x inside its interval [a, b] where it equals a "
+                    "threshold level c: the real roots of p(x) - c in [a, b]. The level is given below in "
+                    "millionths (an integer N means c = N divided by one million).")
             fmt = "one root per line, in increasing order, rounded to 6 decimals"
-        rules = ("All roots in the interval are simple (they may lie close together); none is at an interval end. "
+            what = "the threshold level in millionths"
+        rules = ("All those roots are simple (they may lie close together); none is at an interval end. "
                  "Never write `-0.000000`.")
-        what = "the polynomial's name"
-        if t.axes.verifier == "fuzz_equivalence":
-            cases = []
-            for _ in range(10):
-                others = [n for n in names if n != target]
-                rng.shuffle(others)
-                order = others[:rng.randint(1, len(others))] + [target]
-                rng.shuffle(order)
-                text = self.table(rng, k, ns, order)
+        if fuzz:
+            cases = [(text, ns["report"](text)) for text in seen]
+            for _ in range(8):
+                text = self.table(rng, k, ns, order(), target, level_micro)
                 cases.append((text, ns["report"](text)))
             t.say(f"I keep getting tables of polynomials in this format: {fmt_in}. I want a program that reads one "
                   "such table on standard input and does the following. " + task)
-            v = t.deliver(target, what)
+            v = t.deliver(str(level_micro), what)
             t.say(f"{rules} Output: {fmt}.")
-            t.expect_program("The polynomial of interest is always the one named above: hard-code its name.", cases,
-                             {"Python": src.replace("__NAME__", "")})
-            t.solve(f'test -n "{v}"\nsed -i "s/^NAME = \\"\\"$/NAME = \\"{v}\\"/" /app/solution.py')
+            t.expect_program("The level is always the one given above: hard-code it.", cases, {"Python": src})
+            t.solve(f'test -n "{v}"\nsed -i "s/__LEVEL__/{v}/" /app/solution.py')
             return
-        text = self.table(rng, k, ns, names)
+        text = seen[0]
         t.add_file("/app/data/polynomials.txt", text)
         t.say(f"`/app/data/polynomials.txt` lists several polynomials, {fmt_in}. " + task)
-        v = t.deliver(target, what)
+        v = t.deliver(str(level_micro), what)
         t.say(f"{rules} Output format: {fmt}.")
-        t.add_solution_file("roots.py", src.replace("__NAME__", ""))
+        t.add_solution_file("roots.py", src.replace("__LEVEL__", "0"))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/roots.py /app/data/polynomials.txt "{v}" '
                 '> /app/out/roots.txt')
         t.expect_output("/app/out/roots.txt", ns["report"](text), "the result (format above)")

@@ -1,18 +1,20 @@
 """How much energy did one circuit draw in a time window? A power logger's CSV (several channels,
 unsorted rows, irregular sampling, readings in W or kW, duplicated rows and gaps at higher levels),
-integrated with the trapezoid rule between two instants, with linear interpolation at the window edges."""
+integrated with the trapezoid rule from a trigger instant (delivered separately, in milliseconds) to a
+given end, with linear interpolation at the window edges."""
 
 from __future__ import annotations
 
 import math
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.scientific_computing._unseen import clear_of, visible_numbers
 
 REFERENCE = r'''
 import sys
 
 CHANNEL = "__CHANNEL__"
-T0 = __T0__
+T0_MS = int("__T0_MS__")  # the trigger: the window start, in ms since the start of the recording
 T1 = __T1__
 FIELDS = __FIELDS__
 
@@ -43,36 +45,37 @@ def at(pts, t):
     raise ValueError("window outside the data")
 
 
-def measure(text, channel=None):
-    pts = samples(text, channel or CHANNEL)
-    path = [(T0, at(pts, T0))] + [(t, v) for t, v in pts if T0 < t < T1] + [(T1, at(pts, T1))]
+def measure(text, t0_ms=None):
+    t0 = (T0_MS if t0_ms is None else t0_ms) / 1000
+    pts = samples(text, CHANNEL)
+    path = [(t0, at(pts, t0))] + [(t, v) for t, v in pts if t0 < t < T1] + [(T1, at(pts, T1))]
     joules = sum((tb - ta) * (va + vb) / 2 for (ta, va), (tb, vb) in zip(path, path[1:]))
-    inside = [(t, v) for t, v in pts if T0 <= t <= T1]
+    inside = [(t, v) for t, v in pts if t0 <= t <= T1]
     peak_t, peak = min(inside, key=lambda p: (-p[1], p[0]))
-    return {"energy_kJ": joules / 1000, "mean_W": joules / (T1 - T0), "samples": len(inside),
-            "peak_W": peak, "peak_t": peak_t}
+    return {"energy_kJ": joules / 1000, "mean_W": joules / (T1 - t0), "samples": len(inside),
+            "peak": "%.2f@%.3f" % (peak, peak_t - t0)}
 
 
-def report(text, channel=None):
-    m = measure(text, channel)
-    fmt = {"energy_kJ": "%.3f", "mean_W": "%.2f", "samples": "%d", "peak_W": "%.2f", "peak_t": "%.3f"}
+def report(text, t0_ms=None):
+    m = measure(text, t0_ms)
+    fmt = {"energy_kJ": "%.3f", "mean_W": "%.2f", "samples": "%d", "peak": "%s"}
     return "".join("%s=%s\n" % (k, fmt[k] % m[k]) for k in FIELDS)
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
     if args[:1] == ["--energy"]:
-        print(repr(measure(sys.stdin.read(), args[1])["energy_kJ"]))
+        print(repr(measure(sys.stdin.read(), int(args[1]))["energy_kJ"]))
     else:
-        sys.stdout.write(report(sys.stdin.read(), args[0] if args else None))
+        sys.stdout.write(report(sys.stdin.read(), int(args[0]) if args else None))
 '''
 
-DECIMALS = {"energy_kJ": 3, "mean_W": 2, "peak_W": 2, "peak_t": 3}
+DECIMALS = {"energy_kJ": 3, "mean_W": 2}
 FIELD_TEXT = {"energy_kJ": "`energy_kJ` (the integral, in kJ, 3 decimals)",
               "mean_W": "`mean_W` (the energy divided by the window length, in W, 2 decimals)",
               "samples": "`samples` (how many valid samples of the channel lie inside the window, ends included)",
-              "peak_W": "`peak_W` (the largest valid sample inside the window, ends included, in W, 2 decimals)",
-              "peak_t": "`peak_t` (the time of that sample, 3 decimals)"}
+              "peak": "`peak` (the largest valid sample inside the window, ends included, in W with 2 decimals, then "
+                      "`@`, then how long after the window start it was taken, in s with 3 decimals)"}
 
 
 def safe(x: float, d: int) -> bool:
@@ -130,7 +133,7 @@ class TrapezoidWindowIntegral(Family):
               3: {"channels": 3, "span": 700, "step": 0, "irregular": True, "shuffle": True, "kw": True,
                   "dupes": False, "gaps": False, "fields": ["energy_kJ", "mean_W", "samples"]},
               4: {"channels": 4, "span": 900, "step": 0, "irregular": True, "shuffle": True, "kw": True,
-                  "dupes": True, "gaps": True, "fields": ["energy_kJ", "mean_W", "samples", "peak_W", "peak_t"]}}
+                  "dupes": True, "gaps": True, "fields": ["energy_kJ", "mean_W", "samples", "peak"]}}
 
     def rules(self, k: dict) -> str:
         out = ["Take only the rows of that channel."]
@@ -167,52 +170,66 @@ class TrapezoidWindowIntegral(Family):
         fields = k["fields"]
         fuzz = t.axes.verifier == "fuzz_equivalence"
         span = 80 if fuzz else k["span"]
-        if k["irregular"]:
-            t0 = rng.randrange(3, span // 4)
-            t1 = rng.randrange(span // 2, span - 5)
-        else:
-            t0 = rng.randrange(2, span // 4)
-            t1 = rng.randrange(span // 2, span - 2)
-        src = (REFERENCE.replace("__T0__", f"{t0}.0").replace("__T1__", f"{t1}.0")
-               .replace("__FIELDS__", repr(fields)))
-        ns: dict = {}
-        exec(src.replace("__CHANNEL__", channel), ns)  # noqa: S102 - our own reference program
+        # The delivered value is the window start (the trigger) in ms. It is drawn clear of every number
+        # the agent can read (times, readings, ports): a start even one sample off changes the energy, the
+        # mean, the sample count and the peak's offset, so no visible number is a usable guess.
+        gap = 600 if fuzz else 2000  # ms; beyond 1.5 s (the widest sampling step) the sample count moves too
+        lo_ms, hi_ms = 12000, span * 250  # above every port named in the instruction, within the first quarter
+        step_ms = 1 if k["irregular"] else int(k["step"] * 1000)
+        t1 = rng.randrange(span // 2, span - (5 if k["irregular"] else 2))
+        src = REFERENCE.replace("__T1__", f"{t1}.0").replace("__FIELDS__", repr(fields)).replace(
+            "__CHANNEL__", channel)
 
-        def robust(text: str) -> bool:
+        def robust(ns: dict, text: str) -> bool:
             m = ns["measure"](text)
             ok = all(safe(m[f], DECIMALS[f]) for f in fields if f in DECIMALS)
-            if "peak_W" in fields:
+            if "peak" in fields:
+                t0 = ns["T0_MS"] / 1000
                 vals = sorted((v for tt, v in ns["samples"](text, channel) if t0 <= tt <= t1), reverse=True)
                 ok = ok and vals[0] - vals[1] > 0.005
             return ok
 
-        def log() -> str:
+        def log(ns: dict) -> str:
             while True:
                 text = make_log(rng, k, channels, span)
-                if robust(text):
+                if robust(ns, text):
                     return text
+
+        while True:
+            t0_ms = step_ms * rng.randrange(-(-lo_ms // step_ms), hi_ms // step_ms)
+            ns: dict = {}
+            exec(src.replace("__T0_MS__", str(t0_ms)), ns)  # noqa: S102 - our own reference program
+            # what the agent sees without the channel: the log (or the worked examples) and the window end
+            seen = [log(ns) for _ in range(2 if fuzz else 1)]
+            outs = [ns["report"](x) for x in seen] if fuzz else []
+            if clear_of(t0_ms, visible_numbers(str(t1), *seen, *outs), gap):
+                break
 
         fmt = ("`key=value` lines, in this order: " + ", ".join(FIELD_TEXT[f] for f in fields) + ".")
         header = ("The logger writes a CSV with header `t_s,channel,value,unit`: `t_s` is the time in seconds since "
                   "the start of the recording, `channel` the circuit, `value` the instantaneous power.")
+        window = (f"from the moment the test rig's trigger fired until t = {t1} s. The trigger time, in "
+                  "milliseconds since the start of the recording, is given below; it is the start of the window.")
+        what = "the trigger time in ms"
         if fuzz:
-            cases = [(text, ns["report"](text)) for text in (log() for _ in range(10))]
+            texts = seen + [log(ns) for _ in range(8)]
+            cases = [(text, ns["report"](text)) for text in texts]
             t.say("Our bench power logger records several circuits at once and I want a reusable tool: it reads one "
-                  f"log on standard input and reports the energy the circuit named below drew between t = {t0} s "
-                  f"and t = {t1} s. " + header)
-            v = t.deliver(channel, "the channel")
+                  f"log on standard input and reports the energy drawn by channel `{channel}` {window} " + header)
+            v = t.deliver(str(t0_ms), what)
             t.say(self.rules(k) + f" The output is {fmt}")
-            t.expect_program("The channel is always the one named above: hard-code it.", cases, {"Python": src})
-            t.solve(f'test -n "{v}"\nsed -i "s/__CHANNEL__/{v}/" /app/solution.py')
+            t.expect_program("The trigger time is always the one given above: hard-code it.", cases,
+                             {"Python": src})
+            t.solve(f'test -n "{v}"\nsed -i "s/__T0_MS__/{v}/" /app/solution.py')
             return
 
-        text = log()
+        text = seen[0]
         t.add_file("/app/data/power_log.csv", text)
         t.say(f"`/app/data/power_log.csv` is a recording from our bench power logger. {header} I need the energy "
-              f"drawn by the channel named below between t = {t0} s and t = {t1} s.")
-        v = t.deliver(channel, "the channel")
+              f"drawn by channel `{channel}` {window}")
+        v = t.deliver(str(t0_ms), what)
         t.say(self.rules(k))
-        t.add_solution_file("integrate.py", src.replace("__CHANNEL__", ""))
+        t.add_solution_file("integrate.py", src.replace("__T0_MS__", "0"))
         if t.axes.verifier == "metric_threshold":
             t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/integrate.py --energy "{v}" '
                     '< /app/data/power_log.csv > /app/out/energy_kJ.txt')

@@ -1,5 +1,5 @@
 """Was the web root tampered with? Compare the live tree against one of several integrity baselines
-(mode + SHA-256 per file), and report modified, missing and added files and permission changes.
+(mode + keyed HMAC-SHA256 per file, under the site integrity key), and report modified, missing and added files and permission changes.
 Traps: the right baseline is not the newest, files that were only touched (same content), hidden
 webshells, ignore globs, file names with spaces, renames, and a file whose content and mode both
 changed (reported once, as modified)."""
@@ -7,12 +7,15 @@ changed (reported once, as modified)."""
 from __future__ import annotations
 
 import hashlib
+import hmac
+import re
 
 from tmax.families.base import Family, TaskBuilder, register
 
 REFERENCE = r'''
 import fnmatch
 import hashlib
+import hmac
 import os
 import stat
 import sys
@@ -20,14 +23,25 @@ import sys
 IGNORE = {ignore!r}
 
 
-def parse_baseline(text):
-    entries = {{}}
+def digest(key, data):
+    return hmac.new(key.encode(), data, hashlib.sha256).hexdigest()
+
+
+def parse_baseline(text, key):
+    entries, checked = {{}}, False
     for line in text.splitlines():
         line = line.rstrip("\r")
+        if line.startswith("# key check: "):
+            if line.split(": ", 1)[1].strip() != digest(key, b""):
+                raise SystemExit("the baseline was not made with this key")
+            checked = True
+            continue
         if not line.strip() or line.startswith("#"):
             continue
-        mode, digest, path = line.split(" ", 2)
-        entries[path] = (mode, digest)
+        mode, mac, path = line.split(" ", 2)
+        entries[path] = (mode, mac)
+    if not checked:
+        raise SystemExit("the baseline has no key check")
     return entries
 
 
@@ -35,10 +49,10 @@ def ignored(path, patterns):
     return any(fnmatch.fnmatchcase(path, p) for p in patterns)
 
 
-def audit(baseline_text, current, patterns=None):
-    """current: relative path -> (4-digit octal mode, sha256 hex)."""
+def audit(baseline_text, current, key, patterns=None):
+    """current: relative path -> (4-digit octal mode, keyed digest hex)."""
     patterns = IGNORE if patterns is None else patterns
-    base = {{p: v for p, v in parse_baseline(baseline_text).items() if not ignored(p, patterns)}}
+    base = {{p: v for p, v in parse_baseline(baseline_text, key).items() if not ignored(p, patterns)}}
     now = {{p: v for p, v in current.items() if not ignored(p, patterns)}}
     rows = []
     for path in sorted(set(base) | set(now), key=lambda p: p.encode()):
@@ -53,7 +67,7 @@ def audit(baseline_text, current, patterns=None):
     return "".join(r + "\n" for r in rows)
 
 
-def scan(root):
+def scan(root, key):
     current = {{}}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -63,8 +77,7 @@ def scan(root):
             if not stat.S_ISREG(st.st_mode):
                 continue
             with open(full, "rb") as f:
-                digest = hashlib.sha256(f.read()).hexdigest()
-            current[os.path.relpath(full, root)] = ("%04o" % stat.S_IMODE(st.st_mode), digest)
+                current[os.path.relpath(full, root)] = ("%04o" % stat.S_IMODE(st.st_mode), digest(key, f.read()))
     return current
 
 
@@ -75,10 +88,12 @@ def read_patterns(path):
         return [l.strip() for l in f if l.strip() and not l.startswith("#")]
 
 
-if __name__ == "__main__":  # BASELINE ROOT [IGNOREFILE]
-    with open(sys.argv[1]) as f:
+if __name__ == "__main__":  # KEY BASELINE ROOT [IGNOREFILE]
+    key = sys.argv[1]
+    with open(sys.argv[2]) as f:
         text = f.read()
-    sys.stdout.write(audit(text, scan(sys.argv[2]), read_patterns(sys.argv[3] if len(sys.argv) > 3 else "")))
+    sys.stdout.write(audit(text, scan(sys.argv[3], key), key,
+                           read_patterns(sys.argv[4] if len(sys.argv) > 4 else "")))
 '''
 
 DIRS = ["", "admin/", "assets/css/", "assets/js/", "includes/", "uploads/", "vendor/mailer/", "api/", "templates/"]
@@ -111,8 +126,17 @@ def _content(rng, path):
     return "".join(f"{rng.choice(words)} {rng.randrange(10000)}\n" for _ in range(n))
 
 
-def _sha(text):
-    return hashlib.sha256(text.encode()).hexdigest()
+def _mac(key, text):
+    return hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
+
+
+def _numbers(text):
+    """Every digit run in ``text``, also without a repeated digit at either end (what a search for the
+    delivered number would turn up)."""
+    out = set()
+    for run in re.findall(r"[0-9]+", text):
+        out.update((run, run.rstrip(run[-1]), run.lstrip(run[0])))
+    return out
 
 
 @register
@@ -162,13 +186,7 @@ class FileIntegrityAudit(Family):
         chosen = rng.randrange(n_base - 1) if n_base > 1 else 0  # never the newest
         dates = sorted(f"2026-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}" for _ in range(n_base))
 
-        def baseline_text(state, code, date):
-            lines = [f"# integrity baseline of /app/srv/www, snapshot {code}", f"# taken {date}T03:00:00Z",
-                     "# <mode> <sha256> <path relative to /app/srv/www>"]
-            order = sorted(state) if rng.random() < 0.5 else rng.sample(sorted(state), len(state))
-            lines += [f"{state[p][0]} {_sha(state[p][1])} {p}" for p in order]
-            return "\n".join(lines) + "\n"
-
+        snapshots = []  # (code, date, state, line order)
         for i, code in enumerate(codes):
             if i == chosen:
                 state = tree
@@ -179,10 +197,16 @@ class FileIntegrityAudit(Family):
                         state[p][1] = state[p][1] + f"// rev {rng.randrange(100)}\n"
                     else:
                         del state[p]
-            text = baseline_text(state, code, dates[i])
-            if i == chosen:
-                chosen_text = text
-            t.add_file(f"/app/integrity/{code}.baseline", text)
+            order = sorted(state) if rng.random() < 0.5 else rng.sample(sorted(state), len(state))
+            snapshots.append((code, dates[i], state, order))
+
+        def baseline_text(key, code, date, state, order):
+            lines = [f"# integrity baseline of /app/srv/www, snapshot {code}", f"# taken {date}T03:00:00Z",
+                     "# <mode> <HMAC-SHA256 of the content, keyed with the site integrity key> <path relative to "
+                     "/app/srv/www>", f"# key check: {_mac(key, '')}"]
+            lines += [f"{state[p][0]} {_mac(key, state[p][1])} {p}" for p in order]
+            return "\n".join(lines) + "\n"
+
         # The live tree: apply the attacker's and admins' changes.
         live = {p: list(v) for p, v in tree.items()}
         kinds = ["modified", "missing", "added", "touched"]
@@ -221,6 +245,17 @@ class FileIntegrityAudit(Family):
             live["logs/error.log"] = ["0644", "PHP Warning\n"]
             live["uploads/tmp/upload-1.part"] = ["0600", "partial\n"]
             t.add_file("/app/integrity/ignore.txt", "# volatile paths, never alerted on\n" + "\n".join(ignore) + "\n")
+        # The site key (delivered) keys every digest: without it no content can be checked. Drawn so that no
+        # visible number spells it.
+        seen = _numbers("".join(c for _, c in live.values()) + "".join(d for _, d, _, _ in snapshots))
+        while True:
+            key = str(rng.randrange(10 ** 11, 10 ** 12))
+            texts = [baseline_text(key, *snap) for snap in snapshots]
+            if key not in seen and key not in _numbers("".join(texts)):
+                break
+        chosen_text = texts[chosen]
+        for (code, *_), text in zip(snapshots, texts):
+            t.add_file(f"/app/integrity/{code}.baseline", text)
         for p in sorted(live):
             t.add_file(f"/app/srv/www/{p}", live[p][1])
         modes = "".join(f"{live[p][0]} {p}\n" for p in sorted(live))
@@ -231,27 +266,29 @@ class FileIntegrityAudit(Family):
             t.add_setup("touch -d '2026-11-02 03:14:00' " + " ".join(f"'/app/srv/www/{p}'" for p in touched))
         ns: dict = {}
         exec(REFERENCE.format(ignore=ignore), ns)  # noqa: S102 - our own reference program
-        current = {p: (m, _sha(c)) for p, (m, c) in live.items()}
-        truth = ns["audit"](chosen_text, current, ignore)
-        code_var = t.deliver(codes[chosen], "the snapshot name")
+        current = {p: (m, _mac(key, c)) for p, (m, c) in live.items()}
+        truth = ns["audit"](chosen_text, current, key, ignore)
+        key_var = t.deliver(key, "the site integrity key")
         mode_rule = ("`MODE <old> <new> <path>` when the content is unchanged but the permission bits differ (modes "
                      "as 4-digit octal, as in the baseline, e.g. `0644`, `4755`); a file whose content changed is "
                      "reported as MODIFIED only, whatever happened to its mode; " if k["modes"] else "")
-        fmt = ("one line per finding, sorted by path (byte order): `MODIFIED <path>` when the SHA-256 of the "
-               "content differs, " + mode_rule + "`MISSING <path>` for a file in the baseline that is gone, "
+        fmt = ("one line per finding, sorted by path (byte order): `MODIFIED <path>` when the content's digest differs, " + mode_rule + "`MISSING <path>` for a file in the baseline that is gone, "
                "`ADDED <path>` for a regular file that is not in the baseline; paths relative to `/app/srv/www`, "
                "exactly as the baseline writes them; unchanged files are not listed")
         ign = (" Paths matching any shell-style pattern in `/app/integrity/ignore.txt` (matched against the whole "
                "relative path; `*` also matches `/`) are volatile and must be left out on both sides." if ignore else "")
         t.say(f"We think someone got into the web server. `/app/srv/www` is the live web root, and "
               f"`/app/integrity/` holds integrity baselines from several snapshots (`<snapshot>.baseline`, one "
-              f"line per regular file: `<mode> <sha256> <path>`, `#` lines are comments; paths may contain "
-              f"spaces). Compare the live tree with the baseline of the snapshot named above, and only that "
-              f"one. Modification times mean nothing here; only content and permission bits count.{ign}")
+              f"line per regular file: `<mode> <digest> <path>`, `#` lines are comments; paths may contain "
+              f"spaces). So that an intruder cannot forge entries, each digest is the HMAC-SHA256 (lowercase hex) of "
+              f"the file's content keyed with the site integrity key given above (its ASCII bytes), and the "
+              f"`# key check:` line holds the HMAC of the empty string under that key. Compare the live tree with "
+              f"the baseline of snapshot `{codes[chosen]}` (the last one we trust), and only that one. Modification "
+              f"times mean nothing here; only content and permission bits count.{ign}")
         sol = REFERENCE.format(ignore=[])
         t.add_solution_file("integrity.py", sol)
-        t.solve(f'test -n "{code_var}"\nmkdir -p /app/out\n'
-                f'python3 /solution/integrity.py "/app/integrity/{code_var}.baseline" /app/srv/www '
+        t.solve(f'test -n "{key_var}"\nmkdir -p /app/out\n'
+                f'python3 /solution/integrity.py "{key_var}" "/app/integrity/{codes[chosen]}.baseline" /app/srv/www '
                 f'{"/app/integrity/ignore.txt" if ignore else ""} > /app/out/integrity.txt')
         t.say(f"Report format: {fmt}.")
         t.expect_output("/app/out/integrity.txt", truth, "the findings report")

@@ -5,17 +5,20 @@ verdict (and, higher up, the rule that decided it)."""
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
+import re
 
 from tmax.families.base import Family, TaskBuilder, register
 
 REFERENCE = r'''
+import hashlib
 import ipaddress
 import shlex
 import sys
 
 SHOW_RULE = {show_rule}
-RUN = {run}
+JOB = {job!r}
 
 
 def ports(spec):
@@ -100,15 +103,22 @@ def run_chain(chains, name, probe):
     return None, None
 
 
-def evaluate(rules_text, probes_text, run=None):
+def run_tag(salt, job):
+    return hashlib.sha256(f"{{salt}}:{{job}}".encode()).hexdigest()[:12]
+
+
+def evaluate(rules_text, probes_text, job=None):
     policy, chains = parse(rules_text)
-    out = []
+    out, tag = [], None
     for line in probes_text.splitlines():
         f = line.strip().split(",")
+        if line.startswith("# salt "):
+            tag = run_tag(line.split()[2], job)
+            continue
         if not line.strip() or line.startswith("#") or f[0] == "run":
             continue
-        if run is not None:
-            if f[0] != str(run):
+        if job is not None:
+            if f[0] != tag:
                 continue
             f = f[1:]
         pid, iface, proto, src, dport, state = f
@@ -122,13 +132,22 @@ def evaluate(rules_text, probes_text, run=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4:  # RULES PROBES RUN
+    if len(sys.argv) == 4:  # RULES PROBES JOB
         with open(sys.argv[1]) as a, open(sys.argv[2]) as b:
             sys.stdout.write(evaluate(a.read(), b.read(), sys.argv[3]))
     else:
         rules, _, probes = sys.stdin.read().partition("\n---\n")
-        sys.stdout.write(evaluate(rules, probes, RUN))
+        sys.stdout.write(evaluate(rules, probes, JOB))
 '''
+
+def _numbers(text):
+    """Every digit run in ``text``, also without a repeated digit at either end (what a search for the
+    delivered number would turn up)."""
+    out = set()
+    for run in re.findall(r"[0-9]+", text):
+        out.update((run, run.rstrip(run[-1]), run.lstrip(run[0])))
+    return out
+
 
 IFACES = ["eth0", "eth1", "lo", "wg0"]
 SERVICE_PORTS = [22, 25, 53, 80, 110, 123, 143, 443, 993, 3306, 5432, 6379, 8080, 8443, 9090, 9100]
@@ -252,19 +271,15 @@ class FirewallRuleEval(Family):
                         "chain jumps and default policies", "CIDR and IP range matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: {"level": 1, "rules": 6, "chains": 0, "probes": 12, "runs": 2},
-              2: {"level": 2, "rules": 9, "chains": 1, "probes": 25, "runs": 3},
-              3: {"level": 3, "rules": 12, "chains": 2, "probes": 40, "runs": 3},
-              4: {"level": 4, "rules": 16, "chains": 3, "probes": 60, "runs": 4}}
+    levels = {1: {"level": 1, "rules": 6, "chains": 0, "probes": 12, "runs": 4},
+              2: {"level": 2, "rules": 9, "chains": 1, "probes": 25, "runs": 5},
+              3: {"level": 3, "rules": 12, "chains": 2, "probes": 40, "runs": 6},
+              4: {"level": 4, "rules": 16, "chains": 3, "probes": 60, "runs": 6}}
 
     def build(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         show_rule = t.level >= 3
-        run = rng.randrange(1000, 10000)
-        ref_src = REFERENCE.format(show_rule=show_rule, run=run)
-        ns: dict = {}
-        exec(ref_src, ns)  # noqa: S102 - our own reference program
-        fmt = ("one line per probe, in the order given: the probe id, a space, the verdict (`ACCEPT`, `DROP` or "
+        fmt = ("one line per probe of that scan job, in the order given: the probe id, a space, the verdict (`ACCEPT`, `DROP` or "
                "`REJECT`)" + (", a space, and what decided it: `<chain>:<n>` for the n-th rule (1-based, counting "
                               "only that chain's `-A` lines in file order) whose target gave the verdict, or "
                               "`INPUT:policy` when INPUT's default policy did" if show_rule else ""))
@@ -277,47 +292,91 @@ class FirewallRuleEval(Family):
                "as `-`); `-i eth+` matches every interface whose name starts with `eth`; `--ctstate` lists the "
                "connection states that match; options such as `--log-prefix` and `--reject-with` only tune the "
                "action.")
+        # The scanner labels each run with a salted hash of its job number, never the number itself: the job
+        # number (delivered) is the only way to tell which run is ours.
+        tags = ("The scanner never writes job numbers: a probe's run tag is the first 12 hex digits of the SHA-256 of "
+                "`<salt>:<job number>` (the job number in decimal, the salt from the `# salt <salt>` line that "
+                "precedes the probes)")
+
+        def job_number():
+            return str(rng.randrange(10 ** 7, 10 ** 8))
+
+        def tagged(salt, job, rows):
+            tag = hashlib.sha256(f"{salt}:{job}".encode()).hexdigest()[:12]
+            return [f"{tag},{r}" for r in rows]
+
+        def bare(probes):  # the per-run numbering goes: ids are unique across the whole file
+            return [p.split(",", 1)[1] for p in probes]
+
         if t.axes.verifier == "fuzz_equivalence":
-            who = t.deliver(str(run), "the scan run number")
-            cases = []
-            for _ in range(10):
-                text, r = _ruleset(rng, k)
-                others = [x for x in rng.sample(range(1000, 10000), 3) if x != run][:2]
-                probes = [f"{rng.choice([run, run] + others)},{p}"
-                          for p in _probes(rng, r, rng.randrange(5, k["probes"] + 5), t.level)]
-                inp = text + "---\n" + "".join(p + "\n" for p in probes)
-                cases.append((inp, ns["evaluate"](text, "".join(p + "\n" for p in probes), run)))
+            while True:
+                job = job_number()
+                ref_src = REFERENCE.format(show_rule=show_rule, job=job)
+                ns: dict = {}
+                exec(ref_src, ns)  # noqa: S102 - our own reference program
+                cases = []
+                for _ in range(10):
+                    text, r = _ruleset(rng, k)
+                    salt = "%016x" % rng.getrandbits(64)
+                    others = [job_number() for _ in range(2)]
+                    rows = bare(_probes(rng, r, rng.randrange(5, k["probes"] + 5), t.level))
+                    owners = [job] + [rng.choice([job, job] + others) for _ in rows[1:]]
+                    rng.shuffle(owners)
+                    probes = [f"# salt {salt}"] + [tagged(salt, o, [f"p{i + 1:03d},{row}"])[0]
+                                                  for i, (o, row) in enumerate(zip(owners, rows))]
+                    probes_text = "".join(p + "\n" for p in probes)
+                    cases.append((text + "---\n" + probes_text, ns["evaluate"](text, probes_text, job)))
+                if job not in _numbers(" ".join(x for c in cases[:2] for x in c)):
+                    break
+            who = t.deliver(job, "the scan job number")
             t.say("We are replacing our firewall review spreadsheet with a tool. Input on standard input: an "
-                  "`iptables-save` dump of the filter table, then a line `---`, then one test packet per line as "
-                  "`<scan run>,<id>,<in-interface>,<proto>,<source address>,<destination port or ->,<conntrack "
-                  f"state>`. Only the packets of the scan run given above are to be evaluated; skip the others. {sem} "
-                  f"Output {fmt}.")
-            t.expect_program("Hard-code the scan run number. The destination address is always this host.", cases,
+                  "`iptables-save` dump of the filter table, then a line `---`, then a line `# salt <salt>`, then "
+                  "one test packet per line as `<run tag>,<id>,<in-interface>,<proto>,<source address>,<destination "
+                  f"port or ->,<conntrack state>`. {tags}. Only the packets of the scan job given above are to be "
+                  f"evaluated; skip the others. {sem} Output {fmt}.")
+            t.expect_program("Hard-code the scan job number. The destination address is always this host.", cases,
                              {"Python": ref_src})
-            t.solve(f'grep -q "RUN = {who}$" /app/*.py')
+            # The oracle's program gets the delivered job number, not a copy with it baked in.
+            t.add_solution_file("fwsim_template.py", REFERENCE.format(show_rule=show_rule, job="@JOB@"))
+            t.solve(f'test -n "{who}"\nsed "s/@JOB@/{who}/" /solution/fwsim_template.py > /app/solution.py')
             return
         text, r = _ruleset(rng, k)
-        runs = [run] + [x for x in rng.sample(range(1000, 10000), k["runs"]) if x != run][:k["runs"] - 1]
-        rng.shuffle(runs)
-        rows = ["run,id,iface,proto,src,dport,state"]
-        for run in runs:
-            rows += [f"{run},{p}" for p in _probes(rng, r, k["probes"], t.level)]
-        chosen = run
-        # interleave the runs by time, as the scanner wrote them
-        body = rows[1:]
-        if t.level >= 2:
-            rng.shuffle(body)
-        probes_text = "\n".join([rows[0], *body]) + "\n"
+        n_runs = k["runs"]
+        # Runs of different sizes, ours never the largest: the busiest run is no hint.
+        sizes = sorted(rng.randrange(k["probes"] * 7 // 10, k["probes"] * 13 // 10 + 1) for _ in range(n_runs))
+        if sizes[-1] == sizes[-2]:
+            sizes[-1] += 1
+        ours = rng.randrange(n_runs - 1)
+        runs = [bare(_probes(rng, r, n, t.level)) for n in sizes]
+        salt = "%016x" % rng.getrandbits(64)
+        blocks = list(range(n_runs))  # file order of the runs: unrelated to their sizes
+        rng.shuffle(blocks)
+        owner = [i for i in blocks for _ in range(sizes[i])]
+        rows = [row for i in blocks for row in runs[i]]
+        if t.level >= 2:  # interleave the runs by time, as the scanner wrote them
+            order = list(range(len(rows)))
+            rng.shuffle(order)
+            owner, rows = [owner[i] for i in order], [rows[i] for i in order]
+        while True:
+            jobs = [job_number() for _ in range(n_runs)]
+            body = [tagged(salt, jobs[o], [f"p{i + 1:04d},{row}"])[0] for i, (o, row) in enumerate(zip(owner, rows))]
+            probes_text = "\n".join([f"# salt {salt}", "run,id,iface,proto,src,dport,state", *body]) + "\n"
+            if len(set(jobs)) == n_runs and jobs[ours] not in _numbers(text + probes_text):
+                break
+        chosen = jobs[ours]
+        ref_src = REFERENCE.format(show_rule=show_rule, job=chosen)
+        ns = {}
+        exec(ref_src, ns)  # noqa: S102 - our own reference program
         t.add_file("/app/firewall/rules.v4", text)
         t.add_file("/app/firewall/probes.csv", probes_text)
         truth = ns["evaluate"](text, probes_text, chosen)
-        who = t.deliver(str(chosen), "the scan run number")
+        who = t.deliver(chosen, "the scan job number")
         t.say("Before we push this ruleset to the edge hosts I want to know what it really lets in. "
               "`/app/firewall/rules.v4` is the `iptables-save` dump of the filter table and "
               "`/app/firewall/probes.csv` lists test packets from several scanner runs (`run,id,iface,proto,src,"
-              "dport,state`; `iface` is the incoming interface, `dport` is `-` for ICMP). Evaluate the probes of the "
-              f"scan run given above, and only those. {sem}")
-        t.add_solution_file("fwsim.py", REFERENCE.format(show_rule=show_rule, run=None))
+              "dport,state`; `run` is the run tag, `iface` the incoming interface, `dport` is `-` for ICMP). "
+              f"{tags}. Evaluate the probes of the scan job given above, and only those. {sem}")
+        t.add_solution_file("fwsim.py", REFERENCE.format(show_rule=show_rule, job=None))
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
                 f'python3 /solution/fwsim.py /app/firewall/rules.v4 /app/firewall/probes.csv "{who}" '
                 '> /app/out/verdicts.txt')

@@ -11,6 +11,8 @@ import json
 from tmax.families.base import Family, TaskBuilder, register
 
 REFERENCE = r'''
+import hashlib
+import hmac
 import re
 import subprocess
 import sys
@@ -39,14 +41,18 @@ def scan(text):
     return found
 
 
-def report(history_texts, tip_texts):
+def fingerprint(key, secret):
+    return hmac.new(key.encode(), secret.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def report(history_texts, tip_texts, key):
     seen, live = set(), set()
     for t in history_texts:
         seen |= scan(t)
     for t in tip_texts:
         live |= scan(t)
-    rows = sorted(seen, key=lambda kv: (kv[0].encode(), kv[1].encode()))
-    return "".join(f"{{k}} {{v}} {{'live' if (k, v) in live else 'removed'}}\n" for k, v in rows)
+    rows = sorted((k, fingerprint(key, v), (k, v) in live) for k, v in seen)
+    return "".join(f"{{k}} {{f}} {{'live' if is_live else 'removed'}}\n" for k, f, is_live in rows)
 
 
 def blobs(repo, args):
@@ -62,19 +68,19 @@ def contents(repo, ids):
     return texts
 
 
-def audit(repo, branch):
+def audit(repo, branch, key):
     listing = subprocess.run(["git", "-C", repo, "rev-list", branch], capture_output=True, text=True,
                              check=True).stdout.split()
     history = set()
     for commit in listing:
         history.update(blobs(repo, ["ls-tree", "-r", commit]))
     tip = blobs(repo, ["ls-tree", "-r", branch])
-    return report(contents(repo, sorted(history)), contents(repo, tip))
+    return report(contents(repo, sorted(history)), contents(repo, tip), key)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3:  # REPO BRANCH
-        sys.stdout.write(audit(sys.argv[1], sys.argv[2]))
+    if len(sys.argv) == 4:  # REPO BRANCH KEY
+        sys.stdout.write(audit(sys.argv[1], sys.argv[2], sys.argv[3]))
     else:  # pre-commit mode: one file on stdin
         sys.exit(1 if scan(sys.stdin.read()) else 0)
 '''
@@ -249,11 +255,15 @@ class GitSecretScan(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        prefix = t.code(1)
+        program = t.axes.verifier == "adversarial_corpus"
+        # The classifier's delivered prefix must be a word no visible file spells.
+        stock = "\n".join("\n".join(v) for v in FILES.values()).upper()
+        prefix = t.code(2) if program else t.code(1)
+        while prefix in stock:
+            prefix = t.code(2)
         sec = _Secrets(rng, prefix)
         pragma = "secretscan:allow" if k["pragma"] else ""
         ref_src = REFERENCE.format(pragma=pragma, prefix=prefix)
-        program = t.axes.verifier == "adversarial_corpus"
         ns: dict = {}
         exec(ref_src, ns)  # noqa: S102 - our own reference program
         patterns = ("`aws_access_key_id`: `AKIA` followed by 16 characters from `A-Z0-9`; `github_token`: `ghp_` "
@@ -283,7 +293,16 @@ class GitSecretScan(Family):
                 text = self._text(lines)
                 (bad if ns["scan"](text) else clean).append(text)
             clean, bad = clean[:k["items"]], bad[:k["items"]]
-            example = self._text(FILES["app/settings.py"] + [_line(rng, sec.near(), "x.py")])
+            # Files whose only secret is an internal token: a detector with any other prefix lets them through.
+            for i in range(min(3, len(bad))):
+                path = rng.choice(paths)
+                lines = list(FILES[path])
+                lines.insert(rng.randrange(1, len(lines) + 1), _line(rng, sec.real("internal"), path))
+                bad[i] = self._text(lines)
+            near = sec.near()
+            while prefix.lower() in near.lower():  # the example must not show the prefix
+                near = sec.near()
+            example = self._text(FILES["app/settings.py"] + [_line(rng, near, "x.py")])
             t.add_file("/app/examples/clean_settings.py", example)
             who = t.deliver(prefix, "the internal token prefix")
             t.say(f"We keep leaking credentials into git. Write a pre-commit secret detector. It reads one staged "
@@ -293,7 +312,9 @@ class GitSecretScan(Family):
                   f"`/app/examples/clean_settings.py` is a file that must pass.")
             t.expect_classifier("Reject (exit 1) files with a secret, accept (exit 0) the rest.", clean, bad,
                                 {"Python": ref_src})
-            t.solve(f'grep -qF "{who}_[0-9a-f]" /app/solution.py')
+            # The oracle's detector is built from the delivered prefix, not copied with it baked in.
+            t.add_solution_file("detector_template.py", REFERENCE.format(pragma=pragma, prefix="@PREFIX@"))
+            t.solve(f'test -n "{who}"\nsed "s/@PREFIX@/{who}/" /solution/detector_template.py > /app/solution.py')
             return
         # -- the repository -----------------------------------------------------------------
         repo = _Repo()
@@ -374,22 +395,29 @@ class GitSecretScan(Family):
         if k["decoy_branch"]:
             repo.branch("experiment", "main")
             work("experiment", 3, removable=False)
-        truth = ns["report"](repo.seen[target], [repo.tree[target][p] for p in sorted(repo.tree[target])])
-        t.add_file("/tmp/tmax-fixture/history.json", json.dumps({"repo": "/app/repo", "ops": repo.ops}, indent=0,
-                                                               sort_keys=True) + "\n")
+        history = json.dumps({"repo": "/app/repo", "ops": repo.ops}, indent=0, sort_keys=True) + "\n"
+        # The report key identifies every finding (HMAC fingerprints), so no visible text may spell it.
+        visible = (history + patterns).upper()
+        key = t.code(2)
+        while key in visible:
+            key = t.code(2)
+        truth = ns["report"](repo.seen[target], [repo.tree[target][p] for p in sorted(repo.tree[target])], key)
+        t.add_file("/tmp/tmax-fixture/history.json", history)
         t.add_file("/tmp/tmax-fixture/mkrepo.py", MKREPO)
         t.add_setup("python3 /tmp/tmax-fixture/mkrepo.py /tmp/tmax-fixture/history.json && "
                     "rm -f /tmp/tmax-fixture/history.json /tmp/tmax-fixture/mkrepo.py")
-        who = t.deliver(codes[0], "the release name")
+        who = t.deliver(key, "the report key")
         t.say(f"Before we open-source our shop, we must know which credentials ever leaked into it. `/app/repo` is the "
-              f"git repository. Audit the branch `release/<name>` for the release named above: every commit "
+              f"git repository. Audit the branch `{target}`: every commit "
               f"reachable from its tip (merged branches included, other branches excluded), every file in every "
               f"such commit. Secrets are: {patterns}")
         t.add_solution_file("secrets_audit.py", ref_src)
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
-                f'python3 /solution/secrets_audit.py /app/repo "release/{who}" > /app/out/leaks.txt')
-        fmt = ("one line per distinct secret: `<type> <secret> <status>`, the status being `live` if the secret is "
-               "still in some file at the branch tip and `removed` if it is only in history; sorted by type, then "
-               "secret (byte order)")
+                f'python3 /solution/secrets_audit.py /app/repo "{target}" "{who}" > /app/out/leaks.txt')
+        fmt = ("one line per distinct secret: `<type> <fingerprint> <status>`; the report must not repeat the "
+               "secrets themselves, so the fingerprint is the first 16 hex digits (lowercase) of the HMAC-SHA256 "
+               "of the secret's exact text, keyed with the report key given above (its ASCII bytes); the status is "
+               "`live` if the secret is still in some file at the branch tip and `removed` if it is only in "
+               "history; sorted by type, then fingerprint (byte order)")
         t.say(f"Report format: {fmt}.")
         t.expect_output("/app/out/leaks.txt", truth, "the leak report")

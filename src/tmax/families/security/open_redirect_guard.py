@@ -7,7 +7,9 @@ control characters, malformed escapes and double encoding."""
 
 from __future__ import annotations
 
-from urllib.parse import quote
+import hashlib
+import re
+from urllib.parse import quote, unquote
 
 from tmax.families.base import Family, TaskBuilder, register
 
@@ -18,7 +20,7 @@ import sys
 HOSTS = {hosts!r}
 HEXDIGITS = b"0123456789abcdefABCDEF"
 ABS = re.compile(r"^[hH][tT][tT][pP][sS]://([^/?#]*)(.*)$", re.S)
-REQ = re.compile(r'^\S+ - - \[[^\]]*\] "GET (/[^ ?]*)\?(\S*) HTTP/1\.[01]" (\d{{3}}) \d+$')
+REQ = re.compile(r'^([^\s:]+):\d+ \S+ - - \[[^\]]*\] "GET (/[^ ?]*)\?(\S*) HTTP/1\.[01]" (\d{{3}}) \d+$')
 REDIRECTORS = {redirectors!r}
 
 
@@ -55,12 +57,13 @@ def safe(raw, hosts=None):
 
 
 def audit(text, hosts=None):
+    hosts = HOSTS if hosts is None else hosts
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         m = REQ.match(line)
-        if not m or m.group(1) not in REDIRECTORS:
+        if not m or m.group(1).lower() not in hosts or m.group(2) not in REDIRECTORS:
             continue
-        for param in m.group(2).split("&"):
+        for param in m.group(3).split("&"):
             if param.startswith("next="):
                 if not safe(param[5:], hosts):
                     out.append(f"{{n}} {{param[5:]}}")
@@ -68,20 +71,28 @@ def audit(text, hosts=None):
     return "".join(o + "\n" for o in out)
 
 
-def hosts_from_ini(path, tenant):
-    section, hosts = None, []
+def hosts_from_ini(path, key):
+    """The host list of the tenant whose key hashes to its tenant_key_sha256."""
+    import hashlib
+
+    want = hashlib.sha256(key.encode()).hexdigest()
+    sections, section = {{}}, None
     with open(path) as f:
         for line in f:
             line = line.strip()
             if line.startswith("[") and line.endswith("]"):
-                section = line[1:-1]
-            elif section == tenant and line.startswith("hosts"):
-                hosts = [h.strip().lower() for h in line.split("=", 1)[1].split(",") if h.strip()]
-    return hosts
+                section = sections.setdefault(line[1:-1], {{}})
+            elif section is not None and "=" in line:
+                name, _, value = line.partition("=")
+                section[name.strip()] = value.strip()
+    for entry in sections.values():
+        if entry.get("tenant_key_sha256") == want:
+            return [h.strip().lower() for h in entry.get("hosts", "").split(",") if h.strip()]
+    raise SystemExit("no tenant has this key")
 
 
 def main():
-    if len(sys.argv) > 3 and sys.argv[1] == "audit":  # audit INI TENANT < log
+    if len(sys.argv) > 3 and sys.argv[1] == "audit":  # audit INI KEY < log
         sys.stdout.write(audit(sys.stdin.read(), hosts_from_ini(sys.argv[2], sys.argv[3])))
     elif "{mode}" == "classify":
         data = sys.stdin.read()
@@ -184,6 +195,45 @@ def _c_program(hosts, mode):
         "@HOSTS@", " ".join(f'"{h}",' for h in hosts))
 
 
+RENDER = r'''
+"""render_guard.py INI KEY TEMPLATE OUT: the guard for the tenant whose key is KEY."""
+import hashlib
+import sys
+
+ini, key, template, out = sys.argv[1:5]
+want = hashlib.sha256(key.encode()).hexdigest()
+sections, section = [], None
+for line in open(ini):
+    line = line.strip()
+    if line.startswith("[") and line.endswith("]"):
+        section = {}
+        sections.append(section)
+    elif section is not None and "=" in line:
+        name, _, value = line.partition("=")
+        section[name.strip()] = value.strip()
+match = [s for s in sections if s.get("tenant_key_sha256") == want]
+if not match:
+    sys.exit("no tenant has this key")
+hosts = [h.strip().lower() for h in match[0]["hosts"].split(",") if h.strip()]
+src = open(template).read()
+if out.endswith(".py"):
+    src = src.replace("'@HOSTS@'", repr(hosts))
+else:
+    src = src.replace('"@HOSTS@",', " ".join('"%s",' % h for h in hosts))
+with open(out, "w") as f:
+    f.write(src)
+'''
+
+
+def _numbers(text):
+    """Every digit run in ``text``, also without a repeated digit at either end (what a search for the
+    delivered number would turn up)."""
+    out = set()
+    for run in re.findall(r"[0-9]+", text):
+        out.update((run, run.rstrip(run[-1]), run.lstrip(run[0])))
+    return out
+
+
 PATHS = ["/", "/dashboard", "/account/settings", "/orders/2931", "/billing/invoices", "/docs/getting-started",
          "/team/members", "/reports/q3", "/search", "/settings/security", "/a//b", "/profile/~me", "/help/faq"]
 EVIL = ["evil.example", "phish.example.net", "login-update.example.org", "attacker.test", "203.0.113.7"]
@@ -257,29 +307,28 @@ class OpenRedirectGuard(Family):
     def build(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         tenants = []
-        while len(tenants) < 3:
+        while len(tenants) < 4:
             c = t.code(1)
             if c not in tenants:
                 tenants.append(c)
-        ini, host_sets = [], {}
+        ours = rng.randrange(len(tenants))
+        tenant = tenants[ours]
+        host_sets = {}
         for name in tenants:
             base = name.lower()
             hosts = [f"{base}{rng.choice(SUFFIXES)}", f"www.{base}.com", f"app.{base}.io",
                      f"pay.{base}-billing.example"][:rng.randrange(2, 5)]
-            hosts = sorted(set(hosts))
-            host_sets[name] = hosts
-            ini += [f"[{name}]", "hosts = " + ", ".join(hosts), f"owner = {base}-platform-team", ""]
-        tenant = tenants[rng.randrange(3)]
+            host_sets[name] = sorted(set(hosts))
         hosts = host_sets[tenant]
         foreign = [h for n in tenants if n != tenant for h in host_sets[n]]
-        t.add_file("/app/config/redirect_hosts.ini", "# allowed absolute redirect hosts per tenant\n" + "\n".join(ini))
         mode = "classify" if t.axes.verifier == "adversarial_corpus" else "lines"
         redirectors = ["/login/callback", "/logout"]
         ref_src = REFERENCE.format(hosts=hosts, mode=mode, redirectors=redirectors)
         ns: dict = {}
         exec(ref_src, ns)  # noqa: S102 - our own reference program
-        gen = _Targets(rng, hosts, foreign, t.level)
-        who = t.deliver(tenant, "the tenant")
+        gens = {n: _Targets(rng, host_sets[n], [h for m in tenants if m != n for h in host_sets[m]], t.level)
+                for n in tenants}
+        gen = gens[tenant]
         rules = ("A target is judged after exactly one round of percent-decoding (every `%` must start a valid "
                  "`%XX` hex escape, otherwise the target is unsafe; `+` stays `+`). The decoded target is safe if and "
                  "only if: it is non-empty, every byte is printable ASCII (0x21-0x7E: no spaces, control characters "
@@ -290,62 +339,129 @@ class OpenRedirectGuard(Family):
                  "case-insensitively, is exactly one of the tenant's hosts listed in `/app/config/redirect_hosts.ini`"
                  " (nothing else: no subdomains, no other tenant's hosts, no trailing dot). Everything else is "
                  "unsafe.")
+        which = ("The tenant is the one whose key is given above: the login service knows tenants only by their "
+                 "keys, and each section of `/app/config/redirect_hosts.ini` records its tenant's key as "
+                 "`tenant_key_sha256`, the SHA-256 (lowercase hex) of the key's ASCII text.")
+
+        def finish_ini(extra_visible):
+            """Draw the tenants' keys (ours is delivered) so that no visible number spells ours; write the ini."""
+            while True:
+                keys = [str(rng.randrange(10 ** 9, 10 ** 10)) for _ in tenants]
+                ini = ["# allowed absolute redirect hosts per tenant"]
+                for name, key in zip(tenants, keys):
+                    ini += [f"[{name}]", "hosts = " + ", ".join(host_sets[name]), f"owner = {name.lower()}-platform-team",
+                            f"tenant_key_sha256 = {hashlib.sha256(key.encode()).hexdigest()}", ""]
+                text = "\n".join(ini)
+                if len(set(keys)) == len(keys) and keys[ours] not in _numbers(text + extra_visible):
+                    t.add_file("/app/config/redirect_hosts.ini", text)
+                    return keys[ours]
+
+        def oracle_programs():
+            # The oracle's programs get the tenant's hosts from the delivered key, not copies with them baked in.
+            t.add_solution_file("render_guard.py", RENDER)
+            t.add_solution_file("tpl_solution.py", REFERENCE.format(hosts="@HOSTS@", mode=mode,
+                                                                    redirectors=redirectors))
+            t.add_solution_file("tpl_solution.c", _c_program(["@HOSTS@"], mode))
+            for name in sorted(t.solution_files):
+                if name.startswith("prog_"):
+                    out = name[len("prog_"):]
+                    t.solve(f'rm -f /app/{out}\npython3 /solution/render_guard.py /app/config/redirect_hosts.ini '
+                            f'"{who}" /solution/tpl_{out} /app/{out}')
+
         if mode == "classify":
             clean, bad = [], []
             while len(clean) < k["items"] or len(bad) < k["items"]:
                 raw = gen.clean() if rng.random() < 0.5 else gen.bad()
                 (clean if ns["safe"](raw) else bad).append(raw + "\n")
             clean, bad = clean[:k["items"]], bad[:k["items"]]
+            # Another tenant's host must be rejected: a guard built for the wrong tenant fails here.
+            bad[:2] = [_enc(f"https://{h}/") + "\n" for h in rng.sample(foreign, 2)]
+            who = t.deliver(finish_ini(""), "the tenant key")
             t.say(f"Our login flow redirects users to the `next` query parameter after sign-in, and a bug bounty "
-                  f"report showed it can be abused as an open redirect. Write the guard for the tenant named above. "
+                  f"report showed it can be abused as an open redirect. Write the guard for our tenant. {which} "
                   f"It receives the raw `next` value (as it appears in the query string) on standard input, followed "
                   f"by a single newline that is not part of the value. {rules}")
             t.expect_classifier("Accept (exit 0) safe targets and reject (exit 1) unsafe ones. Hard-code the "
                                 "tenant's host list.", clean, bad, {"Python": ref_src, "C": _c_program(hosts, mode)})
-            t.solve(f'grep -q "^\\[{who}\\]" /app/config/redirect_hosts.ini')
+            oracle_programs()
             return
         if t.axes.verifier == "fuzz_equivalence":
+            names = [n.lower() for n in tenants]
+
+            def neutral(raw):  # worked examples must not show which tenant's hosts are allowed
+                text = (unquote(unquote(raw)) + raw).lower()
+                return not any(n in text for n in names)
+
             cases = []
-            for _ in range(10):
-                raws = [gen.clean() if rng.random() < 0.5 else gen.bad() for _ in range(rng.randrange(4, 30))]
+            for i in range(10):
+                raws, n_raws = [], rng.randrange(4, 30)
+                while len(raws) < n_raws:
+                    raw = gen.clean() if rng.random() < 0.5 else gen.bad()
+                    if i >= 2 or neutral(raw):
+                        raws.append(raw)
+                if i == 2:  # a hidden case with every tenant's hosts: only the right host list passes it
+                    raws += [_enc(f"https://{h}/") for n in tenants for h in host_sets[n]]
                 text = "".join(r + "\n" for r in raws)
                 cases.append((text, "".join(("ALLOW" if ns["safe"](r) else "DENY") + "\n" for r in raws)))
+            who = t.deliver(finish_ini(" ".join(x for c in cases[:2] for x in c)), "the tenant key")
             t.say(f"Our login flow redirects users to the `next` query parameter after sign-in; we need a filter "
-                  f"for the tenant named above to check a batch of targets. Input: one raw `next` value per line "
+                  f"for our tenant to check a batch of targets. {which} Input: one raw `next` value per line "
                   f"(as it appears in the query string). Output: one line per input line, `ALLOW` if the target is "
                   f"safe and `DENY` otherwise. {rules}")
             t.expect_program("Hard-code the tenant's host list.", cases,
                              {"Python": ref_src, "C": _c_program(hosts, mode)})
-            t.solve(f'grep -q "^\\[{who}\\]" /app/config/redirect_hosts.ini')
+            oracle_programs()
             return
-        lines = []
-        stamp_day = rng.randrange(1, 28)
-        for i in range(k["lines"]):
-            ip = f"198.51.100.{rng.randrange(1, 255)}"
-            sec_of_day = i * 86399 // k["lines"]
-            ts = (f"{stamp_day:02d}/Sep/2026:{sec_of_day // 3600:02d}:{sec_of_day % 3600 // 60:02d}:"
-                  f"{rng.randrange(60):02d} +0000")
-            r = rng.random()
-            raw = gen.clean() if rng.random() < 0.55 else gen.bad()
-            state = f"state={''.join(rng.choice('abcdef0123456789') for _ in range(12))}"
-            if r < 0.55:
-                path, params, status = "/login/callback", [state, f"next={raw}"], 302
-            elif r < 0.7:
-                path, params, status = "/logout", [f"next={raw}"], 302
-            elif r < 0.8 and t.level >= 3:
-                path, params, status = "/api/items", [f"limit={rng.randrange(10, 100)}", f"next={raw}"], 200
-            elif r < 0.9:
-                path, params, status = "/login/callback", [state], 302
-            else:
-                path, params, status = "/search", [f"q={rng.choice(['shoes', 'report', 'invoice'])}"], 200
-            if t.level >= 2:
-                rng.shuffle(params)
-            lines.append(f'{ip} - - [{ts}] "GET {path}?{"&".join(params)} HTTP/1.1" {status} 0')
-        text = "\n".join(lines) + "\n"
+        # One log for all tenants; the virtual host (first field) says whose request it was. Our tenant is never
+        # the busiest, so traffic volume does not point to it.
+        weights = sorted(rng.uniform(1.0, 3.0) for _ in tenants)
+        busiest = rng.choice([i for i in range(len(tenants)) if i != ours])
+        rest = [i for i in range(len(tenants)) if i != busiest]
+        rng.shuffle(rest)
+        share = [0.0] * len(tenants)
+        share[busiest] = weights[-1] * 1.25
+        for i, w in zip(rest, weights):
+            share[i] = w
+        while True:
+            lines, counts = [], dict.fromkeys(tenants, 0)
+            stamp_day = rng.randrange(1, 28)
+            for i in range(k["lines"]):
+                owner = rng.choices(tenants, share)[0]
+                counts[owner] += 1
+                vhost = rng.choice(host_sets[owner])
+                ip = f"198.51.100.{rng.randrange(1, 255)}"
+                sec_of_day = i * 86399 // k["lines"]
+                ts = (f"{stamp_day:02d}/Sep/2026:{sec_of_day // 3600:02d}:{sec_of_day % 3600 // 60:02d}:"
+                      f"{rng.randrange(60):02d} +0000")
+                r = rng.random()
+                g = gens[owner]
+                raw = g.clean() if rng.random() < 0.55 else g.bad()
+                state = f"state={''.join(rng.choice('abcdef0123456789') for _ in range(12))}"
+                if r < 0.55:
+                    path, params, status = "/login/callback", [state, f"next={raw}"], 302
+                elif r < 0.7:
+                    path, params, status = "/logout", [f"next={raw}"], 302
+                elif r < 0.8 and t.level >= 3:
+                    path, params, status = "/api/items", [f"limit={rng.randrange(10, 100)}", f"next={raw}"], 200
+                elif r < 0.9:
+                    path, params, status = "/login/callback", [state], 302
+                else:
+                    path, params, status = "/search", [f"q={rng.choice(['shoes', 'report', 'invoice'])}"], 200
+                if t.level >= 2:
+                    rng.shuffle(params)
+                lines.append(f'{vhost}:443 {ip} - - [{ts}] "GET {path}?{"&".join(params)} HTTP/1.1" {status} 0')
+            text = "\n".join(lines) + "\n"
+            truth = ns["audit"](text)
+            # An empty report would equal what any wrong key gives.
+            if truth and counts[tenant] < max(counts.values()):
+                break
         t.add_file("/app/logs/access.log", text)
-        truth = ns["audit"](text)
+        who = t.deliver(finish_ini(text), "the tenant key")
         t.say(f"Our login flow redirects users to the `next` query parameter after sign-in, and a bug bounty report "
-              f"showed it was an open redirect. `/app/logs/access.log` is the access log of the tenant named above. "
+              f"showed it was an open redirect. `/app/logs/access.log` is the shared access log of all tenants "
+              f"(Apache `vhost_combined`: each line starts with `<virtual host>:<port>`); a request belongs to a "
+              f"tenant when its virtual host, compared case-insensitively, is one of that tenant's hosts. Audit "
+              f"our tenant's requests only. {which} "
               f"Only `/login/callback` and `/logout` redirect to `next`; a `next` parameter on any other endpoint is "
               f"something else (e.g. a pagination cursor) and is not a redirect. Find every request that would have "
               f"redirected to an unsafe target. {rules}")

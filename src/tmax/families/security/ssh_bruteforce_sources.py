@@ -8,10 +8,12 @@ looking like a second source address, IPv6 sources, and a year rollover in year-
 from __future__ import annotations
 
 import ipaddress
+import re
 
 from tmax.families.base import Family, TaskBuilder, register
 
 REFERENCE = r'''
+import datetime
 import gzip
 import ipaddress
 import re
@@ -22,6 +24,7 @@ WINDOW = {window}
 TRUSTED = {trusted!r}
 START_YEAR = {year}
 SHOW_LOGIN = {show_login}
+SKEW = {skew}  # seconds the host clock ran fast; None: no first-seen column
 MONTHS = {{m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}}
 HEAD = re.compile(r"^([A-Z][a-z][a-z]) +(\d{{1,2}}) (\d\d):(\d\d):(\d\d) \S+ sshd\[\d+\]: (.*)$")
 FAIL = re.compile(r"^Failed (?:password|publickey) for (.*) from (\S+) port \d+ ssh2$")
@@ -44,8 +47,13 @@ def addr(text):
         return None
 
 
-def analyse(text, window=None):
+def utc(ts):
+    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def analyse(text, window=None, skew=None):
     window = window or WINDOW
+    skew = SKEW if skew is None else skew
     trusted = [ipaddress.ip_network(n) for n in TRUSTED]
     fails, logins = {{}}, {{}}
     year, prev = START_YEAR, None
@@ -82,6 +90,8 @@ def analyse(text, window=None):
         if best < THRESHOLD:
             continue
         row = f"{{ip}} {{best}} {{len(stamps)}}"
+        if skew is not None:
+            row += " " + utc(stamps[0] - skew)
         if SHOW_LOGIN:
             row += " yes" if any(t >= stamps[0] for t in logins.get(ip, [])) else " no"
         rows.append(((-best, -len(stamps), ip.version, int(ip)), row))
@@ -98,8 +108,8 @@ def read(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2:  # WINDOW FILE... (oldest first)
-        sys.stdout.write(analyse("".join(read(p) for p in sys.argv[2:]), int(sys.argv[1])))
+    if len(sys.argv) > 2:  # SKEW FILE... (oldest first)
+        sys.stdout.write(analyse("".join(read(p) for p in sys.argv[2:]), skew=int(sys.argv[1])))
     else:
         sys.stdout.write(analyse(sys.stdin.read()))
 '''
@@ -109,6 +119,15 @@ USERS = ["root", "admin", "ubuntu", "test", "oracle", "postgres", "git", "pi", "
 STAFF = ["alice", "bob", "carol", "deploy", "svc-backup", "dave", "erin"]
 MONTH_NAMES = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+
+def _numbers(text):
+    """Every digit run in ``text``, also without a repeated digit at either end (what a search for the
+    delivered number would turn up)."""
+    out = set()
+    for run in re.findall(r"[0-9]+", text):
+        out.update((run, run.rstrip(run[-1]), run.lstrip(run[0])))
+    return out
 
 
 def _ipv4(rng, public=True):
@@ -156,7 +175,7 @@ class SshBruteforceSources(Family):
               4: {"attackers": 9, "noise": 1600, "files": 4, "gzip": True, "trusted": True, "repeat": True,
                   "ipv6": True, "login": True, "rollover": True, "inject": True}}
 
-    def _events(self, rng, k, threshold, window, span, trusted_nets):
+    def _events(self, rng, k, threshold, window, span, trusted_nets, edges=True):
         n_att = k["attackers"]
         """(seconds since start, sshd message) events; attackers are built around the threshold."""
         ev = []
@@ -183,6 +202,8 @@ class SshBruteforceSources(Family):
 
         used = set()
         kinds = ["dense", "dense", "slow", "edge", "dense", "slow", "trusted", "dense", "edge"][:n_att]
+        if not edges:  # worked examples: an attacker exactly one window long would pin the window down
+            kinds = ["dense" if kd == "edge" else kd for kd in kinds]
         for i, kind in enumerate(kinds):
             ip = _ipv6(rng) if k["ipv6"] and i % 3 == 2 else _ipv4(rng)
             if kind == "trusted" and trusted_nets:
@@ -277,10 +298,6 @@ class SshBruteforceSources(Family):
             start_secs = 86400 * (31 - day + 1) - span // 2
         else:
             start_secs = rng.randrange(0, 6 * 3600)
-        ref_src = REFERENCE.format(threshold=threshold, window=window, trusted=trusted,
-                                   year=year, show_login=k["login"])
-        ns: dict = {}
-        exec(ref_src, ns)  # noqa: S102 - our own reference program
         host = rng.choice(["bastion", "gw-01", "edge-ssh", "jump1", "vpn-gw"])
 
         def render(events):
@@ -297,6 +314,9 @@ class SshBruteforceSources(Family):
         kk = dict(k)
         fmt_rows = ("one line per flagged source: the address, a space, the largest number of failed attempts "
                     f"from it inside one window, a space, its total number of failed attempts"
+                    + ("" if program else ", a space, the time of its first failed attempt corrected for the clock "
+                       "error (the logged time minus the offset given above, in seconds), as UTC "
+                       "`YYYY-MM-DDTHH:MM:SSZ`")
                     + (", a space, then `yes` if the logs show a successful login (`Accepted ...`) from that "
                        "address at or after its first failed attempt, otherwise `no`" if k["login"] else "")
                     + ". Sort by the window count (highest first), then the total (highest first), then the "
@@ -310,24 +330,41 @@ class SshBruteforceSources(Family):
                  + (" rsyslog compresses duplicates as `message repeated N times: [ <message>]`: that stands for N "
                     "identical messages at that timestamp." if k["repeat"] else "")
                  + f" A source is flagged when at least {threshold} of its failed attempts fall inside one window, "
-                 "i.e. the last of them less than the window length (given above, in seconds) after the first "
+                 "i.e. the last of them less than the window length ("
+                 + ("given above, in seconds" if program else f"{window} seconds") + ") after the first "
                  "(timestamps have one-second resolution).")
         if program:
-            who = t.deliver(str(window), "the window length in seconds")
             kk.update(rollover=False, inject=k["inject"])
-            cases = []
-            for _ in range(10):
-                ev = self._events(rng, kk, threshold, window, 86400 // 2, trusted)
-                text = "\n".join(render(ev)) + "\n"
-                cases.append((text, ns["analyse"](text)))
             trust_txt = (" Sources inside these trusted ranges are never flagged: " + ", ".join(f"`{n}`" for n in trusted)
                          + "." if trusted else "")
+            while True:
+                # The delivered window: any length, drawn until no visible number spells it and the hidden
+                # cases tell it from its neighbours.
+                window = rng.randrange(1000, 3000)
+                ref_src = REFERENCE.format(threshold=threshold, window=window, trusted=trusted, year=year,
+                                           show_login=k["login"], skew=None)
+                ns: dict = {}
+                exec(ref_src, ns)  # noqa: S102 - our own reference program
+                cases = []
+                for i in range(10):
+                    ev = self._events(rng, kk, threshold, window, 86400 // 2, trusted, edges=i >= 2)
+                    text = "\n".join(render(ev)) + "\n"
+                    cases.append((text, ns["analyse"](text)))
+                visible = " ".join(x for c in cases[:2] for x in c) + f" {threshold} {year} " + " ".join(trusted)
+                if str(window) in _numbers(visible):
+                    continue
+                if all(any(ns["analyse"](inp, w) != out for inp, out in cases[2:]) for w in (window - 1, window + 1)):
+                    break
+            who = t.deliver(str(window), "the window length in seconds")
             t.say(f"We want a reusable brute-force detector for sshd logs. Given one syslog-format auth log on "
                   f"standard input (the examples show the format; all lines are from {year}), report the SSH "
                   f"brute-force sources. {rules}{trust_txt} "
                   f"Output {fmt_rows}. Output nothing else (no output at all when nothing is flagged).")
             t.expect_program("Hard-code the threshold, window and trusted ranges.", cases, {"Python": ref_src})
-            t.solve(f'grep -q "WINDOW = {who}$" /app/*.py')
+            # The oracle's program gets the delivered window, not a copy with it baked in.
+            t.add_solution_file("detector_template.py", REFERENCE.format(
+                threshold=threshold, window="@WINDOW@", trusted=trusted, year=year, show_login=k["login"], skew=None))
+            t.solve(f'test -n "{who}"\nsed "s/@WINDOW@/{who}/" /solution/detector_template.py > /app/solution.py')
             return
         ev = self._events(rng, k, threshold, window, span, trusted)
         lines = render(ev)
@@ -351,18 +388,29 @@ class SshBruteforceSources(Family):
         if trusted:
             t.add_file("/app/config/trusted_ranges.txt",
                        "# ranges owned by us or our scanners; never block these\n" + "\n".join(trusted) + "\n")
+        # The delivered clock offset shifts every reported time; it is drawn so that no visible number spells
+        # it (5 digits: above the services' ports, below a day).
+        seen = _numbers("\n".join(lines) + " " + " ".join(trusted) + f" {threshold} {window} {year}")
+        skew = rng.randrange(10000, 86400)
+        while str(skew) in seen:
+            skew = rng.randrange(10000, 86400)
+        ref_src = REFERENCE.format(threshold=threshold, window=window, trusted=trusted, year=year,
+                                   show_login=k["login"], skew=skew)
+        ns: dict = {}
+        exec(ref_src, ns)  # noqa: S102 - our own reference program
         truth = ns["analyse"]("".join("\n".join(c) + "\n" for c in chunks))
-        who = t.deliver(str(window), "the window length in seconds")
+        who = t.deliver(str(skew), "the clock offset in seconds")
         rotated = (f" The logs are rotated: `auth.log` is the newest, then `auth.log.1`, `auth.log.2`, ... going back "
                    "in time" + (" (the older ones gzipped)" if k["gzip"] else "") + "." if n > 1 else "")
         yr = (f" The logs begin in December {year} and run into January {year + 1}; syslog timestamps carry no year."
               if k["rollover"] else f" All timestamps are from {year}.")
         trust_txt = (" Addresses inside any range listed in `/app/config/trusted_ranges.txt` (CIDR, one per line, "
                      "`#` comments) belong to us and must never be flagged." if trusted else "")
-        t.say(f"Our SSH bastion's auth logs are in `/app/logs/`.{rotated}{yr} Find the sources that brute-forced "
+        t.say(f"Our SSH bastion's auth logs are in `/app/logs/`.{rotated}{yr} The bastion's clock was wrong: every logged time "
+              f"is ahead of UTC by the offset given above (in seconds). Find the sources that brute-forced "
               f"the SSH daemon. {rules}{trust_txt}")
-        t.add_solution_file("bruteforce.py", REFERENCE.format(threshold=threshold, window=0, trusted=trusted, year=year,
-                                                              show_login=k["login"]))
+        t.add_solution_file("bruteforce.py", REFERENCE.format(threshold=threshold, window=window, trusted=trusted,
+                                                              year=year, show_login=k["login"], skew=0))
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
                 f'python3 /solution/bruteforce.py "{who}" {" ".join(order)} > /app/out/bruteforce.txt')
         t.say(f"Report format: {fmt_rows}.")

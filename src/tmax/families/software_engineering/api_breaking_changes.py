@@ -1,8 +1,8 @@
 """Is the next API version backwards compatible? Two versions of an in-house API description (JSON:
-endpoints with owner team, parameters, response fields; enums and nested objects at higher levels);
-report the breaking changes in one team's endpoints and (level 3+) the semver bump the whole change
-needs. Program variants: the diff tool (fuzzed) or a CI gate that must fail exactly the pull requests
-that break the team's endpoints (adversarial corpus)."""
+endpoints with their owner team under a salted team ID, parameters, response fields; enums and nested
+objects at higher levels); report the breaking changes in one team's endpoints and (level 3+) the
+semver bump that team's part of the API needs. Program variants: the diff tool (fuzzed) or a CI
+gate that must fail exactly the pull requests that break the team's endpoints (adversarial corpus)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,17 @@ import json
 from tmax.families.base import Family, TaskBuilder, register
 
 REFERENCE = r'''
+import hashlib
 import json
 import sys
 
 OWNER = "{owner}"
 WITH_VERSION = {with_version}
+
+
+def team_id(desc, code):
+    """A team's pseudonymous ID in one description: its owner fields hold these, never team codes."""
+    return hashlib.sha256((desc["team_salt"] + ":" + code).encode()).hexdigest()[:12]
 
 
 def is_enum(ty):
@@ -90,14 +96,29 @@ def changes(old, new):
     return out
 
 
+def owned(doc, owner):
+    """Does an endpoint belong to the team? Owner in the old description, or in the new one if it is new."""
+    old, new = doc["old"], doc["new"]
+    mine_old, mine_new = team_id(old, owner), team_id(new, owner)
+
+    def test(ep):
+        if ep in old["endpoints"]:
+            return old["endpoints"][ep]["owner"] == mine_old
+        return new["endpoints"][ep]["owner"] == mine_new
+    return test
+
+
 def report(doc, owner=None):
     owner = owner or OWNER
     old, new = doc["old"], doc["new"]
-    ch = changes(old, new)
-    lines = sorted(f"{{ep}} {{kind}} {{name}}".rstrip() for ep, kind, name, br in ch
-                   if br and old["endpoints"][ep]["owner"] == owner)
+    ours = owned(doc, owner)
+    ch = [c for c in changes(old, new) if ours(c[0])]
+    lines = sorted(f"{{ep}} {{kind}} {{name}}".rstrip() for ep, kind, name, br in ch if br)
     if WITH_VERSION:
-        a, b, c = (int(x) for x in old["version"].split("."))
+        mine = team_id(old, owner)
+        if mine not in old["versions"]:
+            raise SystemExit(f"team {{owner}} has no version in the old description")
+        a, b, c = (int(x) for x in old["versions"][mine].split("."))
         if any(br for *_, br in ch):
             a, b, c = a + 1, 0, 0
         elif ch:
@@ -110,9 +131,8 @@ def report(doc, owner=None):
 
 def gate(doc, owner=None):
     """0 if the change is safe for the owner's clients, 1 if it breaks one of its endpoints."""
-    owner = owner or OWNER
-    return 1 if any(br and doc["old"]["endpoints"][ep]["owner"] == owner for ep, _, _, br in
-                    changes(doc["old"], doc["new"])) else 0
+    ours = owned(doc, owner or OWNER)
+    return 1 if any(br and ours(ep) for ep, _, _, br in changes(doc["old"], doc["new"])) else 0
 
 
 if __name__ == "__main__":
@@ -174,7 +194,10 @@ def make_spec(rng, k, owners):
                 resp[nname] = copy.deepcopy(NESTED[nname])
             eps[f"{method} {path}"] = {"owner": rng.choice(owners), "summary": f"{method.lower()} {res}",
                                        "params": params, "response": resp}
-    return {"version": f"{rng.randint(1, 6)}.{rng.randint(0, 14)}.{rng.randint(0, 9)}", "endpoints": eps}
+    # Distinct majors: no two teams can end up with the same next version.
+    majors = rng.sample(range(1, 10), len(owners))
+    versions = {o: f"{m}.{rng.randint(0, 14)}.{rng.randint(0, 9)}" for o, m in zip(owners, majors)}
+    return {"versions": versions, "endpoints": eps}
 
 
 def mutate(rng, spec, kind, only=None):
@@ -288,7 +311,7 @@ def evolve(rng, spec, k, n, only=None, kinds=None):
     for e in sorted(new["endpoints"]):  # cosmetic noise that is not a change
         if rng.random() < 0.2:
             new["endpoints"][e]["summary"] += " (see docs)"
-    new["version"] = "next"
+    new["versions"] = {o: "next" for o in new["versions"]}
     return new
 
 
@@ -299,6 +322,30 @@ def kind_pool(k):
 
 BREAKING = ("remove_endpoint", "add_required_param", "remove_response_field", "make_required", "remove_param",
             "param_type", "response_type", "param_enum_remove", "resp_enum_add", "nested_remove", "nested_type")
+
+
+def publish(rng, spec) -> dict:
+    """The description as published: a fresh team salt, team codes replaced by their IDs under it."""
+    ns: dict = {}
+    exec(REFERENCE.format(owner="", with_version=False).split("def is_enum")[0], ns)  # noqa: S102 - team_id
+    salt = "%016x" % rng.getrandbits(64)
+    doc = {"team_salt": salt}
+    out = copy.deepcopy(spec)
+    for e in out["endpoints"].values():
+        e["owner"] = ns["team_id"](doc, e["owner"])
+    doc["versions"] = dict(sorted((ns["team_id"](doc, o), v) for o, v in out["versions"].items()))
+    doc["endpoints"] = out["endpoints"]
+    return doc
+
+
+def pair(rng, old, new) -> dict:
+    return {"old": publish(rng, old), "new": publish(rng, new)}
+
+
+def seen_code(code: str, texts: list[str]) -> bool:
+    """Is ``code`` in one of ``texts``, upper-cased, reversed or Caesar-shifted?"""
+    shifts = sorted({"".join(chr((ord(c) - 65 + n) % 26 + 65) for c in code) for n in range(26)})
+    return any(x in text.upper() for text in texts for x in [*shifts, code[::-1]])
 
 
 def dump(spec) -> str:
@@ -324,8 +371,11 @@ class ApiBreakingChanges(Family):
                   "corpus": 30}}
 
     def rules(self, k) -> str:
-        r = ("Our API descriptions are JSON: `endpoints` maps `\"<METHOD> <path>\"` to an object with `owner` (the "
-             "owning team), `summary`, `params` (name -> `in`, `type`, `required`"
+        r = ("Our API descriptions are JSON. Teams appear in them only under pseudonymous IDs: a team's ID in a "
+             "description is the first 12 hex digits of the SHA-256 of `<team_salt>:<team code>`, with that "
+             "description's own `team_salt`. `versions` maps team IDs to the version of each team's part of the "
+             "API; `endpoints` maps `\"<METHOD> <path>\"` to an object with `owner` (the owning team's ID), "
+             "`summary`, `params` (name -> `in`, `type`, `required`"
              + (", and for enumerations `enum`, the allowed values" if k["enums"] else "") + ") and `response` "
              "(field name -> type" + (", or `{\"enum\": [...]}` for an enumeration" if k["enums"] else "")
              + (", or an object of nested fields" if k["nested"] else "") + "). A change breaks clients when, "
@@ -347,10 +397,13 @@ class ApiBreakingChanges(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
+        # Team codes never appear in the descriptions (owners are salted IDs), so our team is known only
+        # from the delivered code; no code may be readable off the instruction's fixed texts either.
+        static = [self.rules(k), t.persona.opening, t.persona.closing]
         owners: list[str] = []
-        while len(owners) < 3:
-            w = t.code(1)
-            if w not in owners:
+        while len(owners) < 4:
+            w = t.code(2)
+            if w not in owners and not seen_code(w, static):
                 owners.append(w)
         ours = owners[0]
         fmt = ("one line per breaking change in an endpoint that our team owns according to the old description: "
@@ -358,10 +411,11 @@ class ApiBreakingChanges(Family):
                "lines sorted in byte order")
         vtxt = ""
         if k["version"]:
-            fmt += ("; then one last line `next-version X.Y.Z`: the version the new description must carry, "
-                    "bumping the old `version` by semver over ALL changes, every team's: major if anything breaks, "
-                    "else minor if anything else changed, else patch")
-            vtxt = " The old description's `version` field is the currently published version."
+            fmt += ("; then one last line `next-version X.Y.Z`: the version our team's part of the API must carry "
+                    "next, bumping our team's entry in the old `versions` by semver over the changes to our team's "
+                    "endpoints (owned by our team in the old description, or, for a new endpoint, in the new one): "
+                    "major if any of them breaks, else minor if any of them changed, else patch")
+            vtxt = " The old description's `versions` are the currently published versions."
         ns: dict = {}
         exec(REFERENCE.format(owner=ours, with_version=k["version"]).replace("MODE", "'report'"), ns)  # noqa: S102
         if t.axes.verifier == "adversarial_corpus":
@@ -379,10 +433,11 @@ class ApiBreakingChanges(Family):
                         continue
                 else:  # compatible for us: additive changes, and breaking ones in other teams' endpoints
                     new = evolve(rng, spec, k, rng.randint(1, 4), kinds=[x for x in pool if x not in BREAKING])
-                    for _ in range(rng.randint(0, 2)):
+                    for _ in range(rng.randint(1, 3)):
                         mutate(rng, new, rng.choice([x for x in pool if x in BREAKING]), rng.choice(owners[1:]))
-                item = json.dumps({"old": spec, "new": new}, separators=(",", ":")) + "\n"
-                bucket = malicious if ns["gate"]({"old": spec, "new": new}) else clean
+                doc = pair(rng, spec, new)
+                item = json.dumps(doc, separators=(",", ":")) + "\n"
+                bucket = malicious if ns["gate"](doc) else clean
                 if len(bucket) < k["corpus"]:
                     bucket.append(item)
             assert len(clean) == len(malicious) == k["corpus"]
@@ -399,11 +454,16 @@ class ApiBreakingChanges(Family):
         if t.axes.verifier == "fuzz_equivalence":
             var = t.deliver(ours, "our team code")
             cases = []
-            for _ in range(10):
+            while len(cases) < 10:
                 spec = make_spec(rng, dict(k, resources=rng.randint(2, k["resources"])), owners)
                 new = evolve(rng, spec, k, rng.randint(1, k["changes"]))
-                doc = {"old": spec, "new": new}
-                cases.append((json.dumps(doc, indent=1) + "\n", ns["report"](doc)))
+                doc = pair(rng, spec, new)
+                out = ns["report"](doc)
+                # Most cases break something of ours: a program that ignores the team code must fail.
+                if out.startswith("next-version") or not out:
+                    if sum(1 for _, o in cases if o.startswith("next-version") or not o) >= 3:
+                        continue
+                cases.append((json.dumps(doc, indent=1) + "\n", out))
             t.say("We diff API descriptions on every release and I want a reusable tool for it. "
                   + self.rules(k) + vtxt + f" The report lists {fmt}.")
             t.expect_program("Its input is one JSON object `{\"old\": <description>, \"new\": <description>}`. "
@@ -413,17 +473,27 @@ class ApiBreakingChanges(Family):
             t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
             return
         spec = make_spec(rng, k, owners)
+        # Our team is not the one owning the most endpoints, and every team gets its share of the
+        # changes: neither frequency points at it.
+        count = {o: sum(1 for e in spec["endpoints"].values() if e["owner"] == o) for o in owners}
+        fit = [o for o in owners if count[o] < max(count.values())] or owners
+        ours = rng.choice(fit)
+        ns = {}
+        exec(REFERENCE.format(owner=ours, with_version=k["version"]).replace("MODE", "'report'"), ns)  # noqa: S102
         new = evolve(rng, spec, k, k["changes"] // 2)
-        new = evolve(rng, new, k, k["changes"] - k["changes"] // 2, only=ours)
+        for o in owners:
+            new = evolve(rng, new, k, max(1, (k["changes"] - k["changes"] // 2) // 2), only=o)
+        doc = pair(rng, spec, new)
         # make sure our team is affected by at least one breaking change
         for _ in range(5):
-            if ns["gate"]({"old": spec, "new": new}):
+            if ns["gate"](doc):
                 break
             mutate(rng, new, rng.choice([x for x in kind_pool(k) if x in BREAKING]), ours)
-        truth = ns["report"]({"old": spec, "new": new})
-        old_name = f"/app/api/api-v{spec['version']}.json"
-        t.add_file(old_name, dump(spec))
-        t.add_file("/app/api/api-next.json", dump(new))
+            doc = pair(rng, spec, new)
+        truth = ns["report"](doc)
+        old_name = "/app/api/api-published.json"
+        t.add_file(old_name, dump(doc["old"]))
+        t.add_file("/app/api/api-next.json", dump(doc["new"]))
         var = t.deliver(ours, "our team code")
         t.say(f"The published API description is `{old_name}` and the proposed next one is `/app/api/api-next.json`. "
               "Before we publish, tell me which changes break clients of our team's endpoints (team code given "

@@ -1,10 +1,13 @@
-"""What would `make` rebuild? A Makefile with build flavours (ifeq), libraries, generated headers and
-order-only directory prerequisites over a tree with fixed timestamps (some sources edited after the
-last build, some outputs deleted); list the targets whose recipes would run, in make's order. Truth is
+"""What would `make` rebuild? A Makefile with module bundles unlocked by a licence key (ifeq on the
+key's fingerprint; one output tree per bundle), libraries, generated headers and order-only directory
+prerequisites over a tree with fixed timestamps (some sources edited after the last build, some
+outputs deleted); list the targets whose recipes would run for the customer's key, in make's order. Truth is
 a model of GNU make's update algorithm; the oracle asks the real make (dry run), so the gate proves
 they agree."""
 
 from __future__ import annotations
+
+import hashlib
 
 from tmax.families.base import Family, TaskBuilder, register
 
@@ -14,9 +17,26 @@ EXTRAS = ["tls", "gzip", "metrics", "trace", "quota", "audit"]
 BINS = ["server", "cli", "worker"]
 HEADERS = ["include/common.h", "include/net.h", "include/config.h", "include/compat.h"]
 GENERATED = ["gen/version.h", "gen/proto.h"]
+BUNDLES = ["cloud", "edge", "plus", "pro", "studio", "suite"]
+MAKE_HEAD = ("# Service build. Optional modules come in bundles, unlocked by the customer's licence key\n"
+             "# (make LICENSE=<key>); only the keys' fingerprints (first 16 hex digits of their SHA-256) are\n"
+             "# kept here. Each bundle builds into its own tree under out/.\n"
+             "CC := ./tools/cc\nAR := ./tools/ar\nLD := ./tools/ld\nGEN := ./tools/gen\nLICENSE ?=\n"
+             "KEY := $(shell printf '%s' '$(LICENSE)' | sha256sum | cut -c1-16)\n")
+SAY = ("The service in `/app/build` was fully built a while ago, for every bundle; since then some sources changed "
+       "and some build outputs may have been deleted. Before kicking off the release build for a customer I need to "
+       "know exactly what `make LICENSE=<key> all` (run in `/app/build`, serially) is going to rebuild with the "
+       "file timestamps exactly as they are now, for the customer's licence key given here. Do not change the "
+       "tree's state: the answer is about the tree as it is.")
 TOOL = "#!/bin/sh\n# stand-in for the real toolchain: records what it would produce\nout=\"\"\n" \
        "while [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then out=$2; fi; shift; done\n" \
        "[ -n \"$out\" ] && touch \"$out\"\n"
+
+
+def seen_code(code: str, texts: list[str]) -> bool:
+    """Is ``code`` in one of ``texts``, upper-cased, reversed or Caesar-shifted?"""
+    shifts = sorted({"".join(chr((ord(c) - 65 + n) % 26 + 65) for c in code) for n in range(26)})
+    return any(x in text.upper() for text in texts for x in [*shifts, code[::-1]])
 
 
 def plan_make(rules: dict, mtimes: dict, goal: str) -> list[str]:
@@ -69,71 +89,92 @@ class MakeRebuildPlan(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        flavours: list[str] = []
-        while len(flavours) < 3:
-            w = t.code(1)
-            if w not in flavours and w != "BASIC":
-                flavours.append(w)
-        chosen = rng.choice(flavours)
+        # Module bundles are unlocked by a licence key; the Makefile keeps only key fingerprints and
+        # every bundle builds into its own tree, so the key (delivered) decides every line of the answer
+        # and is readable nowhere else.
+        bundles = sorted(rng.sample(BUNDLES, 4))
+        static = [t.persona.opening, t.persona.closing, MAKE_HEAD, SAY]
+        keys: list[str] = []
+        while len(keys) < len(bundles):
+            w = t.code(2)
+            if w not in keys and not seen_code(w, static):
+                keys.append(w)
+        chosen = rng.choice(bundles)
+        key = keys[bundles.index(chosen)]
         core = rng.sample(CORE, k["core"])
         net = rng.sample(NET, k["net"])
         bins = BINS[:k["bins"]]
         extras = rng.sample(EXTRAS, k["extras"])
-        # each flavour turns on a few extras (a subset; they may overlap)
-        fl_extras = {f: sorted(rng.sample(extras, rng.randint(1, min(3, len(extras))))) for f in flavours}
-        gens = GENERATED if k["gen"] else []
+        # each bundle turns on a few extras (a subset; they may overlap); no key: none
+        fl_extras = {f: sorted(rng.sample(extras, rng.randint(1, min(3, len(extras))))) for f in bundles}
+        fl_extras["basic"] = []
+        gens = [f"{{O}}/{g}" for g in GENERATED] if k["gen"] else []
         headers = HEADERS[:2 + k["core"] // 3]
+        # Rules with "{O}" standing for the bundle's output tree ($(O) in the Makefile).
         rules: dict[str, tuple[list[str], list[str], bool]] = {}
         text_rules: list[str] = []
+
+        def mk(x: str) -> str:
+            return x.replace("{O}", "$(O)")
 
         def obj_rule(m: str) -> None:
             deps = [f"src/{m}.c"] + sorted(rng.sample(headers, rng.randint(1, 2)))
             if gens and rng.random() < 0.5:
                 deps.append(rng.choice(gens))
-            oo = ["obj"]
-            rules[f"obj/{m}.o"] = (deps, oo, False)
-            text_rules.append(f"obj/{m}.o: {' '.join(deps)} | {' '.join(oo)}\n\t$(CC) $(CFLAGS) -c -o $@ $<\n")
+            oo = ["{O}/obj"]
+            rules[f"{{O}}/obj/{m}.o"] = (deps, oo, False)
+            text_rules.append(f"$(O)/obj/{m}.o: {mk(' '.join(deps))} | {mk(' '.join(oo))}\n"
+                              "\t$(CC) $(CFLAGS) -c -o $@ $<\n")
 
-        libs = {"lib/libcore.a": core}
+        libs = {"{O}/lib/libcore.a": core}
         if net:
-            libs["lib/libnet.a"] = net
+            libs["{O}/lib/libnet.a"] = net
         for lib, mods in libs.items():
-            objs = [f"obj/{m}.o" for m in mods]
+            objs = [f"{{O}}/obj/{m}.o" for m in mods]
             rules[lib] = (objs, [], False)
-            text_rules.append(f"{lib}: {' '.join(objs)}\n\t$(AR) rcs $@ $^\n")
+            text_rules.append(f"{mk(lib)}: {mk(' '.join(objs))}\n\t$(AR) rcs $@ $^\n")
             for m in mods:
                 obj_rule(m)
         for b in bins:
             obj_rule(b)
         for e in extras:
             obj_rule(e)
-        extra_objs = [f"obj/{e}.o" for e in fl_extras[chosen]]
         for b in bins:
-            normal = [f"obj/{b}.o"] + (extra_objs if b == bins[0] else []) + sorted(libs, reverse=True)
-            rules[f"bin/{b}"] = (normal, [], False)
-            text_rules.append(f"bin/{b}: obj/{b}.o {'$(EXTRA) ' if b == bins[0] else ''}"
-                              f"{' '.join(sorted(libs, reverse=True))}\n\t$(LD) -o $@ $^\n")
+            normal = [f"{{O}}/obj/{b}.o"] + (["$(EXTRA)"] if b == bins[0] else []) + sorted(libs, reverse=True)
+            rules[f"{{O}}/bin/{b}"] = (normal, [], False)
+            text_rules.append(f"$(O)/bin/{b}: {mk(' '.join(normal))}\n\t$(LD) -o $@ $^\n")
         for g in gens:
-            spec = "specs/" + g.split("/")[1].replace(".h", ".def")
-            rules[g] = ([spec], ["gen"], False)
-            text_rules.append(f"{g}: {spec} | gen\n\t$(GEN) $< -o $@\n")
-        dirs = ["obj"] + (["gen"] if gens else [])
+            spec = "specs/" + g.split("/")[-1].replace(".h", ".def")
+            rules[g] = ([spec], ["{O}/gen"], False)
+            text_rules.append(f"{mk(g)}: {spec} | $(O)/gen\n\t$(GEN) $< -o $@\n")
+        dirs = ["{O}/obj"] + (["{O}/gen"] if gens else [])
         for d in dirs:
             rules[d] = ([], [], False)
-        text_rules.append(f"{' '.join(dirs)}:\n\tmkdir -p $@\n")
-        rules["all"] = ([f"bin/{b}" for b in bins], [], True)
+        text_rules.append(f"{mk(' '.join(dirs))}:\n\tmkdir -p $@\n")
+        rules["all"] = ([f"{{O}}/bin/{b}" for b in bins], [], True)
         rng.shuffle(text_rules)
         cond = []
-        for i, f in enumerate(flavours):
-            cond.append(f"{'ifeq' if i == 0 else 'else ifeq'} ($(FLAVOR),{f})\nEXTRA := "
-                        + " ".join(f"obj/{e}.o" for e in fl_extras[f]))
-        makefile = ("# Service build. FLAVOR selects the optional modules linked into the main binary.\n"
-                    "CC := ./tools/cc\nAR := ./tools/ar\nLD := ./tools/ld\nGEN := ./tools/gen\n"
-                    "CFLAGS := -O2 -Iinclude" + (" -Igen" if gens else "") + "\nFLAVOR ?= BASIC\n\n"
-                    + "\n".join(cond) + "\nelse\nEXTRA :=\nendif\n\n.PHONY: all clean\n\n"
-                    f"all: {' '.join(f'bin/{b}' for b in bins)}\n\n" + "\n".join(text_rules)
-                    + "\nclean:\n\trm -rf obj lib bin" + (" gen" if gens else "") + "\n")
-        # -- the state of the tree: everything built once, in dependency order, then edits -----------
+        for i, f in enumerate(bundles):
+            fp = hashlib.sha256(keys[i].encode()).hexdigest()[:16]
+            cond.append(f"{'ifeq' if i == 0 else 'else ifeq'} ($(KEY),{fp})\nBUNDLE := {f}\nMODULES := "
+                        + " ".join(fl_extras[f]))
+        makefile = (MAKE_HEAD + "\n" + "\n".join(cond) + "\nelse\nBUNDLE := basic\nMODULES :=\nendif\n\n"
+                    "O := out/$(BUNDLE)\nEXTRA := $(patsubst %,$(O)/obj/%.o,$(MODULES))\n"
+                    "CFLAGS := -O2 -Iinclude" + (" -I$(O)/gen" if gens else "") + "\n\n.PHONY: all clean\n\n"
+                    f"all: {' '.join(f'$(O)/bin/{b}' for b in bins)}\n\n" + "\n".join(text_rules)
+                    + "\nclean:\n\trm -rf $(O)\n")
+
+        def tree(f: str) -> dict:
+            """The rules as make sees them for bundle ``f``."""
+            out = f"out/{f}"
+            extra = [f"{out}/obj/{e}.o" for e in fl_extras[f]]
+
+            def sub(xs: list[str]) -> list[str]:
+                return [y for x in xs for y in (extra if x == "$(EXTRA)" else [x.replace("{O}", out)])]
+            return {x.replace("{O}", out): (sub(n), sub(oo), ph) for x, (n, oo, ph) in rules.items()}
+
+        trees = {f: tree(f) for f in bundles + ["basic"]}
+        # -- the state of the tree: every bundle built once, in dependency order, then edits ---------
         mtimes: dict[str, int] = {}
         clock = 1_750_000_000 + rng.randrange(10**6)
 
@@ -142,25 +183,28 @@ class MakeRebuildPlan(Family):
             clock += rng.randrange(30, 600)
             return clock
 
-        sources = sorted({p for n, oo, ph in rules.values() for p in n if p not in rules})
+        sources = sorted({p for n, oo, ph in rules.values() for p in n if p not in rules and "{O}" not in p
+                          and p != "$(EXTRA)"})
         for s in sources:
             mtimes[s] = tick()
-        built_order: list[str] = []
+        built_order: dict[str, list[str]] = {}
+        order = bundles + ["basic"]
+        rng.shuffle(order)
+        for f in order:
+            rs, done = trees[f], []
 
-        def visit(x: str) -> None:
-            if x in built_order or x not in rules:
-                return
-            for p in rules[x][0] + rules[x][1]:
-                visit(p)
-            built_order.append(x)
+            def visit(x: str) -> None:
+                if x in done or x not in rs:
+                    return
+                for p in rs[x][0] + rs[x][1]:
+                    visit(p)
+                done.append(x)
 
-        for f in flavours:  # every flavour was built at some point, so all extras exist
-            visit(f"obj/{fl_extras[f][0]}.o")
-        for x in sorted(rules):
-            visit(x)
-        for x in built_order:
-            if not rules[x][2]:
-                mtimes[x] = tick()
+            visit("all")
+            built_order[f] = done
+            for x in done:
+                if not rs[x][2]:
+                    mtimes[x] = tick()
         clock += 86400
         c_files = [s for s in sources if s.endswith(".c")]
         edited = rng.sample(c_files, k["edits"])
@@ -168,22 +212,25 @@ class MakeRebuildPlan(Family):
             edited.append(rng.choice([s for s in sources if not s.endswith(".c")]))
         for s in edited:
             mtimes[s] = tick()
-        # a stale module of a flavour that is not built now (a trap for "everything newer")
+        # a stale module of a bundle that is not built now (a trap for "everything newer")
         others = [e for e in extras if e not in fl_extras[chosen]]
         if others:
             mtimes[f"src/{rng.choice(others)}.c"] = tick()
         for s in rng.sample([s for s in sources if s not in edited], min(k["backdated"], len(sources) - len(edited))):
             mtimes[s] = 1_600_000_000 + rng.randrange(10**6)  # restored from an old backup: older than its object
-        built = [x for x in built_order if not rules[x][2] and x not in dirs]
-        for x in rng.sample(built, k["missing"]):
-            del mtimes[x]
-        if k["dir_trap"]:
-            mtimes["obj"] = tick()  # the directory changed after the objects (order-only: must not matter)
-        if gens and rng.random() < 0.5:
-            for g in gens:
-                mtimes.pop(g, None)
-            mtimes.pop("gen", None)
-        truth_list = plan_make(rules, mtimes, "all")
+        all_dirs = [d.replace("{O}", f"out/{f}") for f in order for d in dirs]
+        for f in order:  # outputs deleted since, the directory trap, generated headers cleaned
+            rs = trees[f]
+            built = [x for x in built_order[f] if not rs[x][2] and x not in all_dirs]
+            for x in rng.sample(built, k["missing"]):
+                del mtimes[x]
+            if k["dir_trap"]:
+                mtimes[f"out/{f}/obj"] = tick()  # the directory changed after the objects (order-only)
+            if gens and rng.random() < 0.5:
+                for g in gens:
+                    mtimes.pop(g.replace("{O}", f"out/{f}"), None)
+                mtimes.pop(f"out/{f}/gen", None)
+        truth_list = plan_make(trees[chosen], mtimes, "all")
         truth = "".join(x + "\n" for x in truth_list)
         # -- fixture files with their timestamps -------------------------------------------------------
         t.add_file("/app/build/Makefile", makefile)
@@ -191,11 +238,11 @@ class MakeRebuildPlan(Family):
             t.add_file(f"/app/build/tools/{tool}", TOOL)
         stamps = []
         for path in sorted(mtimes):
-            if path in dirs:
+            if path in all_dirs:
                 continue
             if path.startswith("src/"):
                 body = f"/* {path} */\n#include \"common.h\"\nint {path[4:-2]}_init(void) {{ return 0; }}\n"
-            elif path.endswith(".h"):
+            elif path.endswith(".h") and not path.startswith("out/"):
                 body = f"/* {path} */\n#pragma once\n"
             elif path.startswith("specs/"):
                 body = f"# {path}\nfield id int\nfield name str\n"
@@ -203,21 +250,21 @@ class MakeRebuildPlan(Family):
                 body = f"placeholder build output for {path}\n"
             t.add_file(f"/app/build/{path}", body)
             stamps.append(f"touch -d @{mtimes[path]} {path}")
-        for d in dirs:
+        for d in sorted(all_dirs):
             if d in mtimes:
                 stamps.append(f"mkdir -p {d} && touch -d @{mtimes[d]} {d}")
-        if "gen" not in mtimes and gens:
-            stamps.append("rm -rf gen")
+            elif d.endswith("/gen"):
+                stamps.append(f"rm -rf {d}")
         t.add_setup("cd /app/build && chmod +x tools/*\n" + "\n".join(stamps))
-        var = t.deliver(chosen, "the build flavour")
-        t.say("The service in `/app/build` was fully built a while ago; since then some sources changed and some "
-              "build outputs may have been deleted. Before kicking off the release build I need to know exactly what "
-              "`make FLAVOR=<flavour> all` (run in `/app/build`, serially) is going to rebuild with the file "
-              "timestamps exactly as they are now, for the build flavour given here. Do not change the tree's "
-              "state: the answer is about the tree as it is.")
-        t.say("The answer lists one target per line, exactly as the Makefile names it (for example `obj/util.o`), in the order "
-               "make would run their recipes; phony targets are not listed, directories created by a recipe are.")
-        t.solve(f'mkdir -p /app/out\ncd /app/build && make -n FLAVOR="{var}" all | awk \'{{for (i = 1; i <= NF; i++) '
-                'if ($i == "-o") {print $(i + 1); next}} $1 == "./tools/ar" || $1 == "mkdir" {print $3}\' '
+        visible = [makefile, *t.env_files.values(), *t.env_files, "\n".join(stamps)]
+        if seen_code(key, visible):
+            raise ValueError("make_rebuild_plan: the licence key is visible in the tree")
+        var = t.deliver(key, "the customer's licence key")
+        t.say(SAY)
+        t.say("The answer lists one target per line, exactly as make names it (for example "
+              "`out/<bundle>/obj/util.o`), in the order make would run their recipes; phony targets are not "
+              "listed, directories created by a recipe are.")
+        t.solve(f'mkdir -p /app/out\ncd /app/build && make -n LICENSE="{var}" all | awk \'{{for (i = 1; i <= NF; '
+                'i++) if ($i == "-o") {print $(i + 1); next}} $1 == "./tools/ar" || $1 == "mkdir" {print $3}\' '
                 '> /app/out/rebuild.txt\ntest -s /app/out/rebuild.txt')
         t.expect_output("/app/out/rebuild.txt", truth, "the rebuild list")

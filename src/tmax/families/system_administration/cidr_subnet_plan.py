@@ -6,6 +6,7 @@ delivered value."""
 from __future__ import annotations
 
 import ipaddress
+import re
 
 from tmax.families.base import Family, TaskBuilder, register
 
@@ -13,7 +14,7 @@ REFERENCE = r'''
 import ipaddress
 import sys
 
-HOSTS = "@@VALUE@@"
+VNI_BASE = "@@VALUE@@"
 
 
 def prefix_for(n):
@@ -23,8 +24,8 @@ def prefix_for(n):
     return p
 
 
-def plan(text, hosts=None):
-    hosts = hosts or HOSTS
+def plan(text, base=None):
+    base = int(base or VNI_BASE)
     parent, reserved, reqs = None, [], []
     for line in text.splitlines():
         parts = line.split("#", 1)[0].split()
@@ -36,7 +37,7 @@ def plan(text, hosts=None):
             net = ipaddress.ip_network(parts[1], strict=False)
             reserved.append((int(net.network_address), int(net.broadcast_address)))
         elif parts[0] == "subnet":
-            reqs.append((parts[1], int(hosts) if parts[2] == "?" else int(parts[2])))
+            reqs.append((parts[1], int(parts[2])))
     lo, hi = int(parent.network_address), int(parent.broadcast_address)
     taken = list(reserved)
     result = {{}}
@@ -55,7 +56,7 @@ def plan(text, hosts=None):
             result[i] = f"{{ipaddress.ip_address(a)}}/{{prefix_for(n)}}"
         else:
             result[i] = "NONE"
-    return "".join(f"{{reqs[i][0]}} {{result[i]}}\n" for i in range(len(reqs)))
+    return "".join(f"{{reqs[i][0]}} {{base + i}} {{result[i]}}\n" for i in range(len(reqs)))
 
 
 if __name__ == "__main__":
@@ -67,16 +68,16 @@ NAMES = ["web", "db", "cache", "mgmt", "voip", "guest", "iot", "backup", "storag
 EDGE_HOSTS = [2, 6, 14, 30, 62, 126, 254, 510, 3, 7, 15, 31, 63, 127, 255]
 
 
-def plan_text(rng, level, reqs, reserved_n, ask, ns):
+def plan_text(rng, level, reqs, reserved_n, ns):
     """A plan whose requests all fit below level 4 (retried until they do)."""
     while True:
-        text = _plan_text(rng, level, reqs, reserved_n, ask)
-        if level >= 4 or "NONE" not in ns["plan"](text):
+        text = _plan_text(rng, level, reqs, reserved_n)
+        if level >= 4 or "NONE" not in ns["plan"](text, "1000"):
             return text
 
 
-def _plan_text(rng, level, reqs, reserved_n, ask):
-    """Plan file text: a parent block, reserved ranges, subnet requests (one with host count `?`)."""
+def _plan_text(rng, level, reqs, reserved_n):
+    """Plan file text: a parent block, reserved ranges, subnet requests."""
     parent_prefix = rng.choice([20, 21, 22]) if level >= 2 else 22
     base = ipaddress.ip_network(f"10.{rng.randrange(256)}.{rng.randrange(0, 256, 16)}.0/{parent_prefix}",
                                 strict=False)
@@ -99,11 +100,8 @@ def _plan_text(rng, level, reqs, reserved_n, ask):
         lines.append(f"reserved {net}" + (f"  # {rng.choice(['legacy', 'vendor', 'router', 'old vpn'])}"
                                           if level >= 2 and rng.random() < 0.4 else ""))
     names = rng.sample(NAMES, reqs)
-    ask_at = rng.randrange(reqs)
-    for i, name in enumerate(names):
-        if i == ask_at:
-            n = "?"
-        elif level >= 2 and rng.random() < 0.35:
+    for name in names:
+        if level >= 2 and rng.random() < 0.35:
             n = str(rng.choice(EDGE_HOSTS))
         else:
             n = str(rng.randint(2, max(2, total // (3 * reqs))))
@@ -115,6 +113,16 @@ def _plan_text(rng, level, reqs, reserved_n, ask):
         rng.shuffle(tail)
         lines = lines[:2] + tail
     return "\n".join(lines) + "\n"
+
+
+def vni_base(rng, texts):
+    """A VNI base that no visible text contains as a number, so it can only come from the channel; six
+    digits, since shorter numbers turn up by chance in the decodings of a binary channel."""
+    seen = {int(x) for text in texts for x in re.findall(r"[0-9]+", text)}
+    while True:
+        base = rng.randrange(100000, 990000)
+        if not any(base - 40 <= x <= base + 40 for x in seen):
+            return base
 
 
 @register
@@ -131,10 +139,9 @@ class CidrSubnetPlan(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng, level = t.knobs, t.rng, t.level
-        hosts = rng.choice([rng.randint(20, 300), rng.choice(EDGE_HOSTS[4:])]) if level >= 2 else rng.randint(20, 200)
         ns: dict = {}
-        exec(REFERENCE.format().replace("@@VALUE@@", str(hosts)), ns)  # noqa: S102 - our own reference program
         ref_src = REFERENCE.format()
+        exec(ref_src, ns)  # noqa: S102 - our own reference program
         rules = ["A subnet request `subnet <name> <hosts>` needs the smallest block whose usable hosts (its size "
                  "minus the network and broadcast addresses) are at least `<hosts>`; the smallest block ever "
                  "handed out is a /30.",
@@ -142,7 +149,10 @@ class CidrSubnetPlan(Family):
                  "in which they appear in the plan.",
                  "Each block goes at the lowest address inside the parent that is a multiple of its size (aligned) "
                  "and overlaps neither a `reserved` range nor a block already placed."
-                 + (" A request that finds no such place gets `NONE` and takes no space." if level >= 4 else "")]
+                 + (" A request that finds no such place gets `NONE` and takes no space." if level >= 4 else ""),
+                 "Each subnet is its own VXLAN segment. VNIs follow the plan order of the requests, whatever their "
+                 "placement: the first `subnet` line gets the VNI base itself, the next one base + 1, and so on"
+                 + (" (a request that gets `NONE` still uses up its VNI)." if level >= 4 else ".")]
         if level >= 2:
             rules.append("`#` starts a comment; lines may come in any order after the `parent` line.")
         if level >= 3:
@@ -151,29 +161,33 @@ class CidrSubnetPlan(Family):
             rules.append("The parent may be written with host bits set (`10.1.2.77/22`): it means the whole "
                          "enclosing block (`10.1.0.0/22`).")
         rules_txt = "\n".join(f"- {r}" for r in rules)
-        fmt = ("one line per request, in the order the requests appear in the plan, as `name network/prefix` "
-               "(for example `web 10.1.4.0/26`)" + (", or `name NONE`" if level >= 4 else ""))
+        fmt = ("one line per request, in the order the requests appear in the plan, as `name vni network/prefix` "
+               "(for example `web 120300 10.1.4.0/26`)" + (", or `name vni NONE`" if level >= 4 else ""))
+        what = "the site's VNI base"
         if t.axes.verifier == "fuzz_equivalence":
-            t.deliver(str(hosts), "the host count of the open request")
-            cases = []
-            for _ in range(10):
-                text = plan_text(rng, level, rng.randint(max(2, k["requests"] - 2), k["requests"] + 2),
-                                 k["reserved"], hosts, ns)
-                cases.append((text, ns["plan"](text)))
+            texts = [plan_text(rng, level, rng.randint(max(2, k["requests"] - 2), k["requests"] + 2),
+                               k["reserved"], ns) for _ in range(10)]
+            # The worked examples use a demo base stated in the instruction: they show the format, not our base.
+            demo = rng.choice([10000, 20000, 50000, 100000])
+            base = vni_base(rng, texts[:2] + [rules_txt, fmt])
+            cases = [(text, ns["plan"](text, str(demo if i < 2 else base))) for i, text in enumerate(texts)]
+            t.deliver(str(base), what)
             t.say("We want a small allocator for our address plans. It reads a plan on standard input: one "
-                  "`parent <cidr>` line, `reserved <cidr>` lines, and `subnet <name> <hosts>` requests, where one "
-                  "request says `?` instead of a number: its host count is the one given above.\n\n"
-                  f"{rules_txt}\n\nOutput {fmt}.")
-            t.expect_program("Hard-code the host count of the `?` request.", cases, {"Python": ref_src})
+                  "`parent <cidr>` line, `reserved <cidr>` lines, and `subnet <name> <hosts>` requests, and "
+                  f"numbers the subnets' VXLAN VNIs from our site's VNI base, given above.\n\n{rules_txt}\n\n"
+                  f"Output {fmt}. The worked examples were produced with a demo VNI base of {demo}; your program "
+                  "must use our site's base.")
+            t.expect_program("Hard-code the VNI base.", cases, {"Python": ref_src})
             t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
             return
-        text = plan_text(rng, level, k["requests"], k["reserved"], hosts, ns)
+        text = plan_text(rng, level, k["requests"], k["reserved"], ns)
         t.add_file("/app/net/plan.txt", text)
-        truth = ns["plan"](text)
-        v = t.deliver(str(hosts), "the host count of the open request")
+        base = vni_base(rng, [text, rules_txt, fmt])
+        truth = ns["plan"](text, str(base))
+        v = t.deliver(str(base), what)
         t.say("The address plan for our new site is `/app/net/plan.txt`: one `parent <cidr>` block to carve up, "
-              "`reserved <cidr>` ranges already in use, and `subnet <name> <hosts>` requests. One request still "
-              "says `?`: its host count is the one given above. Work out where every subnet goes.\n\n"
+              "`reserved <cidr>` ranges already in use, and `subnet <name> <hosts>` requests. Work out where every "
+              "subnet goes and which VXLAN VNI it gets; the site's VNI base is given above.\n\n"
               f"{rules_txt}\n\nReport format: {fmt}.")
         t.add_solution_file("subnet_plan.py", ref_src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'

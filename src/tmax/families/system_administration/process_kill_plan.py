@@ -1,20 +1,31 @@
-"""A runaway supervisor must go, with everything it spawned: from a ps snapshot, walk the process tree
-under the given PID, leave out zombies (they cannot be killed), order the kills deepest first (then by
-RSS, then PID) and total the memory freed. Decoys share command names outside the tree, orphans were
+"""A runaway supervisor must go, with everything it spawned: from a ps snapshot, find the supervisor by
+the start time the memory alert reported (Unix seconds, the delivered value; the snapshot shows start
+times only as UTC dates, and PIDs get recycled), walk the process tree under it, leave out zombies (they
+cannot be killed), order the kills deepest first (then by RSS, then PID) and total the memory freed.
+Decoy instances of the same supervisor, with trees of similar size, share command names; orphans were
 reparented to init, columns move around and commands carry arguments at higher levels."""
 
 from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
 
 from tmax.families.base import Family, TaskBuilder, register
 
 REFERENCE = r'''
 import sys
+from datetime import datetime, timezone
 
-ROOT = "@@VALUE@@"
+STARTED_AT = "@@VALUE@@"
 
 
-def kill_plan(text, root=None):
-    root = int(root or ROOT)
+def epoch(stamp):
+    return int(datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc).timestamp())
+
+
+def kill_plan(text, started=None):
+    started = int(started or STARTED_AT)
+    root = None
     lines = [line for line in text.splitlines() if line.strip()]
     header = lines[0].split()
     col = {{h: i for i, h in enumerate(header)}}
@@ -27,6 +38,8 @@ def kill_plan(text, root=None):
         cmd = parts[col["COMMAND"]]
         name = cmd.split()[0].rsplit("/", 1)[-1]
         procs[pid] = (ppid, int(parts[col["RSS"]]), parts[col["STAT"]], name)
+        if epoch(parts[col["STARTED"]]) == started:
+            root = pid
         children.setdefault(ppid, []).append(pid)
     rows, todo = [], [(root, 0)]
     while todo:
@@ -46,6 +59,8 @@ if __name__ == "__main__":
     sys.stdout.write(kill_plan(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
 '''
 
+EPOCH_LO, EPOCH_HI = 1_700_000_000, 1_760_000_000
+
 SUPERVISORS = ["gunicorn", "php-fpm", "celery", "uwsgi", "puma", "node", "postgres", "httpd"]
 WORKERS = {"gunicorn": ["gunicorn", "python3"], "php-fpm": ["php-fpm", "sh"], "celery": ["celery", "python3", "ffmpeg"],
            "uwsgi": ["uwsgi", "python3"], "puma": ["ruby", "puma"], "node": ["node", "esbuild", "sh"],
@@ -61,10 +76,26 @@ SYSTEM = [(1, 0, "/sbin/init"), (2, 0, "[kthreadd]"), (412, 1, "/lib/systemd/sys
 USERS = ["root", "www-data", "app", "postgres", "celery"]
 
 
-def snapshot(rng, level, root, size):
-    """ps text with the tree under `root` (its PID fixed), decoys and system processes."""
-    used = {p for p, _, _ in SYSTEM} | {root}
+def _stamp(t):
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _elapsed(sec):
+    d, sec = divmod(sec, 86400)
+    h, sec = divmod(sec, 3600)
+    m, sec = divmod(sec, 60)
+    return (f"{d}-{h:02d}:{m:02d}:{sec:02d}" if d else f"{h:02d}:{m:02d}:{sec:02d}" if h else f"{m:02d}:{sec:02d}")
+
+
+def snapshot(rng, level, started, size, avoid=()):
+    """ps text with the tree under the supervisor that started at `started` (the only process that did),
+    decoy instances of the same supervisor and system processes; no other process starts at a time in
+    `avoid` either."""
+    used = {p for p, _, _ in SYSTEM}
+    taken = {started, *avoid}
     sup = rng.choice(SUPERVISORS)
+    now = started + rng.randrange(600, 5 * 86400)  # when the snapshot was taken
+    boot = started - rng.randrange(3600, 30 * 86400)
 
     def fresh():
         while True:
@@ -73,53 +104,84 @@ def snapshot(rng, level, root, size):
                 used.add(p)
                 return p
 
-    rows = [(p, pp, rng.choice(["Ss", "S", "Sl"]), rng.randrange(800, 20000), cmd) for p, pp, cmd in SYSTEM]
-    rows.append((rng.randrange(3, 60), 2, "I<", 0, f"[kworker/{rng.randrange(8)}:1H]"))
+    def when(lo, hi):
+        while True:
+            t = rng.randrange(lo, max(lo + 2, hi))
+            if t not in taken:
+                return t
+
+    start = {}
+    rows = []
+    for p, pp, cmd in SYSTEM:
+        start[p] = boot if p < 400 else when(boot + 1, boot + 40)
+        rows.append((p, pp, rng.choice(["Ss", "S", "Sl"]), rng.randrange(800, 20000), cmd))
+    kw = rng.randrange(3, 60)
+    start[kw] = when(boot + 1, now)
+    rows.append((kw, 2, "I<", 0, f"[kworker/{rng.randrange(8)}:1H]"))
 
     def cmd_for(name, full):
         return (f"/usr/bin/{name}" if rng.random() < 0.5 else name) + (" " + ARGS.get(name, "") if full else "")
 
     full = level >= 2
-    rows.append((root, 1, "Ss", rng.randrange(20000, 90000), cmd_for(sup, full)))
-    frontier = [(root, 0)]
     max_depth = 1 + min(level, 3)
-    for _ in range(size):
-        parent, depth = rng.choice(frontier)
+
+    def grow(top, n):
+        """A supervisor `top` (already in `start`) and n descendants."""
+        rows.append((top, 1, "Ss", rng.randrange(20000, 90000), cmd_for(sup, full)))
+        frontier = [(top, 0)]
+        for _ in range(n):
+            parent, depth = rng.choice(frontier)
+            pid = fresh()
+            start[pid] = when(start[parent] + rng.randrange(0, 3), min(now, start[parent] + rng.randrange(5, 7200)))
+            name = rng.choice(WORKERS[sup])
+            stat = rng.choice(["S", "S", "R", "Sl", "D"])
+            if level >= 3 and rng.random() < 0.15:
+                stat = "Z"
+            rss = 0 if stat == "Z" else rng.choice([rng.randrange(1000, 400000), rng.randrange(1000, 400000),
+                                                     rng.choice([65536, 131072])])
+            rows.append((pid, parent, stat, rss, f"[{name}] <defunct>" if stat == "Z" else cmd_for(name, full)))
+            if depth + 1 < max_depth and stat != "Z":
+                frontier.append((pid, depth + 1))
+
+    root = fresh()
+    start[root] = started
+    grow(root, size)
+    # decoys: other instances of the same supervisor (a botched redeploy) with trees of a similar size, so
+    # neither the program nor the size of its tree tells the runaway apart; and orphans reparented to init
+    for _ in range(1 + level):
+        other = fresh()
+        start[other] = when(boot + 30, now - 60)
+        grow(other, rng.randint(max(1, size // 2), size + 2))
+    for _ in range(max(2, size // 4)):
         pid = fresh()
-        name = rng.choice(WORKERS[sup])
-        stat = rng.choice(["S", "S", "R", "Sl", "D"])
-        if level >= 3 and rng.random() < 0.15:
-            stat = "Z"
-        rss = 0 if stat == "Z" else rng.choice([rng.randrange(1000, 400000), rng.randrange(1000, 400000),
-                                                 rng.choice([65536, 131072])])
-        rows.append((pid, parent, stat, rss, f"[{name}] <defunct>" if stat == "Z" else cmd_for(name, full)))
-        if depth + 1 < max_depth and stat != "Z":
-            frontier.append((pid, depth + 1))
-    # decoys: another instance of the same supervisor with workers, and orphans reparented to init
-    other = fresh()
-    rows.append((other, 1, "Ss", rng.randrange(20000, 90000), cmd_for(sup, full)))
-    for _ in range(max(2, size // 3)):
-        rows.append((fresh(), rng.choice([other, 1, 1]) if level >= 2 else other, rng.choice(["S", "Sl"]),
-                     rng.randrange(1000, 300000), cmd_for(rng.choice(WORKERS[sup]), full)))
+        start[pid] = when(boot + 30, now)
+        rows.append((pid, 1, rng.choice(["S", "Sl"]), rng.randrange(1000, 300000),
+                     cmd_for(rng.choice(WORKERS[sup]), full)))
     rng.shuffle(rows)
     if rng.random() < 0.5 or level < 3:
         rows.sort(key=lambda r: r[0])
-    cols = ["PID", "PPID", "USER", "STAT", "RSS", "COMMAND"]
+    cols = ["PID", "PPID", "USER", "STAT", "RSS", "STARTED", "COMMAND"]
     if level >= 3:
-        mid = ["PPID", "USER", "STAT", "RSS", "%CPU", "ELAPSED"]
+        mid = ["PPID", "USER", "STAT", "RSS", "%CPU", "STARTED", "ELAPSED"]
         rng.shuffle(mid)
         cols = ["PID", *mid, "COMMAND"] if rng.random() < 0.5 else [mid[0], "PID", *mid[1:], "COMMAND"]
-    widths = {"PID": 6, "PPID": 6, "USER": 9, "STAT": 5, "RSS": 8, "%CPU": 5, "ELAPSED": 12}
+    widths = {"PID": 6, "PPID": 6, "USER": 9, "STAT": 5, "RSS": 8, "%CPU": 5, "STARTED": 19, "ELAPSED": 12}
     out = [" ".join(c.rjust(widths[c]) if c != "COMMAND" else c for c in cols)]
     for pid, ppid, stat, rss, cmd in rows:
         vals = {"PID": str(pid), "PPID": str(ppid), "USER": rng.choice(USERS), "STAT": stat, "RSS": str(rss),
-                "%CPU": f"{rng.random() * 90:.1f}",
-                "ELAPSED": rng.choice([f"{rng.randrange(60):02d}:{rng.randrange(60):02d}",
-                                       f"{rng.randrange(1, 30)}-{rng.randrange(24):02d}:{rng.randrange(60):02d}:"
-                                       f"{rng.randrange(60):02d}"]),
-                "COMMAND": cmd}
+                "%CPU": f"{rng.random() * 90:.1f}", "STARTED": _stamp(start[pid]),
+                "ELAPSED": _elapsed(max(0, now - start[pid])), "COMMAND": cmd}
         out.append(" ".join(vals[c].rjust(widths[c]) if c != "COMMAND" else vals[c] for c in cols))
     return "\n".join(out) + "\n"
+
+
+def alert_time(rng, texts):
+    """A start time (Unix seconds) that no visible text holds as a number."""
+    seen = {x for text in texts for x in re.findall(r"[0-9]+", text)}
+    while True:
+        t = rng.randrange(EPOCH_LO, EPOCH_HI)
+        if str(t) not in seen:
+            return t
 
 
 @register
@@ -135,43 +197,60 @@ class ProcessKillPlan(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng, level = t.knobs, t.rng, t.level
-        root = rng.randrange(1000, 30000)
         ns: dict = {}
-        exec(REFERENCE.format().replace("@@VALUE@@", str(root)), ns)  # noqa: S102 - our own reference program
         ref_src = REFERENCE.format()
-        rules = ["The processes to kill are the given PID and all of its descendants (children, their children, and "
-                 "so on, following the PPID column). Processes outside that tree are left alone, even when they run "
-                 "the same program.",
+        exec(ref_src, ns)  # noqa: S102 - our own reference program
+        rules = ["The runaway supervisor is the process whose start time (the STARTED column, a UTC date and "
+                 "time) is the instant given above, which is in Unix time (seconds since 1970-01-01 00:00 UTC). "
+                 "No other process started in that same second.",
+                 "The processes to kill are that supervisor and all of its descendants (children, their children, "
+                 "and so on, following the PPID column). Processes outside that tree are left alone, even when they "
+                 "run the same program.",
                  "The name of a process is the last path component of the first word of its COMMAND "
                  "(`/usr/bin/python3 -m worker` is `python3`)."]
         if level >= 3:
             rules.append("Zombies (STAT beginning with `Z`) are already dead and are not listed or counted.")
             rules.append("Columns differ between snapshots: find them by the header line; COMMAND is always last "
                          "and may contain spaces.")
-        rules.append("Kill order: deepest first (the given PID is depth 0, its children depth 1, ...); at equal depth "
-                     "the larger RSS first; then the smaller PID first.")
+        rules.append("Kill order: deepest first (the supervisor is depth 0, its children depth 1, ...); at equal "
+                     "depth the larger RSS first; then the smaller PID first.")
         rules_txt = "\n".join(f"- {r}" for r in rules)
         fmt = ("one line per process in kill order as `PID name`, then a last line `TOTAL <n>` where n is the sum "
                "of the RSS column (KiB) over the listed processes")
+        what = "the start time of the runaway supervisor"
         if t.axes.verifier == "fuzz_equivalence":
-            t.deliver(str(root), "the PID of the runaway supervisor")
+            # The worked examples are for a demo start time stated in the instruction: they show the format,
+            # not the supervisor we want; the hidden inputs all hold ours.
+            demo = rng.randrange(EPOCH_LO, EPOCH_HI)
+            started = alert_time(rng, [str(demo)])
+            while abs(started - demo) < 86400:
+                started = alert_time(rng, [str(demo)])
             cases = []
-            for _ in range(10):
-                text = snapshot(rng, level, root, rng.randint(max(2, k["size"] // 2), k["size"]))
-                cases.append((text, ns["kill_plan"](text)))
+            for i in range(10):
+                at, avoid = (demo, (started,)) if i < 2 else (started, (demo,))
+                text = snapshot(rng, level, at, rng.randint(max(2, k["size"] // 2), k["size"]), avoid)
+                cases.append((text, ns["kill_plan"](text, str(at))))
+            t.deliver(str(started), what)
             t.say("We want a helper that plans how to take down a runaway process tree. It reads a `ps` snapshot "
                   "(a header line, then one process per line) on standard input and prints the kill plan for the "
-                  f"supervisor whose PID is given above.\n\n{rules_txt}\n\nOutput {fmt}.")
-            t.expect_program("Hard-code the supervisor PID.", cases, {"Python": ref_src})
+                  f"supervisor our memory alert reported, whose start time is given above.\n\n{rules_txt}\n\n"
+                  f"Output {fmt}. The worked examples are for a demo supervisor started at Unix time {demo}; your "
+                  "program must plan for ours.")
+            t.expect_program("Hard-code the supervisor's start time.", cases, {"Python": ref_src})
             t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
             return
-        text = snapshot(rng, level, root, k["size"])
+        started = rng.randrange(EPOCH_LO, EPOCH_HI)
+        text = snapshot(rng, level, started, k["size"])
+        while str(started) in text:  # never visible as a number (it cannot be: dates only; kept as a guard)
+            started += 1
+            text = snapshot(rng, level, started, k["size"])
         t.add_file("/app/snapshot/ps.txt", text)
-        truth = ns["kill_plan"](text)
-        v = t.deliver(str(root), "the PID of the runaway supervisor")
-        t.say("A supervisor process on one of our app servers ran away and is eating memory; its PID is given above. "
-              "Before we pull the trigger I want the exact kill plan. A `ps` snapshot taken at the time is "
-              f"`/app/snapshot/ps.txt`.\n\n{rules_txt}\n\nReport format: {fmt}.")
+        truth = ns["kill_plan"](text, str(started))
+        v = t.deliver(str(started), what)
+        t.say("A supervisor process on one of our app servers ran away and is eating memory. Our memory alert "
+              "identifies it by its start time (PIDs get recycled), given above. Before we pull the trigger I want "
+              f"the exact kill plan. A `ps` snapshot taken at the time is `/app/snapshot/ps.txt`.\n\n{rules_txt}"
+              f"\n\nReport format: {fmt}.")
         t.add_solution_file("kill_plan.py", ref_src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/kill_plan.py "{v}" < /app/snapshot/ps.txt > /app/out/kill_plan.txt')

@@ -1,9 +1,15 @@
 """Does each host's sshd_config meet the hardening baseline? Keywords are case-insensitive, `Key=value`
 and `Key value` both parse, the first value of a keyword wins (but `Port` accumulates: sshd listens on
 every one), defaults apply when a keyword is absent, and at higher levels `Match` blocks that re-enable
-forbidden settings also violate. Either audit a fleet of configs or write the gate program itself."""
+forbidden settings also violate. Either audit a fleet of configs or write the gate program itself.
+
+The delivered value is what the agent cannot see elsewhere: for the gate program the approved port (the
+corpora are hidden); for a fleet audit, where compliant configs show the port, the first free number in
+the ticket tracker, from which every report line is numbered."""
 
 from __future__ import annotations
+
+import re
 
 from tmax.families.base import Family, TaskBuilder, register
 
@@ -13,6 +19,7 @@ import re
 import sys
 
 PORT = "@@VALUE@@"
+APPROVED_PORT = "{approved}"
 MAX_TRIES = {max_tries}
 CHECKS = {checks!r}
 DEFAULTS = {{"permitrootlogin": "prohibit-password", "passwordauthentication": "yes", "permitemptypasswords": "no",
@@ -34,7 +41,7 @@ def bad_value(key, val):
 
 
 def violations(text, port=None):
-    port = port or PORT
+    port = port or APPROVED_PORT or PORT
     first, ports, in_match, matched_bad = {{}}, [], False, []
     for line in text.splitlines():
         if not line.strip() or line.strip().startswith("#"):
@@ -66,14 +73,15 @@ def violations(text, port=None):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2:  # PORT DIR: audit every *.conf in DIR
-        root = sys.argv[2]
+    if len(sys.argv) > 2:  # FIRST_TICKET DIR: audit every *.conf in DIR, one numbered ticket per bad host
+        ticket, root = int(sys.argv[1]), sys.argv[2]
         for name in sorted(os.listdir(root)):
             if name.endswith(".conf"):
                 with open(os.path.join(root, name)) as f:
-                    bad = violations(f.read(), sys.argv[1])
+                    bad = violations(f.read())
                 if bad:
-                    print(name[:-5] + " " + ",".join(bad))
+                    print(f"{{ticket}} {{name[:-5]}} {{','.join(bad)}}")
+                    ticket += 1
     else:
         sys.exit(1 if violations(sys.stdin.read()) else 0)
 '''
@@ -181,6 +189,15 @@ class _Gen:
         return "\n".join(body) + "\n"
 
 
+def ticket_base(rng, texts, n):
+    """A 5-digit first ticket number such that no ticket of the report is a number seen in `texts`."""
+    seen = {int(x) for text in texts for x in re.findall(r"[0-9]+", text)}
+    while True:
+        first = rng.randrange(10000, 99000)
+        if not any(first - 5 <= x <= first + n + 5 for x in seen):
+            return first
+
+
 @register
 class SshdConfigPolicy(Family):
     name = "sshd_config_policy"
@@ -195,18 +212,20 @@ class SshdConfigPolicy(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng, level = t.knobs, t.rng, t.level
-        port = rng.randrange(2000, 60000)
-        while port in (2200, 2201, 8022, 8023):
-            port = rng.randrange(2000, 60000)
+        # five digits: shorter numbers turn up by chance in the decodings of a binary channel
+        port = rng.randrange(10000, 60000)
         max_tries = rng.randint(3, 4)
         all_checks = ["port", "permitrootlogin", "passwordauthentication", "permitemptypasswords", "x11forwarding",
                       "maxauthtries"]
         checks = all_checks[:k["checks"]]
-        ref_src = REFERENCE.format(max_tries=max_tries, checks=checks)
+        corpus = t.axes.verifier == "adversarial_corpus"
+        # The gate hard-codes the delivered port; the audit is told the port and numbers its tickets.
+        ref_src = REFERENCE.format(max_tries=max_tries, checks=checks, approved="" if corpus else port)
         ns: dict = {}
         exec(ref_src.replace("@@VALUE@@", str(port)), ns)  # noqa: S102 - our own reference program
         gen = _Gen(rng, level, port, max_tries, checks)
-        rules = [f"`Port`: sshd must listen on the approved port (given above) and on no other port. `Port` may "
+        rules = [f"`Port`: sshd must listen on the approved port ({'given above' if corpus else port}) and on no "
+                 "other port. `Port` may "
                  "appear several times and sshd listens on every one of them; with no `Port` line it listens on 22.",
                  "`PermitRootLogin`: must be `no`, `prohibit-password`, `without-password` or "
                  "`forced-commands-only`; the default when absent is `prohibit-password`.",
@@ -229,7 +248,7 @@ class SshdConfigPolicy(Family):
                        "checked keyword (other than `Port`) to a value the baseline forbids is itself a violation of "
                        "that keyword.")
         rules_txt = "\n".join(f"- {r}" for r in rules)
-        if t.axes.verifier == "adversarial_corpus":
+        if corpus:
             t.deliver(str(port), "the approved SSH port")
             clean, bad = [], []
             while len(clean) < k["items"] or len(bad) < k["items"]:
@@ -253,15 +272,18 @@ class SshdConfigPolicy(Family):
             bad = ns["violations"](text)
             if bad:
                 lines.append(f"{h} {','.join(bad)}")
-        truth = "".join(x + "\n" for x in lines)
-        v = t.deliver(str(port), "the approved SSH port")
+        first = ticket_base(rng, [*t.env_files.values(), syntax, rules_txt, "40117"], len(lines))
+        truth = "".join(f"{first + i} {x}\n" for i, x in enumerate(lines))
+        v = t.deliver(str(first), "the first free ticket number")
         names = [ns["NAMES"][c] for c in checks]
         t.say("Each of our hosts' `sshd_config` has been collected as `/app/fleet/<host>.conf`. Audit them against "
               f"the hardening baseline below.\n\n{syntax}\n\nThe baseline:\n{rules_txt}\n\n"
-              "Report format: one line per non-compliant host, sorted by host name (byte order), as `host "
+              "Each non-compliant host gets a ticket in our tracker: the first one takes the first free ticket "
+              "number (given above), the next one the number after it, and so on, in report order.\n\n"
+              "Report format: one line per non-compliant host, sorted by host name (byte order), as `ticket host "
               "Keyword,Keyword` listing the violated keywords without spaces in this order: "
-              + ", ".join(names) + " (for example `web-01 Port,PasswordAuthentication`). Compliant hosts are not "
-              "listed.")
+              + ", ".join(names) + " (for example `40117 web-01 Port,PasswordAuthentication`). Compliant hosts "
+              "are not listed.")
         t.add_solution_file("sshd_audit.py", ref_src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/sshd_audit.py "{v}" /app/fleet > /app/out/sshd_audit.txt')

@@ -1,9 +1,15 @@
 """In what order does a boot target start its units, and what does one failing unit take down? Build the
 transaction from Requires=/Wants= and enabled [Install] sections, order it by After=/Before= (ties by
 name), and propagate a failure through Requires= (not Wants=). Higher levels add RequiredBy=, repeated
-and empty-reset directives, drop-in overrides, units referenced but missing, and unrelated units."""
+and empty-reset directives, drop-in overrides, units referenced but missing, and unrelated units.
+
+The failing unit is named in the instruction (unit names are all visible anyway); the delivered value is
+the transaction's first job ID (5 digits: shorter numbers turn up by chance in the decodings of a binary
+channel), from which every line's job is numbered in start order."""
 
 from __future__ import annotations
+
+import re
 
 from tmax.families.base import CODE_WORDS, Family, TaskBuilder, register
 
@@ -13,7 +19,8 @@ import os
 import sys
 
 TARGET = "{target}"
-FAILED = "@@VALUE@@"
+FAILED = "{failed}"
+FIRST_JOB = "@@VALUE@@"
 LISTS = ("Requires", "Wants", "After", "Before", "WantedBy", "RequiredBy")
 
 
@@ -36,9 +43,10 @@ def parse(texts, into=None):
     return unit
 
 
-def plan(units, failed=None):
+def plan(units, first_job=None, failed=None):
     """units: name -> merged directives. Returns the report text."""
-    failed = (failed or FAILED).lower() + ".service"
+    first_job = int(first_job or FIRST_JOB)
+    failed = failed or FAILED
     requires = {{n: list(u["Requires"]) for n, u in units.items()}}
     wants = {{n: list(u["Wants"]) for n, u in units.items()}}
     for n in sorted(units):
@@ -88,7 +96,7 @@ def plan(units, failed=None):
             if n not in bad and any(r not in inset or r in bad for r in requires[n]):
                 bad[n] = "dependency"
                 changed = True
-    return "".join(f"{{n}} {{bad.get(n, 'started')}}\n" for n in order)
+    return "".join(f"{{first_job + i}} {{n}} {{bad.get(n, 'started')}}\n" for i, n in enumerate(order))
 
 
 def load(root):
@@ -228,7 +236,7 @@ class SystemdStartOrder(Family):
         for u, text in dropins.items():
             files[f"/app/units/{u}.d/override.conf"] = text
         ns: dict = {}
-        exec(REFERENCE.format(target=target), ns)  # noqa: S102 - our own reference program
+        exec(REFERENCE.format(target=target, failed=""), ns)  # noqa: S102 - our own reference program
         units = {}
         for path in sorted(files):
             name = path.split("/")[3]
@@ -239,15 +247,20 @@ class SystemdStartOrder(Family):
             if name.endswith(".d"):
                 ns["parse"]([files[path]], units[name[:-2]])
         # The failing unit: one in the transaction that something requires, when there is one.
-        probe = ns["plan"](units, "NONE")
-        in_trans = [line.split()[0] for line in probe.splitlines() if line.endswith(".service started")]
+        probe = ns["plan"](units, "1", "none.service")
+        in_trans = [line.split()[1] for line in probe.splitlines() if line.endswith(".service started")]
         required = [u for u in in_trans if any(u in units[o]["Requires"] or o in units[u]["RequiredBy"]
                                                for o in units)]
-        failed = rng.choice(required or in_trans).split(".")[0].upper()
-        truth = ns["plan"](units, failed)
+        failed = rng.choice(required or in_trans)
         for path, text in files.items():
             t.add_file(path, text)
-        v = t.deliver(failed, "the failing unit")
+        # The first job ID: no number in the unit files is near it, so it can only come from the channel.
+        seen = {int(x) for text in files.values() for x in re.findall(r"[0-9]+", text)} | {47113}
+        first_job = rng.randrange(10000, 99000)
+        while any(first_job - 50 <= x <= first_job + 50 for x in seen):
+            first_job = rng.randrange(10000, 99000)
+        truth = ns["plan"](units, str(first_job), failed)
+        v = t.deliver(str(first_job), "the first job ID of the transaction")
         rules = [f"The transaction starts from `{target}` and pulls in, repeatedly, every unit named in `Requires=` "
                  "or `Wants=` of a unit already in it. Units whose file does not exist are not part of it."]
         if k["extra"]:
@@ -261,17 +274,20 @@ class SystemdStartOrder(Family):
         rules.append("Ordering: `After=X` in unit A means X starts before A; `Before=X` in A means A starts before X. "
                      "Only units both in the transaction are ordered. Start order: repeatedly start the unit with "
                      "the smallest name (byte order) among those whose ordering predecessors have all started.")
-        rules.append("The failing unit, given above in capitals, is the lowercase name plus `.service`; it fails "
-                     "(result `failed`). A unit that `Requires=` a unit which did not come up ("
+        rules.append(f"The failing unit is `{failed}`; it fails (result `failed`) if it is in the transaction. "
+                     "A unit that `Requires=` a unit which did not come up ("
                      + ("result `failed` or `dependency`, or no unit file at all" if k["missing"] else
                         "result `failed` or `dependency`") + ") gets result `dependency`, transitively, "
                      "whatever the ordering. `Wants=` never propagates failure. Every other unit gets `started`.")
-        t.say(f"Our application host's unit files are in `/app/units/` (services and targets, systemd syntax). One "
-              "unit fails on boot and I need to know what the boot of the target below does.\n\n"
+        rules.append("Jobs are numbered in start order: the first unit to start gets the transaction's first job ID "
+                     "(given above, from the journal), the next one that ID + 1, and so on.")
+        t.say("Our application host's unit files are in `/app/units/` (services and targets, systemd syntax). One "
+              "unit fails when the target named below is started (we isolate it again after maintenance, on the "
+              "running host) and I need to know, job by job, what that does.\n\n"
               + "\n".join(f"- {r}" for r in rules)
-              + "\n\nReport format: one line per unit in the transaction, in start order, as `unit result` "
-              "(for example `falcon.service dependency`), including targets.")
-        t.add_solution_file("start_order.py", REFERENCE.format(target=target))
+              + "\n\nReport format: one line per unit in the transaction, in start order, as `job unit result` "
+              "(for example `47113 falcon.service dependency`), including targets.")
+        t.add_solution_file("start_order.py", REFERENCE.format(target=target, failed=failed))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/start_order.py /app/units "{v}" > /app/out/start_order.txt')
         t.expect_output("/app/out/start_order.txt", truth, "the report")

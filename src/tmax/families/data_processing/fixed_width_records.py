@@ -1,18 +1,24 @@
 """Mainframe account extracts to CSV. Fixed-width records described by a layout file (field order and
 widths drawn per task), implied decimals, YYMMDD dates with a century window, trailing-sign amounts,
 header and trailer records, files whose trailer count does not match (rejected whole), adjustment
-records applied to balances, and records packed with no line separators at the top level."""
+records applied to balances, and records packed with no line separators at the top level. The CSV
+leaves the bank, so account numbers are replaced by salted pseudonyms (the salt reaches the agent
+through the fixture channel)."""
 
 from __future__ import annotations
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.data_processing._secret import fresh_code, unseen
 
 REFERENCE = r'''
 import glob
+import hashlib
 import sys
 
 LAYOUT = @LAYOUT@
-BRANCH = "@@BRANCH@@"
+BRANCH = "@BRANCH@"
+SALT = "@@SALT@@"
+HEADER = @HEADER@
 SIGNED = @SIGNED@
 PACKED = @PACKED@
 CHECK_TRAILER = @CHECK_TRAILER@
@@ -77,8 +83,12 @@ def quote(s):
     return '"' + s.replace('"', '""') + '"' if ("," in s or '"' in s) else s
 
 
-def convert(texts, branch=None):
-    branch = branch or BRANCH
+def pseudonym(acct, salt):
+    return hashlib.sha256(f"{salt}:{acct}".encode()).hexdigest()[:12]
+
+
+def convert(texts, salt=None, branch=None):
+    salt, branch = salt or SALT, branch or BRANCH
     rows, adjust = {}, []
     for text in texts:
         d, a = parse(text)
@@ -88,12 +98,13 @@ def convert(texts, branch=None):
     for acct, amount in adjust:
         if acct in rows:
             rows[acct]["balance"] += amount
-    out = ["account,name,opened,balance,currency"]
+    out = ["account_ref,name,opened,balance,currency"] if HEADER else []
     for acct in sorted(rows):
         r = rows[acct]
         if r["branch"] == branch:
-            out.append(f"{acct},{quote(r['name'])},{r['opened']},{money(r['balance'])},{r['currency']}")
-    return "\n".join(out) + "\n"
+            out.append(f"{pseudonym(acct, salt)},{quote(r['name'])},{r['opened']},{money(r['balance'])},"
+                       f"{r['currency']}")
+    return "".join(line + "\n" for line in out)
 
 
 if __name__ == "__main__":
@@ -208,18 +219,24 @@ class FixedWidthRecords(Family):
             if b not in branches:
                 branches.append(b)
         branch = branches[0]
+        # The delivered value is the pseudonymisation salt: it occurs nowhere in the data, and every line of
+        # the CSV carries a pseudonym made with it, so any other salt gets every line wrong.
+        salt = fresh_code(t)
+        # Under partial credit a constant header line would match whatever the salt; leave it out there.
+        header = t.axes.verifier != "metric_threshold"
         layout = make_layout(rng, lv >= 3)
         gen = Gen(rng, layout, lv, branches)
         src = (REFERENCE.replace("@LAYOUT@", repr(layout)).replace("@SIGNED@", str(lv >= 3))
-               .replace("@PACKED@", str(lv >= 4)).replace("@CHECK_TRAILER@", str(lv >= 4)))
+               .replace("@PACKED@", str(lv >= 4)).replace("@CHECK_TRAILER@", str(lv >= 4))
+               .replace("@BRANCH@", branch).replace("@HEADER@", str(header)))
         ns: dict = {}
         exec(src, ns)  # noqa: S102 - our own reference program
         doc = ["# Record layout of the account extract (positions are 1-based, widths in characters)",
                "# field        start  width  type"]
         doc += [f"{n:<14} {s:>5}  {w:>5}  {typ}" for n, s, w, typ in layout]
-        t.add_file("/app/docs/layout.txt", "\n".join(doc) + "\n")
+        doc_text = "\n".join(doc) + "\n"
+        t.add_file("/app/docs/layout.txt", doc_text)
         fuzz = t.axes.verifier == "fuzz_equivalence"
-        v = t.deliver(branch, "the branch code")
         rules = [
             "Every record is exactly " + str(gen.reclen) + " characters long and its first character is its "
             "record type; the fields are laid out as in `/app/docs/layout.txt`. Type `X` is text (trim the "
@@ -244,23 +261,37 @@ class FixedWidthRecords(Family):
                          "to an account in another file; one that refers to no known account is ignored). A file "
                          "whose trailer count differs from its number of `D` and `A` records is corrupt: ignore "
                          "that file entirely, adjustments included.")
-        fmt = ("CSV with the header line `account,name,opened,balance,currency` and one line per account of the "
-               "branch named above, sorted by account number (numerically); balance in units with exactly two "
-               "decimals and a leading `-` when negative (e.g. `-123.45`, `0.07`); a name that contains a comma is "
-               "enclosed in double quotes")
+        rules.append("The CSV goes to an outside firm, so it must not show account numbers: each account is "
+                     "identified by its `account_ref`, the first 12 hex digits (lowercase) of the SHA-256 of the "
+                     "text `<salt>:<account>`, with the pseudonymisation salt given above and the account number "
+                     "without leading zeros (account `0000000042` gives `<salt>:42`).")
+        head = ("the header line `account_ref,name,opened,balance,currency` and " if header else
+                "no header line: the columns are `account_ref,name,opened,balance,currency`, with ")
+        fmt = (f"CSV with {head}one line per account of branch `{branch}`, sorted by account number (numerically, "
+               "although the number itself is not printed); balance in units with exactly two decimals and a "
+               "leading `-` when negative (e.g. `-123.45`, `0.07`); a name that contains a comma is enclosed in "
+               "double quotes")
         bullets = "\n".join(f"- {r}" for r in rules)
         if fuzz:
             cases = []
-            for _ in range(10):
+            while len(cases) < 10:
                 n = rng.randrange(3, 20)
                 accts = rng.sample(range(1, 10**9), n)
-                text = gen.file(accts, accts + [rng.randrange(1, 10**9)], corrupt=lv >= 4 and rng.random() < 0.25)
-                cases.append((text, ns["convert"]([text], branch)))
-            t.say("Our mainframe exports account extracts as fixed-width files. We need a converter: it reads one "
-                  "extract on standard input and prints the accounts of the branch named above as CSV.\n\n"
+                corrupt = lv >= 4 and rng.random() < 0.25
+                text = gen.file(accts, accts + [rng.randrange(1, 10**9)], corrupt=corrupt)
+                out = ns["convert"]([text], salt)
+                if not corrupt and out.count("\n") < 2:  # no account of the branch: it would test nothing
+                    continue
+                cases.append((text, out))
+            if not unseen(salt, [c for case in cases for c in case] + [doc_text]):
+                raise ValueError("the salt occurs in a generated extract")  # codes of two words: cannot happen
+            v = t.deliver(salt, "the pseudonymisation salt")
+            t.say(f"Our mainframe exports account extracts as fixed-width files. We need a converter: it reads one "
+                  f"extract on standard input and prints the accounts of branch `{branch}` as CSV.\n\n"
                   + bullets + f"\n\nOutput: {fmt}.")
-            t.expect_program("Hard-code the branch code and the layout.", cases, {"Python": src})
-            t.solve(f'sed -i "s/@@BRANCH@@/{v}/" /app/solution.py')
+            t.expect_program("Hard-code the salt given above, the branch code and the layout.", cases,
+                             {"Python": src})
+            t.solve(f'sed -i "s/@@SALT@@/{v}/" /app/solution.py')
             return
         total, nfiles = k["records"], k["files"]
         accts = rng.sample(range(1, 10**9), total)
@@ -272,13 +303,16 @@ class FixedWidthRecords(Family):
             texts.append(gen.file(chunk, accts[:(i + 1) * per] + accts[-3:], corrupt=i == corrupt_at))
         for i, text in enumerate(texts):
             t.add_file(f"/app/data/extract_{i + 1:02d}.dat", text)
-        truth = ns["convert"](texts, branch)
-        if truth.count("\n") < 2:
-            raise ValueError("no accounts for the branch")  # cannot happen with 45% weight and >= 25 records
+        truth = ns["convert"](texts, salt)
+        if truth.count("\n") < 3:
+            raise ValueError("too few accounts for the branch")  # cannot happen with 45% weight and >= 25 records
+        if not unseen(salt, texts + [doc_text]):
+            raise ValueError("the salt occurs in a generated extract")  # codes of two words: cannot happen
+        v = t.deliver(salt, "the pseudonymisation salt")
         where = ("`/app/data/extract_01.dat`" if nfiles == 1 else
                  "the files `/app/data/extract_*.dat` (process them all together)")
-        t.say(f"Our mainframe exports account extracts as fixed-width files: {where}. Convert the accounts of the "
-              "branch named above to CSV.\n\n" + bullets)
+        t.say(f"Our mainframe exports account extracts as fixed-width files: {where}. Convert the accounts of branch "
+              f"`{branch}` to CSV.\n\n" + bullets)
         t.add_solution_file("convert.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/convert.py dir /app/data "{v}" '
                 '> /app/out/accounts.csv')

@@ -1,43 +1,56 @@
 """Telemetry messages as JSON Lines whose readings travel encoded: hex, base64, URL-safe base64 without
-padding, and gzip-then-base64 at the top level. Decode each payload, check its CRC-32, keep one
-device's messages (first valid copy of each id), and flatten the key=value readings into a CSV."""
+padding, and gzip-then-base64 at the top level. Under the transport encoding each payload is
+encrypted with a keystream derived from the fleet key (delivered through the fixture channel) and the
+message id. Decode and decrypt each payload, check its CRC-32, keep one device's messages (first
+valid copy of each id), and flatten the key=value readings into a CSV."""
 
 from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 import zlib
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.data_processing._secret import fresh_code, unseen
 
 REFERENCE = r'''
 import base64
 import glob
 import gzip
+import hashlib
 import json
 import sys
 import zlib
 
-DEVICE = "@@DEVICE@@"
+DEVICE = "@DEVICE@"
+KEY = "@@KEY@@"
 CHECK_CRC = @CHECK_CRC@
+HEADER = @HEADER@
 KEYS = ["temp", "hum", "bat"]
 
 
-def decode(enc, payload):
+def crypt(data, key, mid):
+    """XOR with the keystream of message ``mid``: the SHA-256 digest of "<key>:<id>", repeated."""
+    ks = hashlib.sha256(f"{key}:{mid}".encode()).digest()
+    return bytes(b ^ ks[i % len(ks)] for i, b in enumerate(data))
+
+
+def decode(enc, payload, key, mid):
     if enc == "hex":
-        return bytes.fromhex(payload)
+        return crypt(bytes.fromhex(payload), key, mid)
     if enc == "b64":
-        return base64.b64decode(payload)
+        return crypt(base64.b64decode(payload), key, mid)
     if enc == "b64url":
-        return base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+        return crypt(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)), key, mid)
     if enc == "b64gz":
-        return gzip.decompress(base64.b64decode(payload))
+        return gzip.decompress(crypt(base64.b64decode(payload), key, mid))
     raise ValueError(enc)
 
 
-def extract(texts, device=None):
-    device = device or DEVICE
+def extract(texts, key=None, device=None):
+    key, device = key or KEY, device or DEVICE
     rows = {}
     for text in texts:
         for line in text.split("\n"):
@@ -47,18 +60,18 @@ def extract(texts, device=None):
                 continue
             if not isinstance(msg, dict) or msg.get("device") != device or msg["id"] in rows:
                 continue
-            raw = decode(msg["enc"], msg["payload"])
+            raw = decode(msg["enc"], msg["payload"], key, msg["id"])
             if CHECK_CRC and f"{zlib.crc32(raw):08x}" != msg["crc32"]:
                 continue
             values = {}
             for pair in raw.decode("utf-8").split(";"):
-                key, _, value = pair.partition("=")
-                values[key] = value
+                name, _, value = pair.partition("=")
+                values[name] = value
             rows[msg["id"]] = values
-    out = ["id," + ",".join(KEYS)]
+    out = ["id," + ",".join(KEYS)] if HEADER else []
     for mid in sorted(rows):
         out.append(str(mid) + "," + ",".join(rows[mid].get(k, "") for k in KEYS))
-    return "\n".join(out) + "\n"
+    return "".join(line + "\n" for line in out)
 
 
 if __name__ == "__main__":
@@ -75,19 +88,24 @@ if __name__ == "__main__":
 ENCODINGS = {1: ["hex", "b64"], 2: ["hex", "b64"], 3: ["hex", "b64", "b64url"], 4: ["hex", "b64", "b64url", "b64gz"]}
 
 
-def encode(enc: str, raw: bytes) -> str:
+def crypt(data: bytes, key: str, mid: int) -> bytes:
+    ks = hashlib.sha256(f"{key}:{mid}".encode()).digest()
+    return bytes(b ^ ks[i % len(ks)] for i, b in enumerate(data))
+
+
+def encode(enc: str, raw: bytes, key: str, mid: int) -> str:
     if enc == "hex":
-        return raw.hex()
+        return crypt(raw, key, mid).hex()
     if enc == "b64":
-        return base64.b64encode(raw).decode()
+        return base64.b64encode(crypt(raw, key, mid)).decode()
     if enc == "b64url":
-        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-    return base64.b64encode(gzip.compress(raw, mtime=0)).decode()
+        return base64.urlsafe_b64encode(crypt(raw, key, mid)).decode().rstrip("=")
+    return base64.b64encode(crypt(gzip.compress(raw, mtime=0), key, mid)).decode()
 
 
 class Gen:
-    def __init__(self, rng, lv, devices):
-        self.rng, self.lv, self.devices = rng, lv, devices
+    def __init__(self, rng, lv, devices, key):
+        self.rng, self.lv, self.devices, self.key = rng, lv, devices, key
 
     def reading(self) -> str:
         rng, lv = self.rng, self.lv
@@ -113,7 +131,7 @@ class Gen:
             i = rng.randrange(len(text))
             text = text[:i] + ("7" if text[i] != "7" else "3") + text[i + 1:]
             raw = text.encode()
-        fields = [("id", mid), ("device", device), ("enc", enc), ("payload", encode(enc, raw))]
+        fields = [("id", mid), ("device", device), ("enc", enc), ("payload", encode(enc, raw, self.key, mid))]
         if lv >= 2:
             fields.append(("crc32", crc))
         if lv >= 3:
@@ -159,23 +177,31 @@ class JsonlPayloadDecode(Family):
             if d not in devices:
                 devices.append(d)
         device = devices[0]
-        src = REFERENCE.replace("@CHECK_CRC@", str(lv >= 2))
+        # The delivered value is the fleet key: it occurs nowhere in the data, and every payload is
+        # encrypted under it, so any other key decrypts nothing.
+        key = fresh_code(t)
+        # Under partial credit a constant header line would match whatever the key; leave it out there.
+        header = t.axes.verifier != "metric_threshold"
+        src = (REFERENCE.replace("@CHECK_CRC@", str(lv >= 2)).replace("@DEVICE@", device)
+               .replace("@HEADER@", str(header)))
         ns: dict = {}
         exec(src, ns)  # noqa: S102 - our own reference program
-        gen = Gen(rng, lv, devices)
-        v = t.deliver(device, "the device name")
+        gen = Gen(rng, lv, devices, key)
         encs = {"hex": "`hex`: lowercase hexadecimal", "b64": "`b64`: standard base64 with padding",
                 "b64url": "`b64url`: URL-safe base64 (`-` and `_` instead of `+` and `/`) with the `=` padding "
                           "removed",
-                "b64gz": "`b64gz`: the bytes were gzip-compressed, then encoded as standard base64"}
+                "b64gz": "`b64gz`: standard base64 of encrypted gzip-compressed bytes (decrypt, then decompress)"}
         rules = ["Each line is a JSON object with the message `id` (an integer), the `device` name, the payload "
                  "encoding `enc` and the encoded `payload`. Encodings: "
                  + "; ".join(encs[e] for e in ENCODINGS[lv]) + ".",
-                 "A decoded payload is UTF-8 text of `key=value` pairs separated by `;`, e.g. "
+                 "Payloads are encrypted with the fleet key given above: the bytes under the encoding are the "
+                 "payload XOR-ed with a keystream, the 32-byte SHA-256 digest of the text `<fleet key>:<id>` (the "
+                 "message id in decimal) repeated as often as needed (byte i is XOR-ed with digest byte i mod 32).",
+                 "A decrypted payload is UTF-8 text of `key=value` pairs separated by `;`, e.g. "
                  "`temp=21.5;hum=40;bat=87`" + (" (in any order; other keys may appear and are ignored; a key can be "
                                                  "missing)" if lv >= 3 else "") + "."]
         if lv >= 2:
-            rules.append("`crc32` is the CRC-32 (as used by zlib and gzip, 8 lowercase hex digits) of the decoded "
+            rules.append("`crc32` is the CRC-32 (as used by zlib and gzip, 8 lowercase hex digits) of the decrypted "
                          "payload bytes" + (" after decompression" if lv >= 4 else "") + ". Some payloads were "
                          "damaged in transit: skip every message whose checksum does not match.")
         if lv >= 3:
@@ -184,35 +210,44 @@ class JsonlPayloadDecode(Family):
         if lv >= 4:
             rules.append("Some ids occur more than once (resends): each id counts once, with the first of its "
                          "messages (in file order) that passes the checksum.")
-        fmt = ("CSV with the header line `id,temp,hum,bat` and one line per kept message of the device named above, "
-               "sorted by id (numerically): the id and the values of `temp`, `hum` and `bat` exactly as written in "
-               "the payload (an empty field for a missing key)")
+        head = "the header line `id,temp,hum,bat` and " if header else \
+            "no header line: the columns are `id,temp,hum,bat`, with "
+        fmt = (f"CSV with {head}one line per kept message of device `{device}`, sorted by id (numerically): the id "
+               "and the values of `temp`, `hum` and `bat` exactly as written in the payload (an empty field for a "
+               "missing key)")
         bullets = "\n".join(f"- {r}" for r in rules)
         if t.axes.verifier == "fuzz_equivalence":
             cases = []
-            for _ in range(10):
+            while len(cases) < 10:
                 ids = rng.sample(range(1000, 99999), rng.randrange(4, 30))
                 text = "\n".join(gen.stream(ids)) + "\n"
-                cases.append((text, ns["extract"]([text], device)))
+                out = ns["extract"]([text], key)
+                if out.count("\n") >= 2:  # a case without the device's messages would test nothing
+                    cases.append((text, out))
+            if not unseen(key, [c for case in cases for c in case]):
+                raise ValueError("the fleet key occurs in a generated stream")  # codes of two words: cannot happen
+            v = t.deliver(key, "the fleet key")
             t.say("Our field sensors send telemetry through a relay that writes JSON Lines with encoded payloads. "
-                  "We need a decoder: it reads one such stream on standard input and prints the readings of the "
-                  "device named above.\n\n" + bullets + f"\n\nOutput: {fmt}.")
-            t.expect_program("Hard-code the device name.", cases, {"Python": src})
-            t.solve(f'sed -i "s/@@DEVICE@@/{v}/" /app/solution.py')
+                  f"We need a decoder: it reads one such stream on standard input and prints the readings of device "
+                  f"`{device}`.\n\n" + bullets + f"\n\nOutput: {fmt}.")
+            t.expect_program("Hard-code the fleet key given above and the device name.", cases, {"Python": src})
+            t.solve(f'sed -i "s/@@KEY@@/{v}/" /app/solution.py')
             return
-        ids = rng.sample(range(1000, 999999), k["messages"])
-        lines = gen.stream(ids)
-        per = -(-len(lines) // k["files"])
-        texts = ["\n".join(lines[i * per:(i + 1) * per]) + "\n" for i in range(k["files"])]
+        while True:
+            ids = rng.sample(range(1000, 999999), k["messages"])
+            lines = gen.stream(ids)
+            per = -(-len(lines) // k["files"])
+            texts = ["\n".join(lines[i * per:(i + 1) * per]) + "\n" for i in range(k["files"])]
+            truth = ns["extract"](texts, key)
+            if truth.count("\n") >= 3 and unseen(key, texts):
+                break
         for i, text in enumerate(texts):
             t.add_file(f"/app/data/messages/relay-{i + 1:02d}.jsonl", text)
-        truth = ns["extract"](texts, device)
-        if truth.count("\n") < 2:
-            raise ValueError("no messages for the device")
+        v = t.deliver(key, "the fleet key")
         where = ("`/app/data/messages/relay-01.jsonl`" if k["files"] == 1 else
                  "`/app/data/messages/relay-*.jsonl` (in name order, they form one stream)")
         t.say(f"Our field sensors send telemetry through a relay that writes JSON Lines with encoded payloads: "
-              f"{where}. Decode the readings of the device named above.\n\n" + bullets)
+              f"{where}. Decode the readings of device `{device}`.\n\n" + bullets)
         t.add_solution_file("decode.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decode.py dir /app/data/messages "{v}" '
                 '> /app/out/readings.csv')

@@ -1,27 +1,45 @@
 """Which endpoints fail most for one client? Parse web access logs (rotated, some gzipped at higher
-levels), keep one client's server errors, count per path, sort with a tie-break."""
+levels), pick out one client's server errors although client IDs are pseudonymised with tokens that
+rotate daily, count per path, sort with a tie-break."""
 
 from __future__ import annotations
 
+import datetime
+
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.data_processing._secret import fresh_code, tag, unseen
 
 # The reference, as a program: the oracle runs it on the fixtures, the truth is computed with it on the
 # host, and program-writing variants use it as the hidden reference. One source of truth.
 REFERENCE = r'''
+import hashlib
 import re
 import sys
 
 CLIENT = "{client}"
 MIN_STATUS = {min_status}
 LINE = re.compile(r'^(\S+) \S+ \S+ \[([^\]]+)\] "(\S+) (\S+) [^"]*" (\d{{3}}) (\d+) "[^"]*" rt=(\S+) client=(\S+)$')
+MONTHS = {{m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}}
+
+
+def token(client, stamp):
+    """The client's pseudonym on the day of ``stamp`` (dd/Mon/yyyy:hh:mm:ss +0000)."""
+    day, mon, year = stamp[:11].split("/")
+    date = f"{{year}}-{{MONTHS[mon]:02d}}-{{day}}"
+    return hashlib.sha256(f"{{client}}:{{date}}".encode()).hexdigest()[:12]
 
 
 def report(text, client=None):
     client = client or CLIENT
-    counts = {{}}
+    counts, tokens = {{}}, {{}}
     for line in text.splitlines():
         m = LINE.match(line)
-        if not m or m.group(8) != client or int(m.group(5)) < MIN_STATUS:
+        if not m or int(m.group(5)) < MIN_STATUS:
+            continue
+        day = m.group(2)[:11]
+        if day not in tokens:
+            tokens[day] = token(client, day)
+        if m.group(8) != tokens[day]:
             continue
         path = m.group(4).split("?")[0]
         counts[path] = counts.get(path, 0) + 1
@@ -37,18 +55,27 @@ PATHS = ["/api/v1/orders", "/api/v1/users", "/api/v1/cart", "/login", "/logout",
          "/api/v2/payments", "/api/v2/invoices", "/healthz", "/metrics", "/api/v1/products", "/checkout"]
 AGENTS = ["curl/8.4.0", "Mozilla/5.0 (X11; Linux x86_64)", "python-requests/2.31", "Go-http-client/1.1"]
 STATUSES = [200, 200, 200, 200, 201, 204, 301, 304, 400, 401, 403, 404, 500, 502, 503, 504]
+MONTHS = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
+DAYS = 7  # one log spans a week
+FIRST = datetime.date(2026, 3, 12)
 
 
-def log_lines(rng, n, clients):
+def pseudonym(client: str, when: datetime.date) -> str:
+    return tag(f"{client}:{when.isoformat()}", 12)
+
+
+def log_lines(rng, n, clients, start: datetime.date = FIRST):
     out = []
     for i in range(n):
         ip = f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
-        ts = f"{12 + i * 7 // max(n, 1):02d}/Mar/2026:{rng.randrange(24):02d}:{rng.randrange(60):02d}:{rng.randrange(60):02d} +0000"
+        day = start + datetime.timedelta(days=i * DAYS // max(n, 1))
+        ts = (f"{day.day:02d}/{MONTHS[day.month - 1]}/{day.year}:{rng.randrange(24):02d}:{rng.randrange(60):02d}:"
+              f"{rng.randrange(60):02d} +0000")
         path = rng.choice(PATHS) + (f"?page={rng.randrange(9)}" if rng.random() < 0.2 else "")
         method = rng.choice(["GET", "GET", "GET", "POST", "PUT", "DELETE"])
         status = rng.choice(STATUSES)
         out.append(f'{ip} - - [{ts}] "{method} {path} HTTP/1.1" {status} {rng.randrange(100, 90000)} '
-                   f'"{rng.choice(AGENTS)}" rt={rng.random() * 2:.3f} client={rng.choice(clients)}')
+                   f'"{rng.choice(AGENTS)}" rt={rng.random() * 2:.3f} client={pseudonym(rng.choice(clients), day)}')
         if rng.random() < 0.02:
             out.append(f"{ip} - - [garbled line {rng.randrange(10**6)}")
     return out
@@ -70,8 +97,12 @@ class LogErrorPaths(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        client = t.code()
-        clients = [client] + [c for c in (t.code() for _ in range(4)) if c != client]
+        # The delivered client ID never appears in the logs: they hold only its daily pseudonym, so it
+        # cannot be guessed from the data, and any other ID matches no line at all.
+        client = fresh_code(t)
+        clients = [client]
+        while len(clients) < 5:
+            clients.append(fresh_code(t, clients))
         ref_src = REFERENCE.format(client=client, min_status=k["min_status"])
         ns: dict = {}
         exec(ref_src, ns)  # noqa: S102 - our own reference program
@@ -79,22 +110,41 @@ class LogErrorPaths(Family):
             "failed requests (status 400 and above)"
         fmt = ("one line per path: the count, a space, the path (query strings dropped), sorted by count "
                "(highest first), ties by path in byte order")
+        pseudo = ("Client IDs are pseudonymised in the logs: the `client=` field holds the first 12 hex digits "
+                  "(lowercase) of the SHA-256 of the text `<client ID>:<date>`, where `<date>` is the request's "
+                  "date as `YYYY-MM-DD` (the timestamps are UTC), so a client's token changes every day.")
         if t.axes.verifier == "fuzz_equivalence":
+            cases, seen_days = [], set()
+            while len(cases) < 10:
+                # Every case covers its own week: the tokens shown in the examples are of no use elsewhere.
+                start = datetime.date(2025, 1, 1) + datetime.timedelta(days=rng.randrange(700))
+                week = [start + datetime.timedelta(days=d) for d in range(DAYS)]
+                if any(d in seen_days for d in week):
+                    continue
+                text = "\n".join(log_lines(rng, rng.randrange(20, 80), clients, start)) + "\n"
+                out = ns["report"](text)
+                if not out:
+                    continue
+                seen_days.update(week)
+                cases.append((text, out))
+            if not all(unseen(client, [inp]) for inp, _ in cases):
+                raise ValueError("the client ID occurs in a generated log")  # hex tokens: cannot happen
             who = t.deliver(client, "the client ID")
-            cases = []
-            for _ in range(10):
-                text = "\n".join(log_lines(rng, rng.randrange(5, 80), clients)) + "\n"
-                cases.append((text, ns["report"](text)))
             t.say(f"Our gateway writes access logs in the format of the examples (each line ends with "
-                  f"`rt=<seconds> client=<id>`). We need a reusable tool: given one log on standard input, report "
-                  f"how often each path produced {status_words} for one client, {fmt}. Lines that do not "
-                  "parse are skipped.")
-            t.expect_program("The client is the one named above; hard-code it.", cases,
-                             {"Python": ref_src})
+                  f"`rt=<seconds> client=<token>`). {pseudo} We need a reusable tool: given one log on standard "
+                  f"input, report how often each path produced {status_words} for the client whose ID is given "
+                  f"above, {fmt}. Lines that do not parse are skipped.")
+            prog = REFERENCE.format(client="@@CLIENT@@", min_status=k["min_status"])
+            t.expect_program("Hard-code the client ID given above.", cases, {"Python": prog})
+            t.solve(f'sed -i "s/@@CLIENT@@/{who}/" /app/solution.py')
             return
-        # Fixtures first; the truth is derived from them.
+        # Fixtures first; the truth is derived from them (a client with no failure at all is redrawn).
         per_file = max(20, k["lines"] // k["files"])
-        texts = ["\n".join(log_lines(rng, per_file, clients)) + "\n" for _ in range(k["files"])]
+        while True:
+            texts = ["\n".join(log_lines(rng, per_file, clients)) + "\n" for _ in range(k["files"])]
+            truth = ns["report"]("".join(texts))
+            if truth.count("\n") >= 2 and unseen(client, texts):
+                break
         names = ["access.log"] + [f"access.log.{i}" for i in range(1, k["files"])]
         for i, (name, text) in enumerate(zip(names, texts)):
             if k["gzip"] and i >= 2:
@@ -102,11 +152,10 @@ class LogErrorPaths(Family):
                 t.add_setup(f"gzip -n /app/logs/{name}.src && mv /app/logs/{name}.src.gz /app/logs/{name}.gz")
             else:
                 t.add_file(f"/app/logs/{name}", text)
-        truth = ns["report"]("".join(texts))
         who = t.deliver(client, "the client ID")
         rotated = " Older rotations are gzipped." if k["gzip"] else ""
-        t.say(f"The gateway's access logs are in `/app/logs/` (`access.log` and its rotations).{rotated} "
-              f"For the client named in this request, count the {status_words} per path across all the logs. "
+        t.say(f"The gateway's access logs are in `/app/logs/` (`access.log` and its rotations).{rotated} {pseudo} "
+              f"For the client whose ID is given above, count the {status_words} per path across all the logs. "
               "Lines that do not parse are noise: skip them.")
         # The oracle uses the delivered value, so the gate also proves the fixture channel works.
         t.add_solution_file("report.py", REFERENCE.format(client="", min_status=k["min_status"]))

@@ -2,18 +2,24 @@
 UTF-16 (either byte order, with a BOM) or Windows-1252, with CRLF line endings and Unicode text in
 decomposed form (NFD) at the higher levels. Detect each file's encoding by the stated rules, decode,
 normalise, and report per file how many responses belong to one batch and how many non-ASCII
-characters their comments hold. The encoded files are produced at build time (task files stay text)."""
+characters their comments hold. Responses name no batch: each carries a tag derived from its batch's
+code (delivered through the fixture channel) and its text, so recognising the batch needs the code and
+a correct decoding. The encoded files are produced at build time (task files stay text)."""
 
 from __future__ import annotations
 
 import unicodedata
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.data_processing._secret import fresh_code, tag, unseen
 
 REFERENCE = r'''
+import hashlib
 import os
 import sys
 import unicodedata
+
+HEADER = @HEADER@
 
 
 def detect(data):
@@ -29,20 +35,25 @@ def detect(data):
         return "cp1252", data.decode("cp1252")
 
 
+def token(batch, city, comment):
+    return hashlib.sha256(f"{batch}|{city}|{comment}".encode("utf-8")).hexdigest()[:10]
+
+
 def summary(name, data, batch):
     enc, text = detect(data)
     text = unicodedata.normalize("NFC", text.replace("\r\n", "\n"))
     lines = [line for line in text.split("\n") if line.strip()]
-    hits = [line.split(";", 2) for line in lines if line.split(";", 2)[0] == batch]
+    parts = [line.split(";", 2) for line in lines]
+    hits = [p for p in parts if len(p) == 3 and p[0] == token(batch, p[1], p[2])]
     non_ascii = sum(1 for parts in hits for ch in parts[2] if ord(ch) > 127)
     return f"{name},{enc},{len(lines)},{len(hits)},{non_ascii}"
 
 
 def report(files, batch):
     """files: (name, bytes) pairs."""
-    out = ["file,encoding,lines,batch_lines,non_ascii"]
+    out = ["file,encoding,lines,batch_lines,non_ascii"] if HEADER else []
     out += [summary(name, data, batch) for name, data in sorted(files)]
-    return "\n".join(out) + "\n"
+    return "".join(line + "\n" for line in out)
 
 
 if __name__ == "__main__":
@@ -105,32 +116,41 @@ class MixedEncodingSurvey(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng, lv = t.knobs, t.rng, t.level
-        batches: list[str] = []
+        # The delivered batch code occurs nowhere in the data: a response carries only a tag derived from its
+        # batch's code and its text, so the batch cannot be guessed from the files (nor by frequency), and
+        # any other code recognises no response at all.
+        batches = [fresh_code(t)]
         while len(batches) < 4:
-            b = t.code(1)
-            if b not in batches:
-                batches.append(b)
+            batches.append(fresh_code(t, batches))
         batch = batches[0]
+        # Under partial credit a constant header line would match whatever the code; leave it out there.
+        header = t.axes.verifier != "metric_threshold"
+        src = REFERENCE.replace("@HEADER@", str(header))
         ns: dict = {}
-        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
+        exec(src, ns)  # noqa: S102 - our own reference program
+
+        def response(who: str) -> str:
+            city = rng.choice(CITIES)
+            comment = rng.choice(COMMENTS) + (rng.choice(EXTRA) if lv >= 3 and rng.random() < 0.2 else "")
+            city, comment = unicodedata.normalize("NFC", city), unicodedata.normalize("NFC", comment)
+            return f"{tag(f'{who}|{city}|{comment}', 10)};{city};{comment}"
+
         codecs = list(k["codecs"])
         plan = codecs + [rng.choice(codecs) for _ in range(k["files"] - len(codecs))]
         rng.shuffle(plan)
         names = sorted(rng.sample(NAMES, k["files"]))
         t.add_file("/tmp/tmax-enc/convert.py", CONVERT)
         t.add_setup("mkdir -p /app/data/responses")
-        files = []
-        for i, (name, codec) in enumerate(zip(names, plan)):
+        files, texts = [], []
+        for name, codec in zip(names, plan):
             fname = f"responses_{name}.txt"
-            rows = []
-            for _ in range(max(3, k["lines"] + rng.randrange(-k["lines"] // 3, k["lines"] // 3 + 1))):
-                comment = rng.choice(COMMENTS) + (rng.choice(EXTRA) if lv >= 3 and rng.random() < 0.2 else "")
-                who = batch if rng.random() < 0.4 else rng.choice(batches)
-                rows.append(f"{who};{rng.choice(CITIES)};{comment}")
-            if codec == "cp1252" and not any(ord(c) > 127 for c in "".join(rows)):
-                rows.append(f"{batches[1]};Zürich;café")
-            if i == 0 and not any(r.startswith(batch + ";") for r in rows):
-                rows.append(f"{batch};Oslo;très bien")
+            rows = [response(rng.choice(batches))
+                    for _ in range(max(3, k["lines"] + rng.randrange(-k["lines"] // 3, k["lines"] // 3 + 1)))]
+            if codec == "cp1252" and not any(ord(c) > 127 for c in "".join(rows)):  # it must not decode as UTF-8
+                rows.insert(rng.randrange(len(rows) + 1), f"{tag(f'{batches[1]}|Zürich|café', 10)};Zürich;café")
+            # Every file holds some of the batch's responses: with any other code each line of the report is wrong.
+            while sum(ns["token"](batch, *r.split(";", 2)[1:]) == r.split(";", 1)[0] for r in rows) < 1:
+                rows.insert(rng.randrange(len(rows) + 1), response(batch))
             text = "\n".join(rows) + "\n"
             if lv >= 4 and rng.random() < 0.3:
                 text = text[:-1]  # no final newline
@@ -147,14 +167,22 @@ class MixedEncodingSurvey(Family):
                 except UnicodeDecodeError:
                     pass
             files.append((fname, data))
+            texts.append(text)
             t.add_file(f"/tmp/tmax-enc/{fname}", text)
             t.add_setup(f"python3 /tmp/tmax-enc/convert.py /tmp/tmax-enc/{fname} /app/data/responses/{fname} "
                         f"{codec} {int(crlf)}")
         t.add_setup("rm -rf /tmp/tmax-enc")
+        if not unseen(batch, texts + names):
+            raise ValueError("the batch code occurs in a generated file")  # codes of two words: cannot happen
         truth = ns["report"](files, batch)
         v = t.deliver(batch, "the batch code")
-        rules = ["Each non-blank line is one response, `batch;city;comment` (the comment is everything after the "
+        rules = ["Each non-blank line is one response, `tag;city;comment` (the comment is everything after the "
                  "second semicolon). Blank lines are not responses.",
+                 "Responses do not name their batch: `tag` is the first 10 hex digits (lowercase) of the SHA-256 of "
+                 "the UTF-8 text `<batch code>|<city>|<comment>`, with the response's own city and comment as "
+                 "decoded" + (" (without the line ending" + (", in NFC" if lv >= 4 else "") + ")" if lv >= 3 else "")
+                 + ". A response belongs to the batch whose "
+                 "code is given above exactly when its tag matches that code.",
                  "Decide each file's encoding from its bytes: starting with `FF FE` it is UTF-16 little-endian "
                  "(`utf-16le`), with `FE FF` UTF-16 big-endian (`utf-16be`), with `EF BB BF` UTF-8 with a byte order "
                  "mark (`utf-8-bom`); otherwise it is `utf-8` if the whole file is valid UTF-8, and Windows-1252 "
@@ -163,17 +191,19 @@ class MixedEncodingSurvey(Family):
             rules.append("Some files have Windows line endings (CRLF); a line ending is not part of a comment.")
         if lv >= 4:
             rules.append("Some files store accented letters decomposed (a base letter followed by a combining "
-                         "mark). Normalise the text to NFC before counting, so that `é` counts as one character "
-                         "however it is stored.")
+                         "mark). Normalise the text to NFC before hashing and counting, so that `é` is one "
+                         "character however it is stored.")
         t.say("Our survey tool exported responses from several channels into `/app/data/responses/`, but every "
-              "channel uses its own character encoding. For the batch named above, I need a per-file summary.\n\n"
-              + "\n".join(f"- {r}" for r in rules))
-        t.add_solution_file("summary.py", REFERENCE)
+              "channel uses its own character encoding. For the batch whose code is given above, I need a per-file "
+              "summary.\n\n" + "\n".join(f"- {r}" for r in rules))
+        t.add_solution_file("summary.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/summary.py /app/data/responses "{v}" '
                 '> /app/out/encoding_report.csv')
-        fmt = ("CSV with the header line `file,encoding,lines,batch_lines,non_ascii`, then one line per file in "
-               "`/app/data/responses/` sorted by file name: the file name, its encoding label as above, its number "
-               "of responses, the number of those whose batch is the batch named above, and the total number of "
-               "non-ASCII characters (code point above 127, after decoding) in the comments of those responses")
+        head = "the header line `file,encoding,lines,batch_lines,non_ascii`, then " if header else \
+            "no header line: the columns are `file,encoding,lines,batch_lines,non_ascii`, with "
+        fmt = (f"CSV with {head}one line per file in `/app/data/responses/` sorted by file name: the file name, its "
+               "encoding label as above, its number of responses, the number of those that belong to the batch, "
+               "and the total number of non-ASCII characters (code point above 127, after decoding) in the "
+               "comments of those responses")
         t.say(f"Format: {fmt}.")
         t.expect_output("/app/out/encoding_report.csv", truth, "the summary")

@@ -1,22 +1,26 @@
 """Weather-station readings in long format (one reading per row, local timestamps with UTC offsets,
 mixed units) pivoted to a wide hourly table for one site: convert to UTC, bucket by hour, convert
-units, keep the highest reading per metric and hour. Epoch timestamps, unknown metrics and other
-sites' rows at the higher levels."""
+units, keep the highest reading per metric and hour. The shared feed carries several stations' rows,
+each tagged with a per-row token derived from its station's code, so one site's rows can be picked
+out only with that site's code. Epoch timestamps and unknown metrics at the higher levels."""
 
 from __future__ import annotations
 
 import datetime
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.data_processing._secret import fresh_code, tag, unseen
 
 REFERENCE = r'''
 import csv
 import datetime
+import hashlib
 import io
 import sys
 from fractions import Fraction
 
 SITE = "@@SITE@@"
+HEADER = @HEADER@
 METRICS = [("temp", "temp_c"), ("pressure", "pressure_hpa"), ("humidity", "humidity_pct")]
 
 
@@ -45,12 +49,16 @@ def tenths(v):
     return ("-" if n < 0 else "") + f"{abs(n) // 10}.{abs(n) % 10}"
 
 
+def token(site, stamp):
+    return hashlib.sha256(f"{site}|{stamp}".encode()).hexdigest()[:10]
+
+
 def pivot(text, site=None):
     site = site or SITE
     best = {}
     names = [m for m, _ in METRICS]
     for row in csv.DictReader(io.StringIO(text)):
-        if row["site"] != site or row["metric"] not in names:
+        if row["metric"] not in names or row["tag"] != token(site, row["timestamp"]):
             continue
         hour = utc(row["timestamp"]).strftime("%Y-%m-%dT%H:00Z")
         v = convert(row["metric"], row["value"], row["unit"])
@@ -58,10 +66,10 @@ def pivot(text, site=None):
         if key not in best or v > best[key]:
             best[key] = v
     hours = sorted({h for h, _ in best})
-    out = ["hour_utc," + ",".join(c for _, c in METRICS)]
+    out = ["hour_utc," + ",".join(c for _, c in METRICS)] if HEADER else []
     for h in hours:
         out.append(h + "," + ",".join(tenths(best[(h, m)]) if (h, m) in best else "" for m, _ in METRICS))
-    return "\n".join(out) + "\n"
+    return "".join(line + "\n" for line in out)
 
 
 if __name__ == "__main__":
@@ -114,14 +122,15 @@ class Gen:
         out = []
         for _ in range(n):
             when = EPOCH0 + datetime.timedelta(seconds=rng.randrange(hours * 3600))
-            site = self.sites[0] if rng.random() < 0.5 else rng.choice(self.sites)
+            site = rng.choice(self.sites)
             metric, value, unit = self.reading()
-            out.append([self.stamp(when), site, metric, value, unit])
+            stamp = self.stamp(when)
+            out.append([stamp, tag(f"{site}|{stamp}", 10), metric, value, unit])
         return out
 
 
 def csv_text(rows: list[list[str]], rng, lv: int) -> str:
-    cols = ["timestamp", "site", "metric", "value", "unit"]
+    cols = ["timestamp", "tag", "metric", "value", "unit"]
     order = list(range(5))
     if lv >= 4:
         rng.shuffle(order)
@@ -144,18 +153,25 @@ class SensorLongToWide(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng, lv = t.knobs, t.rng, t.level
-        sites: list[str] = []
+        # The delivered site code never appears in the feed: rows carry only a per-row token derived from
+        # it, so the site's rows cannot be told apart (nor guessed by frequency) without the code, and any
+        # other code selects no row at all.
+        sites = [fresh_code(t)]
         while len(sites) < 4:
-            s = t.code(1)
-            if s not in sites:
-                sites.append(s)
+            sites.append(fresh_code(t, sites))
         site = sites[0]
+        # Under partial credit a constant header line would match whatever the site; leave it out there.
+        header = t.axes.verifier != "metric_threshold"
+        src = REFERENCE.replace("@HEADER@", str(header))
         ns: dict = {}
-        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
+        exec(src.replace("@@SITE@@", site), ns)  # noqa: S102 - our own reference program
         gen = Gen(rng, lv, sites)
-        v = t.deliver(site, "the site name")
-        rules = ["Columns: `timestamp`, `site`, `metric`, `value`, `unit`" + (" (the column order varies: read the "
-                                                                             "header)" if lv >= 4 else "") + ".",
+        rules = ["Columns: `timestamp`, `tag`, `metric`, `value`, `unit`" + (" (the column order varies: read the "
+                                                                            "header)" if lv >= 4 else "") + ".",
+                 "The feed is shared by several stations and names none of them: `tag` is the first 10 hex digits "
+                 "(lowercase) of the SHA-256 of the text `<site code>|<timestamp>`, with the code of the station that "
+                 "sent the row and the row's `timestamp` field exactly as written. The rows of the site are those "
+                 "whose tag matches the site code given above.",
                  "Timestamps are ISO 8601 local times with their UTC offset (e.g. `2026-03-14T09:15:00+02:00`, or "
                  "`Z` for UTC)" + ("; some are Unix epoch seconds instead" if lv >= 4 else "")
                  + ". Convert every reading to UTC and assign it to its UTC hour.",
@@ -164,31 +180,40 @@ class SensorLongToWide(Family):
                     "pressure, `%` or `fraction` (0.453 = 45.3 %) for humidity." if lv >= 3 else
                     "Units are `C`, `hPa` and `%` throughout.")
                  + (" Rows of any other metric are ignored." if lv >= 4 else ""),
-                 "For each UTC hour and metric keep the highest converted reading of the site named above."]
-        fmt = ("CSV with the header line `hour_utc,temp_c,pressure_hpa,humidity_pct`, one line per UTC hour that "
-               "has at least one reading of the site, sorted by time; `hour_utc` as `YYYY-MM-DDTHH:00Z`; each "
-               "value rounded to one decimal (halves away from zero; e.g. `-3.5`, `1013.0`), an empty field when "
-               "the site has no reading of that metric in that hour")
+                 "For each UTC hour and metric keep the highest converted reading of the site whose code is given "
+                 "above."]
+        head = ("the header line `hour_utc,temp_c,pressure_hpa,humidity_pct`, then " if header else
+                "no header line: the columns are `hour_utc,temp_c,pressure_hpa,humidity_pct`, with ")
+        fmt = (f"CSV with {head}one line per UTC hour that has at least one reading of the site, sorted by time; "
+               "`hour_utc` as `YYYY-MM-DDTHH:00Z`; each value rounded to one decimal (halves away from zero; e.g. "
+               "`-3.5`, `1013.0`), an empty field when the site has no reading of that metric in that hour")
         bullets = "\n".join(f"- {r}" for r in rules)
         if t.axes.verifier == "fuzz_equivalence":
             cases = []
-            for _ in range(10):
-                text = csv_text(gen.rows(rng.randrange(5, 40), rng.randrange(2, 12)), rng, lv)
-                cases.append((text, ns["pivot"](text, site)))
+            while len(cases) < 10:
+                text = csv_text(gen.rows(rng.randrange(12, 40), rng.randrange(2, 12)), rng, lv)
+                out = ns["pivot"](text, site)
+                if out.count("\n") >= 2:  # a case without the site's rows would not tell programs apart
+                    cases.append((text, out))
+            if not unseen(site, [c for case in cases for c in case]):
+                raise ValueError("the site code occurs in a generated feed")  # hex tokens: cannot happen
+            v = t.deliver(site, "the site code")
             t.say("Our weather stations report readings in long format, one reading per CSV row. We need a tool that "
-                  "reads one such CSV on standard input and prints the hourly wide table of the site named above."
-                  "\n\n" + bullets + f"\n\nOutput: {fmt}.")
-            t.expect_program("Hard-code the site name.", cases, {"Python": REFERENCE})
+                  "reads one such CSV on standard input and prints the hourly wide table of the site whose code is "
+                  "given above.\n\n" + bullets + f"\n\nOutput: {fmt}.")
+            t.expect_program("Hard-code the site code given above.", cases, {"Python": src})
             t.solve(f'sed -i "s/@@SITE@@/{v}/" /app/solution.py')
             return
-        text = csv_text(gen.rows(k["rows"], k["hours"]), rng, lv)
+        while True:
+            text = csv_text(gen.rows(k["rows"], k["hours"]), rng, lv)
+            truth = ns["pivot"](text, site)
+            if truth.count("\n") >= 2 and unseen(site, [text]):
+                break
         t.add_file("/app/data/readings.csv", text)
-        truth = ns["pivot"](text, site)
-        if truth.count("\n") < 2:
-            raise ValueError("no readings for the site")
+        v = t.deliver(site, "the site code")
         t.say("Our weather stations report readings in long format, one reading per row, in `/app/data/readings.csv`. "
-              "I need the hourly wide table of the site named above.\n\n" + bullets)
-        t.add_solution_file("pivot.py", REFERENCE)
+              "I need the hourly wide table of the site whose code is given above.\n\n" + bullets)
+        t.add_solution_file("pivot.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/pivot.py "{v}" < /app/data/readings.csv '
                 '> /app/out/hourly.csv')
         t.say(f"Format: {fmt}.")

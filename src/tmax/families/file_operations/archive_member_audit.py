@@ -1,8 +1,8 @@
 """Which members of an untrusted upload would escape the extraction directory? Audit the tar, tar.gz
-and zip archives of one delivered batch for absolute names, `..` traversal, members written through
-an earlier symlink, link targets that leave the tree and device nodes; at the top level, archives
-nested inside archives. The adversarial variant asks for the gatekeeper program itself: given an
-archive listing, accept it or reject it."""
+and zip archives of one delivered upload (its folder is keyed by a hash of the ticket number) for
+absolute names, `..` traversal, members written through an earlier symlink, link targets that leave
+the tree and device nodes; at the top level, archives nested inside archives. The adversarial
+variant asks for the gatekeeper program itself: given an archive listing, accept it or reject it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import tempfile
 
 from tmax.families.base import Family, TaskBuilder, register
 from tmax.families.file_operations._common import WORDS, finish_setup, run_ref
+from tmax.families.file_operations._hidden import key_cmd, key_of, unseen
 
 # Builds archives from a JSON spec; shipped to the environment and run on the host for the truth.
 ARCHIVER = r'''
@@ -222,17 +223,16 @@ def audit(label, source, is_zip, rows):
                 audit(f"{{label}}!{{name}}", io.BytesIO(reader()), name.endswith(".zip"), rows)
 
 
-def report(folder, batch):
+def report(folder):
     rows = []
-    prefix = f"batch{{batch}}_"
     for name in sorted(os.listdir(folder)):
-        if name.startswith(prefix):
+        if name.endswith(SUFFIXES):
             audit(name, os.path.join(folder, name), name.endswith(".zip"), rows)
     return "".join(r[2] for r in sorted(rows))
 
 
 if __name__ == "__main__":
-    sys.stdout.write(report(sys.argv[1], sys.argv[2]))
+    sys.stdout.write(report(sys.argv[1]))
 '''
 
 CLASSIFIER_C = r"""
@@ -517,49 +517,74 @@ class ArchiveMemberAudit(Family):
         if t.axes.verifier == "adversarial_corpus":
             self._classifier(t, gen, checks, all_reasons)
             return
-        batch = str(rng.randrange(1000, 9999))
-        other = str(int(batch) + rng.choice([-7, 3, 11, 250]))
-        spec = []
-        vendors = rng.sample(VENDORS, k["archives"] + 2)
+        # One folder per upload, keyed by a hash of its ticket number: the ticket (the delivered value)
+        # shows nowhere on disk, and the other uploads are decoys audited the same way.
+        n_uploads = 5 if t.level <= 2 else 6
+        sizes = [k["archives"]] + [max(1, k["archives"] + rng.choice([-1, 0, 1])) for _ in range(n_uploads - 1)]
         suffix = {"tgz": ".tar.gz", "zip": ".zip", "tar": ".tar"}
         rules = run_ref(RULES.format(max_depth=0, checks=checks))
-        for i in range(k["archives"] + 2):
-            kind = k["kinds"][i % len(k["kinds"])]
-            num = batch if i < k["archives"] else other
-            while True:  # every archive carries at least one unsafe member
-                reasons = [r for r in all_reasons if rng.random() < 0.7 and not (kind == "zip" and r == "special")]
-                if "through-link" in checks and kind != "zip" and rng.random() < 0.7:
-                    reasons.append("through-link")
-                rng.shuffle(reasons)
-                members = gen.listing(k["members"], reasons)
-                if kind == "zip":
-                    members = [m for m in members if m[0] in ("file", "dir", "symlink")]
-                if rules["verdicts"](members):
-                    break
-            if k["nested"] and i < k["archives"] and rng.random() < 0.75:
-                ikind = rng.choice(["zip", "tgz"])
-                ireasons = rng.sample(all_reasons[:3], 2)
-                inner = gen.listing(12, ireasons)
-                if ikind == "zip":
-                    inner = [m for m in inner if m[0] in ("file", "dir", "symlink")]
-                iname = f"{rng.choice(TOPS)}/bundle_{rng.randrange(10, 99)}{suffix[ikind]}"
-                members.insert(rng.randrange(len(members)), ("file", iname, {"kind": ikind, "members": inner}))
-            spec.append({"name": f"batch{num}_{vendors[i]}{suffix[kind]}", "kind": kind, "members": members})
-        spec.sort(key=lambda a: a["name"])
+        uploads = []
+        for u, n_arch in enumerate(sizes):
+            spec = []
+            vendors = rng.sample(VENDORS, n_arch)
+            for i in range(n_arch):
+                kind = k["kinds"][(i + u) % len(k["kinds"])]
+                while True:  # every archive carries at least one unsafe member
+                    reasons = [r for r in all_reasons if rng.random() < 0.7 and not (kind == "zip" and r == "special")]
+                    if "through-link" in checks and kind != "zip" and rng.random() < 0.7:
+                        reasons.append("through-link")
+                    rng.shuffle(reasons)
+                    members = gen.listing(k["members"], reasons)
+                    if kind == "zip":
+                        members = [m for m in members if m[0] in ("file", "dir", "symlink")]
+                    if rules["verdicts"](members):
+                        break
+                if k["nested"] and rng.random() < 0.75:
+                    ikind = rng.choice(["zip", "tgz"])
+                    ireasons = rng.sample(all_reasons[:3], 2)
+                    inner = gen.listing(12, ireasons)
+                    if ikind == "zip":
+                        inner = [m for m in inner if m[0] in ("file", "dir", "symlink")]
+                    iname = f"{rng.choice(TOPS)}/bundle_{rng.randrange(10, 99)}{suffix[ikind]}"
+                    members.insert(rng.randrange(len(members)), ("file", iname, {"kind": ikind, "members": inner}))
+                spec.append({"name": f"{vendors[i]}{suffix[kind]}", "kind": kind, "members": members})
+            spec.sort(key=lambda a: a["name"])
+            uploads.append(spec)
         ns_arch = run_ref(ARCHIVER)
         audit_src = AUDIT.format(max_depth=0, checks=checks, nested=k["nested"])
         ref = run_ref(audit_src)
+        blobs = []
         with tempfile.TemporaryDirectory(prefix="tmax-fo-") as d:
-            ns_arch["build"](spec, d)
-            truth = ref["report"](d, batch)
-        t.add_file("/tmp/fo-fixture/archives.json", json.dumps(spec, ensure_ascii=True, separators=(",", ":")) + "\n")
+            reports = []
+            for u, spec in enumerate(uploads):
+                ns_arch["build"](spec, f"{d}/{u}")
+                reports.append(ref["report"](f"{d}/{u}"))
+                for a in spec:
+                    with open(f"{d}/{u}/{a['name']}", "rb") as f:
+                        blobs.append(f.read())
+        truth = reports[0]
+        spec_text = json.dumps(uploads, ensure_ascii=True, separators=(",", ":"))
+        tickets = []
+        while len(tickets) < n_uploads:
+            tk = unseen(t, lambda: str(rng.randrange(10 ** 11, 10 ** 12)), spec_text, *blobs, *tickets)
+            if tk not in tickets:
+                tickets.append(tk)
+        order = sorted(range(n_uploads), key=lambda u: key_of(tickets[u]))
+        for u in order:
+            t.add_file(f"/tmp/fo-fixture/upload{u}.json", json.dumps(uploads[u], ensure_ascii=True,
+                                                                    separators=(",", ":")) + "\n")
         t.add_file("/tmp/fo-fixture/archiver.py", ARCHIVER.lstrip("\n"))
-        t.add_setup("python3 /tmp/fo-fixture/archiver.py /tmp/fo-fixture/archives.json /app/incoming")
+        for u in order:
+            t.add_setup(f"python3 /tmp/fo-fixture/archiver.py /tmp/fo-fixture/upload{u}.json "
+                        f"/app/incoming/{key_of(tickets[u])}")
         finish_setup(t)
-        t.say("External uploads land in `/app/incoming/` as `batch<NUMBER>_<vendor>.<tar|tar.gz|zip>`. Before "
-              "anything from the batch named below is unpacked, audit every archive of that batch (and only that "
-              "batch) for members that are unsafe to extract. Do not extract them to find out.")
-        num_var = t.deliver(batch, "the batch number")
+        t.say("External uploads land in `/app/incoming/<KEY>/`, one folder per upload ticket, holding that "
+              "upload's archives (`.tar`, `.tar.gz` or `.zip`). The gateway keeps ticket numbers off the disk: KEY is "
+              "the first 16 hex digits of the SHA-256 of the ticket number (of its decimal digits alone, no newline: "
+              "`printf %s <ticket> | sha256sum`). Before anything from the upload named below is unpacked, audit "
+              "every archive of that upload (and only that upload) for members that are unsafe to extract. Do not "
+              "extract them to find out.")
+        num_var = t.deliver(tickets[0], "the upload ticket number")
         nested = (" Some archives contain other archives (regular members whose names end in `.tar`, `.tar.gz`, "
                   "`.tgz` or `.zip`): audit those too, one level deep, and report their members with the archive "
                   "written as `<outer archive file name>!<inner member name>`." if k["nested"] else "")
@@ -569,7 +594,8 @@ class ArchiveMemberAudit(Family):
               "the archive><TAB><rule>`, with tabs between the fields. Order the lines by archive name (byte order), "
               "then by the member's position in its archive.")
         t.add_solution_file("audit.py", audit_src)
-        t.solve(f'mkdir -p /app/out\npython3 /solution/audit.py /app/incoming "{num_var}" > /app/out/audit.tsv')
+        t.solve(f'mkdir -p /app/out\nkey={key_cmd(num_var)}\n'
+                'python3 /solution/audit.py "/app/incoming/$key" > /app/out/audit.tsv')
         t.expect_output("/app/out/audit.tsv", truth, "the audit report")
 
     def _classifier(self, t, gen, checks, reasons):

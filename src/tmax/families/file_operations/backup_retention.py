@@ -1,6 +1,7 @@
 """Which backups does the retention policy prune? Backups are named `<set>-YYYYMMDD-HHMM.<ext>`;
 a grandfather-father-son policy (newest per day / ISO week / month over trailing windows, counted
-from a delivered "today") decides what stays. Higher levels add sets in per-host directories, junk
+from a given "today") decides what stays, and the prune list is written as object URIs in the
+mirror bucket of a delivered storage account. Higher levels add sets in per-host directories, junk
 that must be left alone, lying modification times, impossible dates, future-dated files and a
 bytes-freed total."""
 
@@ -9,7 +10,8 @@ from __future__ import annotations
 import datetime as dt
 
 from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.file_operations._common import epoch, finish_setup, host_tree, run_ref, ship_tree
+from tmax.families.file_operations._common import epoch, finish_setup, host_tree, run_ref, ship_tree, spec_json
+from tmax.families.file_operations._hidden import unseen
 
 REFERENCE = r'''
 import datetime as dt
@@ -86,12 +88,14 @@ def scan(root):
     return sizes
 
 
-def report(root, today, with_total):
+def report(root, today, account, with_total):
+    """The prune manifest: the mirror's object URI of each pruned backup (and the bytes they free)."""
+    bucket = f"s3://backups-{{account}}/"
     sizes = scan(root)
     prune = plan(sorted(sizes), today)
-    out = "".join(p + "\n" for p in prune)
+    out = "".join(bucket + p + "\n" for p in prune)
     if with_total:
-        out += f"total {{sum(sizes[p] for p in prune)}}\n"
+        out += f"total {{bucket}} {{sum(sizes[p] for p in prune)}}\n"
     return out
 
 
@@ -104,7 +108,7 @@ def main_stdin(text):
 if __name__ == "__main__":
     if len(sys.argv) > 2:
         today = dt.datetime.strptime(sys.argv[2], "%Y%m%d").date()
-        sys.stdout.write(report(sys.argv[1], today, len(sys.argv) > 3))
+        sys.stdout.write(report(sys.argv[1], today, sys.argv[3], len(sys.argv) > 4))
     else:
         sys.stdout.write(main_stdin(sys.stdin.read()))
 '''
@@ -304,6 +308,9 @@ class BackupRetention(Family):
                 ext = rng.choice(["tar.gz", "sql.xz"])
                 pre = f"{folder}/" if folder else ""
                 stamps = _backups(rng, today, k["span"], 12, ext)
+                if keep_days:  # at least one backup past the window: the prune list is never empty
+                    old = today - dt.timedelta(days=k["span"] - 1)
+                    stamps = sorted(set(stamps) | {dt.datetime(old.year, old.month, old.day, 2, 0)})
                 if k["traps"] >= 2:  # clock skew on one host: a backup from the future
                     fut = today + dt.timedelta(days=rng.randrange(1, 4))
                     stamps.append(dt.datetime(fut.year, fut.month, fut.day, 2, 0))
@@ -323,8 +330,11 @@ class BackupRetention(Family):
                     spec.append(["l", f"{pre}{s}-latest.{ext}", f"{s}-{last:%Y%m%d-%H%M}.{ext}"])
                 if k["traps"] >= 2:
                     spec.append(["s", f"{pre}{s}-{today.year - 1}0230-0200.{ext}", 1234, 0o640, epoch(2024, 6, 1)])
+        # The delivered value is the mirror's account id, which prefixes every line: the date to count
+        # from is in the data anyway (the newest backups), so it is stated, not delivered.
+        account = unseen(t, lambda: str(rng.randrange(10 ** 11, 10 ** 12)), spec_json(spec))
         with host_tree(spec) as root:
-            truth = ref["report"](root, today, k["traps"] >= 2)
+            truth = ref["report"](root, today, account, k["traps"] >= 2)
         ship_tree(t, spec, "/app/backups", "backups")
         finish_setup(t)
         where = ("Backups are in `/app/backups/<host>/`; a backup set is one set name within one host directory, "
@@ -332,21 +342,25 @@ class BackupRetention(Family):
                  "Backups are in `/app/backups/`" + ("; each set is rotated on its own." if k["sets"] > 1 else "."))
         t.say(f"{where} {naming}. Everything else there (checksums, partial uploads, symlinks, notes) is not a "
               "backup: leave it out." if k["traps"] else f"{where} {naming}.")
-        t.say(f"The policy: {self._policy_text(*policy)}. Count the windows from the date to treat as today, "
-              "given below as YYYYMMDD.")
+        t.say(f"The policy: {self._policy_text(*policy)}. Treat {today:%Y-%m-%d} as today and count the windows "
+              "from it.")
         if k["traps"] >= 2:
             t.say("Go by the timestamp in the name: modification times are unreliable since the share was "
                   "re-copied. A name whose date does not exist on the calendar is not a backup, and backups "
                   "dated after today are left alone and ignored by the rules.")
-        today_var = t.deliver(_fmt(today), "the date to treat as today")
-        lines = ("List the backups the policy prunes, one per line as a path relative to `/app/backups`, sorted "
-                 "in byte order.")
+        t.say("`/app/backups` is the local copy of an object-store bucket, `backups-<ACCOUNT>`, where ACCOUNT is "
+              "the 12-digit id of the storage account given below; a backup's object key is its path relative to "
+              "`/app/backups`. The pruning job takes a manifest of object URIs.")
+        acct_var = t.deliver(account, "the storage account id")
+        lines = ("List the backups the policy prunes, one per line as the object URI "
+                 "`s3://backups-<ACCOUNT>/<path relative to /app/backups>`, sorted in byte order.")
         if k["traps"] >= 2:
-            lines += " After them, a last line `total <bytes>` with their combined size in bytes."
+            lines += (" After them, a last line `total s3://backups-<ACCOUNT>/ <bytes>` with their combined size in "
+                      "bytes.")
         t.say(lines + " This is a dry run: do not delete anything.")
         t.add_solution_file("retention.py", src)
         total = " total" if k["traps"] >= 2 else ""
-        t.solve(f'mkdir -p /app/out\npython3 /solution/retention.py /app/backups "{today_var}"{total} '
+        t.solve(f'mkdir -p /app/out\npython3 /solution/retention.py /app/backups {_fmt(today)} "{acct_var}"{total} '
                 "> /app/out/prune.txt")
         t.expect_output("/app/out/prune.txt", truth, "the prune list")
 

@@ -6,7 +6,9 @@ not a copy), a directory symlink loop and names that sha256sum has to escape."""
 from __future__ import annotations
 
 from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.file_operations._common import WORDS, epoch, finish_setup, host_tree, run_ref, ship_tree
+from tmax.families.file_operations._common import (WORDS, epoch, finish_setup, host_tree, run_ref, ship_tree,
+                                                   spec_json)
+from tmax.families.file_operations._hidden import key_cmd, key_of, visible
 
 REFERENCE = r'''
 import hashlib
@@ -91,9 +93,9 @@ class DuplicateContent(Family):
                         "handling special characters in filenames", "hidden file handling",
                         "hard link identification", "symlink loop detection", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"files": 18, "groups": 3, "spaces": False, "traps": 0, "decoys": 1},
-              2: {"files": 45, "groups": 5, "spaces": True, "traps": 1, "decoys": 1},
-              3: {"files": 90, "groups": 8, "spaces": True, "traps": 2, "decoys": 2},
+    levels = {1: {"files": 18, "groups": 3, "spaces": False, "traps": 0, "decoys": 3},
+              2: {"files": 45, "groups": 5, "spaces": True, "traps": 1, "decoys": 3},
+              3: {"files": 90, "groups": 8, "spaces": True, "traps": 2, "decoys": 3},
               4: {"files": 160, "groups": 12, "spaces": True, "traps": 3, "decoys": 3}}
 
     def _share(self, t, k, share):
@@ -158,19 +160,25 @@ class DuplicateContent(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        names = []
-        while len(names) < 1 + k["decoys"]:
-            c = t.code(1)
-            if c not in names:
-                names.append(c)
-        share = names[0]
-        spec, originals = self._share(t, k, share)
-        for d in names[1:]:
-            dspec, _ = self._share(t, dict(k, traps=min(k["traps"], 1)), d)
-            spec += dspec
-            # cross-share copies: a copy in a neighbour share is not a copy within this share
-            p, text = originals[-1]
-            spec.append(["f", f"{d}/docs/from_{share.lower()}.txt", text, 0o644, epoch(2024, 3, 3)])
+        # Share folders are named by a hash of the share name (the delivered value), so the name shows
+        # nowhere on disk and the neighbour shares are indistinguishable decoys without it.
+        while True:
+            names = []
+            while len(names) < 1 + k["decoys"]:
+                c = t.code(2)
+                if c not in names:
+                    names.append(c)
+            share = key_of(names[0])
+            spec, originals = self._share(t, k, share)
+            for d in names[1:]:
+                dspec, _ = self._share(t, k, key_of(d))  # same traps: the target must not stand out
+                spec += dspec
+                # cross-share copies: a copy in a neighbour share is not a copy within this share
+                p, text = originals[-1]
+                spec.append(["f", f"{key_of(d)}/docs/imported_{rng.randrange(100, 999)}.txt", text, 0o644,
+                             epoch(2024, 3, 3)])
+            if not visible(t, names[0], spec_json(spec)):
+                break
         ref = run_ref(REFERENCE)
         with host_tree(spec) as root:
             truth = ref["report"](f"{root}/{share}")
@@ -186,14 +194,16 @@ class DuplicateContent(Family):
             traps.append("Hard links to the same file are one file, not copies of each other: list such a file "
                          "once, under whichever of its paths sorts first, and it only appears if another file "
                          "has the same content.")
-        t.say("Every team share lives under `/app/shares/<SHARE>/`. Find the files in the share named below "
-              "whose content is byte-for-byte identical to at least one other file in that same share (copies "
-              "in other shares do not matter). " + " ".join(traps))
-        who = t.deliver(share, "the share name")
+        t.say("Every team share lives under `/app/shares/<KEY>/`, where KEY is the first 16 hex digits of the "
+              "SHA-256 of the share's name (the file server keeps names off the disk; `printf %s <name> | "
+              "sha256sum`). Find the files in the share named below whose content is byte-for-byte identical to "
+              "at least one other file in that same share (copies in other shares do not matter). "
+              + " ".join(traps))
+        who = t.deliver(names[0], "the share name")
         t.say("The report has one line per duplicated file, exactly as `sha256sum` prints it (`<sha256 hex "
               "digest>  <path>`, including sha256sum's escaping of unusual names), with the path relative to the "
               "share directory and no leading `./`. Sort the lines by digest, then by path in byte order.")
         t.add_solution_file("dupes.py", REFERENCE)
-        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
-                f'python3 /solution/dupes.py "/app/shares/{who}" > /app/out/duplicates.txt')
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\nkey={key_cmd(who)}\n'
+                'python3 /solution/dupes.py "/app/shares/$key" > /app/out/duplicates.txt')
         t.expect_output("/app/out/duplicates.txt", truth, "the duplicate report")

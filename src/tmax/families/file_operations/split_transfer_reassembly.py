@@ -1,15 +1,20 @@
 """Reassemble a file that arrived in numbered parts over a flaky transfer: pick, for every part, the
 copy whose checksum matches the manifest (resends, corrupted and truncated copies, several delivery
 attempts), decompress gzipped parts, dig a straggler out of a tarball, order the parts numerically
-(not lexically) and verify the whole before delivering it."""
+(not lexically), decrypt the whole with the passphrase sent out of band (the delivered value) and
+verify it before delivering it."""
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import hashlib
+import json
+import struct
 
 from tmax.families.base import Family, TaskBuilder, register
 from tmax.families.file_operations._common import run_ref
+from tmax.families.file_operations._hidden import unseen
 
 REFERENCE = r'''
 import gzip
@@ -41,8 +46,9 @@ def candidates(root):
 
 
 def restore(root, code):
-    base = f"{code}.csv"
-    with open(os.path.join(root, f"{base}.sha256")) as f:
+    """The reassembled, still encrypted export, checked against the manifest."""
+    base = f"{code}.csv.enc"
+    with open(os.path.join(root, f"{code}.sha256")) as f:
         want = {}
         for line in f:
             digest, name = line.rstrip("\n").split("  ", 1)
@@ -62,7 +68,7 @@ def restore(root, code):
         if hashlib.sha256(data).hexdigest() == want.get(canonical):
             good[int(m.group(1))] = data
     whole = b"".join(good[n] for n in sorted(good))
-    if hashlib.sha256(whole).hexdigest() != want[base] or len(good) != len(want) - 1:
+    if hashlib.sha256(whole).hexdigest() != want[base] or len(good) != len(want) - 2:
         raise SystemExit("could not restore " + base)
     return whole
 
@@ -71,7 +77,46 @@ if __name__ == "__main__":
     sys.stdout.buffer.write(restore(sys.argv[1], sys.argv[2]))
 '''
 
+EXPORTS = ("weather-hourly", "station-daily", "sensor-raw", "calibration", "field-log", "gauge-readings")
 STATIONS = ("north-ridge", "harbor-gate", "mill-creek", "old-quarry", "pine-hollow", "river-bend", "salt-marsh")
+
+
+def _rotl(v, c):
+    return ((v << c) & 0xFFFFFFFF) | (v >> (32 - c))
+
+
+def _chacha20(key: bytes, iv: bytes, data: bytes) -> bytes:
+    """ChaCha20 as `openssl enc -chacha20` applies it: the 16-byte IV is a little-endian block counter
+    followed by the 12-byte nonce."""
+    counter = struct.unpack("<I", iv[:4])[0]
+    const = (0x61707865, 0x3320646E, 0x79622D32, 0x6B206574)
+    k, nonce = struct.unpack("<8I", key), struct.unpack("<3I", iv[4:])
+    out = bytearray()
+    for off in range(0, len(data), 64):
+        st = [*const, *k, counter & 0xFFFFFFFF, *nonce]
+        w = st[:]
+        for _ in range(10):
+            for a, b, c, d in ((0, 4, 8, 12), (1, 5, 9, 13), (2, 6, 10, 14), (3, 7, 11, 15),
+                               (0, 5, 10, 15), (1, 6, 11, 12), (2, 7, 8, 13), (3, 4, 9, 14)):
+                w[a] = (w[a] + w[b]) & 0xFFFFFFFF
+                w[d] = _rotl(w[d] ^ w[a], 16)
+                w[c] = (w[c] + w[d]) & 0xFFFFFFFF
+                w[b] = _rotl(w[b] ^ w[c], 12)
+                w[a] = (w[a] + w[b]) & 0xFFFFFFFF
+                w[d] = _rotl(w[d] ^ w[a], 8)
+                w[c] = (w[c] + w[d]) & 0xFFFFFFFF
+                w[b] = _rotl(w[b] ^ w[c], 7)
+        block = struct.pack("<16I", *[(x + y) & 0xFFFFFFFF for x, y in zip(w, st)])
+        out += bytes(x ^ y for x, y in zip(data[off:off + 64], block))
+        counter += 1
+    return bytes(out)
+
+
+def _encrypt(rng, passphrase: str, plain: bytes) -> bytes:
+    """`openssl enc -chacha20 -pbkdf2 -pass pass:<passphrase>` with a salt from ``rng``."""
+    salt = bytes(rng.randrange(256) for _ in range(8))
+    dk = hashlib.pbkdf2_hmac("sha256", passphrase.encode(), salt, 10000, 48)
+    return b"Salted__" + salt + _chacha20(dk[:32], dk[32:], plain)
 
 
 def _csv(rng, rows):
@@ -85,22 +130,36 @@ def _csv(rng, rows):
     return "\n".join(out) + "\n"
 
 
-def _split(text, n, rng):
-    cuts = sorted(rng.sample(range(1, len(text)), n - 1))
-    bounds = [0, *cuts, len(text)]
-    return [text[a:b] for a, b in zip(bounds, bounds[1:])]
+def _split(data, n, rng):
+    cuts = sorted(rng.sample(range(1, len(data)), n - 1))
+    bounds = [0, *cuts, len(data)]
+    return [data[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-def _sha(s: str) -> str:
-    return hashlib.sha256(s.encode()).hexdigest()
+def _sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
 
 
-def _corrupt(rng, s):
-    if rng.random() < 0.5 and len(s) > 10:
-        return s[:rng.randrange(len(s) // 2, len(s) - 1)]  # truncated
-    i = rng.randrange(len(s))
-    c = s[i]
-    return s[:i] + ("0" if c != "0" else "1") + s[i + 1:]
+def _corrupt(rng, b):
+    if rng.random() < 0.5 and len(b) > 10:
+        return b[:rng.randrange(len(b) // 2, len(b) - 1)]  # truncated
+    i = rng.randrange(len(b))
+    return b[:i] + bytes([b[i] ^ (1 << rng.randrange(8))]) + b[i + 1:]
+
+
+# Parts are binary: they travel as base64 and are written in place at build time.
+UNPACK = r'''
+import base64
+import json
+import os
+import sys
+
+with open(sys.argv[1], encoding="utf-8") as f:
+    for path, blob in json.load(f):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as out:
+            out.write(base64.b64decode(blob))
+'''
 
 
 @register
@@ -118,65 +177,81 @@ class SplitTransferReassembly(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        codes = []
-        while len(codes) < 3:
-            c = t.code(1)
-            if c not in codes:
-                codes.append(c)
-        target = codes[0]
+        # The partner encrypts every export before splitting it and sends the passphrase separately:
+        # the passphrase is the delivered value, and without it no reassembly gives the export.
+        names = rng.sample(EXPORTS, 3)
+        files: list = []  # (path, bytes), in the order they are written
+
+        def put(path, data):
+            files.append([path, base64.b64encode(data).decode("ascii")])
+
+        target = names[0]
         tar_members = []
         truth = ""
-        for bi, code in enumerate(codes):
+        plains, passphrases = [], []
+        for bi, code in enumerate(names):
             is_target = bi == 0
             text = _csv(rng, k["rows"] if is_target else k["rows"] // 3)
+            plains.append(text)
+            passphrases.append(unseen(t, lambda: t.code(3), *plains, *passphrases))
+            blob = _encrypt(rng, passphrases[-1], text.encode())
             n = k["parts"] if is_target else max(3, k["parts"] // 3)
-            parts = _split(text, n, rng)
-            base = f"{code}.csv"
+            parts = _split(blob, n, rng)
+            base = f"{code}.csv.enc"
             width = 2 if k["pad"] else 0
-            names = [f"{base}.part{i + 1:0{width}d}" for i in range(n)]
-            manifest = "".join(f"{_sha(p)}  {nm}\n" for p, nm in zip(parts, names)) + f"{_sha(text)}  {base}\n"
-            t.add_file(f"/app/transfer/{base}.sha256", manifest)
+            names_ = [f"{base}.part{i + 1:0{width}d}" for i in range(n)]
+            manifest = ("".join(f"{_sha(p)}  {nm}\n" for p, nm in zip(parts, names_)) + f"{_sha(blob)}  {base}\n"
+                        + f"{_sha(text.encode())}  {code}.csv\n")
+            t.add_file(f"/app/transfer/{code}.sha256", manifest)
             if not is_target:
-                for p, nm in zip(parts, names):
-                    t.add_file(f"/app/transfer/{nm}", p)
+                for p, nm in zip(parts, names_):
+                    put(f"/app/transfer/{nm}", p)
                 continue
             truth = text
             if k["tar"]:  # an outdated manifest from an earlier export
-                stale = _split(_csv(rng, k["rows"]), n, rng)
-                t.add_file(f"/app/transfer/{base}.sha256.old",
-                           "".join(f"{_sha(p)}  {nm}\n" for p, nm in zip(stale, names)))
+                stale = _split(_encrypt(rng, passphrases[-1], _csv(rng, k["rows"]).encode()), n, rng)
+                t.add_file(f"/app/transfer/{code}.sha256.old",
+                           "".join(f"{_sha(p)}  {nm}\n" for p, nm in zip(stale, names_)))
             bad = set(rng.sample(range(n), k["bad"]))
             gz = set(rng.sample(range(n), k["gz"]))
             straggler = rng.choice(sorted(set(range(n)) - bad - gz)) if k["tar"] else -1
-            for i, (p, nm) in enumerate(zip(parts, names)):
+            gz_at = []
+            for i, (p, nm) in enumerate(zip(parts, names_)):
                 first = "attempt1/" if k["attempts"] else ""
                 second = "attempt2/" if k["attempts"] else "resend/"
                 if i == straggler:
                     tar_members.append((nm, p))
-                    t.add_file(f"/app/transfer/{first}{nm}", _corrupt(rng, p))
+                    put(f"/app/transfer/{first}{nm}", _corrupt(rng, p))
                     continue
                 if i in bad:  # the first copy is damaged; a good one was resent
-                    t.add_file(f"/app/transfer/{first}{nm}", _corrupt(rng, p))
+                    put(f"/app/transfer/{first}{nm}", _corrupt(rng, p))
                     good_at = f"/app/transfer/{second}{nm}"
                 else:
                     good_at = f"/app/transfer/{first}{nm}"
                 if i in gz:
-                    t.add_file(good_at + ".src", p)
-                    t.add_setup(f"gzip -n '{good_at}.src' && mv '{good_at}.src.gz' '{good_at}.gz'")
+                    put(good_at + ".src", p)
+                    gz_at.append(good_at)
                 else:
-                    t.add_file(good_at, p)
+                    put(good_at, p)
                 if k["attempts"] and i not in bad and rng.random() < 0.3:  # an extra, damaged copy
-                    t.add_file(f"/app/transfer/{second}{nm}", _corrupt(rng, p))
+                    put(f"/app/transfer/{second}{nm}", _corrupt(rng, p))
+        for nm, p in tar_members:
+            put(f"/tmp/fo-fixture/stragglers/{nm}", p)
+        t.add_file("/tmp/fo-fixture/parts.json", json.dumps(files, separators=(",", ":")) + "\n")
+        t.add_file("/tmp/fo-fixture/unpack.py", UNPACK.lstrip("\n"))
+        t.add_setup("python3 /tmp/fo-fixture/unpack.py /tmp/fo-fixture/parts.json")
+        for good_at in gz_at:
+            t.add_setup(f"gzip -n '{good_at}.src' && mv '{good_at}.src.gz' '{good_at}.gz'")
         if tar_members:
-            for nm, p in tar_members:
-                t.add_file(f"/tmp/fo-fixture/stragglers/{nm}", p)
-            t.add_setup("tar -C /tmp/fo-fixture/stragglers -czf /app/transfer/stragglers.tar.gz . && "
-                        "rm -rf /tmp/fo-fixture")
+            t.add_setup("tar -C /tmp/fo-fixture/stragglers -czf /app/transfer/stragglers.tar.gz .")
+        t.add_setup("rm -rf /tmp/fo-fixture")
         t.say("A partner pushed exports to us over a flaky link; everything that arrived is under `/app/transfer/`. "
-              "Each export `<NAME>.csv` was split into numbered parts `<NAME>.csv.part<N>`, and "
-              "`<NAME>.csv.sha256` (sha256sum format) lists the checksum of every part and of the whole file. Rebuild "
-              "the export named below.")
-        var = t.deliver(target, "the export name")
+              "The partner encrypts each export `<NAME>.csv` before sending it (`openssl enc -chacha20 -pbkdf2 -pass "
+              "pass:<PASSPHRASE> -in <NAME>.csv -out <NAME>.csv.enc`), then splits `<NAME>.csv.enc` into numbered "
+              "parts `<NAME>.csv.enc.part<N>`; `<NAME>.sha256` (sha256sum format) lists the checksum of every part, "
+              f"of the whole `<NAME>.csv.enc` and of the decrypted `<NAME>.csv`. Rebuild and decrypt `{target}.csv`; "
+              "its passphrase was sent separately.")
+        var = t.deliver(passphrases[0], "the passphrase")
         hints = ["Some parts arrived more than once and not every copy is intact: use, for each part, a copy that "
                  "matches the manifest."]
         if not k["pad"]:
@@ -185,11 +260,16 @@ class SplitTransferReassembly(Family):
             hints.append("The transfer ran in several attempts (one folder each). Some parts were gzipped in "
                          "transit (`.gz` appended to the name); the manifest is about their decompressed content.")
         if k["tar"]:
-            hints.append("A few late parts were bundled into a tarball by the partner. `<NAME>.csv.sha256` is the "
+            hints.append("A few late parts were bundled into a tarball by the partner. `<NAME>.sha256` is the "
                          "current manifest; anything else is stale.")
-        t.say(" ".join(hints) + " Deliver the rebuilt file only if its checksum matches the manifest; it must be "
+        t.say(" ".join(hints) + " Deliver the decrypted file only if its checksum matches the manifest; it must be "
               "byte-for-byte the original export.")
         t.add_solution_file("reassemble.py", REFERENCE)
-        t.solve(f'mkdir -p /app/out\npython3 /solution/reassemble.py /app/transfer "{var}" > /app/out/restored.csv')
+        t.solve(f'mkdir -p /app/out\npython3 /solution/reassemble.py /app/transfer {target} > /tmp/{target}.csv.enc\n'
+                f'openssl enc -d -chacha20 -pbkdf2 -pass "pass:{var}" -in /tmp/{target}.csv.enc '
+                f'-out /tmp/{target}.csv\n'
+                f"want=$(awk '$2 == \"{target}.csv\" {{print $1}}' /app/transfer/{target}.sha256)\n"
+                f'test "$(sha256sum < /tmp/{target}.csv | cut -c1-64)" = "$want"\n'
+                f"cp /tmp/{target}.csv /app/out/restored.csv")
         run_ref(REFERENCE)  # the reference must at least load on the host
         t.expect_output("/app/out/restored.csv", truth, "the rebuilt export")

@@ -1,12 +1,14 @@
-"""Which symlinks in a release directory are healthy? Classify every symbolic link in one delivered
-release as ok, dangling, outside (resolves out of the release) or loop; at higher levels, chains,
-links through symlinked directories, absolute links back into the tree, hidden directories and names
-with spaces, and the resolved target of every healthy link."""
+"""Which symlinks in a release directory are healthy? Classify every symbolic link in one release
+(its folder is keyed by a hash of the delivered build id) as ok, dangling, outside (resolves out of
+the release) or loop; at higher levels, chains, links through symlinked directories, absolute links
+back into the tree, hidden directories and names with spaces, and the resolved target of every
+healthy link."""
 
 from __future__ import annotations
 
 from tmax.families.base import Family, TaskBuilder, register
 from tmax.families.file_operations._common import WORDS, epoch, finish_setup, host_tree, run_ref, ship_tree
+from tmax.families.file_operations._hidden import key_cmd, key_of, unseen
 
 REFERENCE = r'''
 import errno
@@ -80,9 +82,15 @@ class SymlinkHealth(Family):
 
     def build(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        nums = sorted(rng.sample(range(1200, 9800), 3))
-        release = nums[rng.randrange(3)]
-        base = f"releases/{release}"
+        # Release folders are named by a hash of the build id (the delivered value): the id shows nowhere
+        # on disk, and without it the other releases are indistinguishable decoys.
+        builds = []
+        while len(builds) < 5:
+            b = unseen(t, lambda: str(rng.randrange(10 ** 11, 10 ** 12)), *builds)
+            if b not in builds:
+                builds.append(b)
+        nums = sorted(key_of(b) for b in builds)
+        release = key_of(builds[0])
         dirs = list(DIRS[:5 + t.level]) + list(EXTRA_DIRS[:k["extra_dirs"]])
         spec = [["d", "shared/uploads", 0o755, epoch(2024, 1, 2)], ["f", "shared/uploads/banner.png", "PNG\n", 0o644,
                                                                     epoch(2024, 1, 2)]]
@@ -98,89 +106,95 @@ class SymlinkHealth(Family):
                     spec.append(["f", f"releases/{num}/{p}", f"{num} {p}\n", 0o644, epoch(2024, 3, 1)])
                     if p not in files_by.setdefault(num, []):
                         files_by[num].append(p)
-        files = files_by[release]
-        other = [n for n in nums if n != release][0]
-        spec.append(["l", "current", f"releases/{other}"])
-        links = []  # (path relative to the release, target)
-        used = set(files) | set(dirs)
+        live = rng.choice([n for n in nums if n != release])
+        spec.append(["l", "current", f"releases/{live}"])
+        for num in nums:  # every release carries the same kinds of links, so none stands out
+            base = f"releases/{num}"
+            files = files_by[num]
+            other = rng.choice([n for n in nums if n != num])
+            links = []  # (path relative to the release, target)
+            used = set(files) | set(dirs)
 
-        def link_name(d):
-            while True:
-                w = rng.choice(WORDS)
-                name = f"{d}/{w}" + rng.choice(["", "-link", ".lnk", f"_{rng.randrange(9)}"])
-                if k["extra_dirs"] and rng.random() < 0.2:
-                    name = f"{d}/{w} {rng.choice(WORDS)}"
-                if name not in used:
-                    used.add(name)
-                    return name
+            def link_name(d):
+                while True:
+                    w = rng.choice(WORDS)
+                    name = f"{d}/{w}" + rng.choice(["", "-link", ".lnk", f"_{rng.randrange(9)}"])
+                    if k["extra_dirs"] and rng.random() < 0.2:
+                        name = f"{d}/{w} {rng.choice(WORDS)}"
+                    if name not in used:
+                        used.add(name)
+                        return name
 
-        kinds = list(k["kinds"])
-        made = []
-        for i in range(k["links"]):
-            kind = kinds[i % len(kinds)] if i < len(kinds) else rng.choice(kinds)
-            d = rng.choice(dirs)
-            name = link_name(d)
-            if kind == "ok":
-                links.append((name, _rel(d, rng.choice(files))))
-            elif kind == "dangling":
-                form = rng.randrange(3 if t.level >= 3 else 2)
-                if form == 0:
-                    miss = rng.choice(files).replace("_", "_old_", 1)
-                    links.append((name, _rel(d, miss)))
-                elif form == 1:
-                    links.append((name, f"/var/www-legacy/{rng.choice(WORDS)}/{rng.choice(WORDS)}.html"))
-                else:  # through a regular file: ENOTDIR
-                    links.append((name, _rel(d, rng.choice(files)) + "/index.html"))
-            elif kind == "outside":
-                form = rng.randrange(4)
-                links.append((name, ["/etc/passwd", "/usr/share", _rel(f"{base}/{d}", "shared/uploads/banner.png"),
-                                     _rel(f"{base}/{d}", f"releases/{other}/{rng.choice(files_by[other])}")][form]))
-            elif kind == "chain" and made:
-                links.append((name, _rel(d, rng.choice(made))))
-            elif kind == "loop":
-                form = rng.randrange(3)
-                if form == 0:
-                    links.append((name, name.rsplit("/", 1)[1]))
-                else:
-                    other_name = link_name(d)
-                    links.append((name, other_name.rsplit("/", 1)[1]))
-                    if form == 1:
-                        links.append((other_name, name.rsplit("/", 1)[1]))
+            kinds = list(k["kinds"])
+            made = []
+            for i in range(k["links"]):
+                kind = kinds[i % len(kinds)] if i < len(kinds) else rng.choice(kinds)
+                d = rng.choice(dirs)
+                name = link_name(d)
+                if kind == "ok":
+                    links.append((name, _rel(d, rng.choice(files))))
+                elif kind == "dangling":
+                    form = rng.randrange(3 if t.level >= 3 else 2)
+                    if form == 0:
+                        miss = rng.choice(files).replace("_", "_old_", 1)
+                        links.append((name, _rel(d, miss)))
+                    elif form == 1:
+                        links.append((name, f"/var/www-legacy/{rng.choice(WORDS)}/{rng.choice(WORDS)}.html"))
+                    else:  # through a regular file: ENOTDIR
+                        links.append((name, _rel(d, rng.choice(files)) + "/index.html"))
+                elif kind == "outside":
+                    form = rng.randrange(4)
+                    links.append((name, ["/etc/passwd", "/usr/share", _rel(f"{base}/{d}", "shared/uploads/banner.png"),
+                                         _rel(f"{base}/{d}", f"releases/{other}/{rng.choice(files_by[other])}")][form]))
+                elif kind == "chain" and made:
+                    links.append((name, _rel(d, rng.choice(made))))
+                elif kind == "loop":
+                    form = rng.randrange(3)
+                    if form == 0:
+                        links.append((name, name.rsplit("/", 1)[1]))
                     else:
-                        third = link_name(rng.choice(dirs))
-                        links.append((other_name, _rel(d, third)))
-                        links.append((third, _rel(third.rsplit("/", 1)[0], name)))
-            elif kind == "dirlink":
-                target_dir = rng.choice([x for x in dirs if x != d])
-                links.append((name, _rel(d, target_dir)))
-            elif kind == "through":
-                # a link whose target passes through a symlinked directory elsewhere in the release
-                target_dir = rng.choice(dirs)
-                alias = link_name(rng.choice(dirs))
-                links.append((alias, _rel(alias.rsplit("/", 1)[0], target_dir)))
-                f = rng.choice([x for x in files if x.startswith(target_dir + "/")] or files)
-                via = alias + "/" + f.rsplit("/", 1)[1] if f.startswith(target_dir + "/") else f
-                links.append((name, _rel(d, via)))
-            elif kind == "abs":
-                links.append((name, f"/app/deploy/{base}/{rng.choice(files + dirs)}"))
-            else:
-                links.append((name, _rel(d, rng.choice(files))))
-            if kind != "loop" or rng.random() < 0.3:
-                made.append(links[-1][0])
-        if t.level >= 2:
-            links.append(("assets", "static"))  # a top-level directory link
-        for name, target in links:
-            spec.append(["l", f"{base}/{name}", target])
+                        other_name = link_name(d)
+                        links.append((name, other_name.rsplit("/", 1)[1]))
+                        if form == 1:
+                            links.append((other_name, name.rsplit("/", 1)[1]))
+                        else:
+                            third = link_name(rng.choice(dirs))
+                            links.append((other_name, _rel(d, third)))
+                            links.append((third, _rel(third.rsplit("/", 1)[0], name)))
+                elif kind == "dirlink":
+                    target_dir = rng.choice([x for x in dirs if x != d])
+                    links.append((name, _rel(d, target_dir)))
+                elif kind == "through":
+                    # a link whose target passes through a symlinked directory elsewhere in the release
+                    target_dir = rng.choice(dirs)
+                    alias = link_name(rng.choice(dirs))
+                    links.append((alias, _rel(alias.rsplit("/", 1)[0], target_dir)))
+                    f = rng.choice([x for x in files if x.startswith(target_dir + "/")] or files)
+                    via = alias + "/" + f.rsplit("/", 1)[1] if f.startswith(target_dir + "/") else f
+                    links.append((name, _rel(d, via)))
+                elif kind == "abs":
+                    links.append((name, f"/app/deploy/{base}/{rng.choice(files + dirs)}"))
+                else:
+                    links.append((name, _rel(d, rng.choice(files))))
+                if kind != "loop" or rng.random() < 0.3:
+                    made.append(links[-1][0])
+            if t.level >= 2:
+                links.append(("assets", "static"))  # a top-level directory link
+            for name, target in links:
+                spec.append(["l", f"{base}/{name}", target])
         ref = run_ref(REFERENCE.format(with_target=k["target"]))
         with host_tree(spec, rebase="/app/deploy") as root:
-            truth = ref["classify"](f"{root}/{base}")
+            truth = ref["classify"](f"{root}/releases/{release}")
         ship_tree(t, spec, "/app/deploy", "deploy")
         finish_setup(t)
-        t.say("Our deploys live in `/app/deploy/releases/<NUMBER>/` (`/app/deploy/current` points at the live one, "
-              "which is not the one we care about). The release candidate named below is full of symbolic links "
-              "from years of hand edits. Audit every symbolic link inside that release directory, at any depth "
-              "(do not descend into linked directories to look for more).")
-        var = t.deliver(str(release), "the release number")
+        t.say("Our deploys live in `/app/deploy/releases/<KEY>/` (`/app/deploy/current` points at the live one, "
+              "which is not the one we care about); the deploy tool names each release directory after the first 16 "
+              "hex digits of the SHA-256 of its build id (`printf %s <build id> | sha256sum`). The release "
+              "candidate whose build id is given below is full of symbolic links from years of hand edits. Audit "
+              "every symbolic link inside that release directory, at any depth (do not descend into linked "
+              "directories to look for more).")
+        # Not just "build id": the stripped-binary fixture keeps a decoy entry named build_id.
+        var = t.deliver(builds[0], "the candidate build id")
         statuses = ["`ok`: following it (and any further links) reaches an existing file or directory inside the "
                     "release directory",
                     "`dangling`: it leads to something that does not exist"]
@@ -193,5 +207,6 @@ class SymlinkHealth(Family):
         t.say("Classify each link as " + "; ".join(statuses) + ". The report has one line per link: "
               f"`<link path relative to the release directory><TAB><status>`, sorted by path in byte order.{target}")
         t.add_solution_file("links.py", REFERENCE.format(with_target=k["target"]))
-        t.solve(f'mkdir -p /app/out\npython3 /solution/links.py "/app/deploy/releases/{var}" > /app/out/links.tsv')
+        t.solve(f'mkdir -p /app/out\nkey={key_cmd(var)}\n'
+                'python3 /solution/links.py "/app/deploy/releases/$key" > /app/out/links.tsv')
         t.expect_output("/app/out/links.tsv", truth, "the link report")

@@ -1,7 +1,9 @@
 """The correctness gate: a task passes iff its oracle scores 1.0 on every one of R runs, doing
 nothing scores 0.0, and every hack of the adversarial battery that applies to it (``tmax.hacks``)
 scores below ``HACK_THRESHOLD``, all in the environment that will be solved (built once, shared by
-every run). The report names the first hack that beat the task."""
+every run). A task that delivers a value through a fixture channel must also pass the channel-skip
+check (``tmax.channels``): the reference solution with that value replaced by any candidate visible
+without the channel scores 0. The report names the first hack that beat the task."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from pathlib import Path
 from tmax.images import ImageError, task_environment
 from tmax.task import TaskError, load_task
 from tmax.hacks import HACK_THRESHOLD, applicable
+
+CHANNEL_RUNS = 3  # candidates of the channel-skip check run through the verifier per task
 from tmax.trial import NopAgent, OracleAgent, Outcome, TrialResult, run_trial
 
 
@@ -40,7 +44,7 @@ def _why(trial: TrialResult) -> str:
 
 
 def check_task(path: str | Path, repeat: int = 2, backend: str = "bwrap", image: str | None = None,
-               adversarial: bool = True) -> GateResult:
+               adversarial: bool = True, channels: bool = True) -> GateResult:
     t0 = time.monotonic()
     res = GateResult(task=str(path), ok=False)
     try:
@@ -74,6 +78,8 @@ def check_task(path: str | Path, repeat: int = 2, backend: str = "bwrap", image:
             problems.append(f"nop scored {tr.reward}; expected 0.0 (the task is solved by doing nothing)")
     if not problems and adversarial:
         problems += _adversarial_leg(task, env, backend, res)
+    if not problems and adversarial and channels and task.metadata.get("fixture"):
+        problems += _channel_leg(task, backend, image, res)
     res.ok = not problems
     res.reason = "; ".join(problems)
     res.seconds = time.monotonic() - t0
@@ -93,12 +99,25 @@ def _adversarial_leg(task, env, backend: str, res: GateResult) -> list[str]:
     return []
 
 
+def _channel_leg(task, backend: str, image: str | None, res: GateResult) -> list[str]:
+    """The channel-skip check, kept short: every visible candidate statically, three run through the
+    verifier (``tmax families check`` runs more)."""
+    from tmax.channels import channel_skip
+
+    r = channel_skip(task.path, backend=backend, max_runs=CHANNEL_RUNS, jobs=1, image=image, replay_tmp=False)
+    res.hack_rewards["channel_skip"] = 0.0 if r.ok else 1.0
+    if r.ok:
+        return []
+    res.beaten_by = "channel_skip"
+    return [f"channel skipped: {r.reason}"]
+
+
 def check_many(paths: Iterable[str | Path], repeat: int = 2, backend: str = "bwrap", jobs: int = 2,
                image: str | None = None, on_result: Callable[[GateResult], None] | None = None,
-               adversarial: bool = True) -> Iterator[GateResult]:
+               adversarial: bool = True, channels: bool = True) -> Iterator[GateResult]:
     """Gate tasks in parallel; yields results as they finish."""
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(check_task, p, repeat, backend, image, adversarial) for p in paths]
+        futures = [pool.submit(check_task, p, repeat, backend, image, adversarial, channels) for p in paths]
         for fut in as_completed(futures):
             r = fut.result()
             if on_result:

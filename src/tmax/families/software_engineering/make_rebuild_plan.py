@@ -210,6 +210,9 @@ class MakeRebuildPlan(Family):
         edited = rng.sample(c_files, k["edits"])
         if k["gen"] and rng.random() < 0.4:  # now and then a header or a spec, which fans out
             edited.append(rng.choice([s for s in sources if not s.endswith(".c")]))
+        used = {p for n, oo, ph in trees[chosen].values() for p in n}
+        if not any(s in used for s in edited):  # an edit the chosen bundle sees: never an empty plan
+            edited.append(rng.choice([s for s in c_files if s in used]))
         for s in edited:
             mtimes[s] = tick()
         # a stale module of a bundle that is not built now (a trap for "everything newer")

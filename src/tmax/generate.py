@@ -3,10 +3,13 @@ manifest; optionally gate every task and keep only those that pass."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import shutil
+import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -18,6 +21,7 @@ from tmax.taxonomy import sample
 
 MINHASH_PERMS = 64
 SHINGLE = 5
+BUILD_SECONDS = 120  # one task's build; past it the index is a build error
 NEAR_DUP_JACCARD = 0.7  # on what the agent sees, digits masked: siblings differing in persona or numbers
 
 
@@ -27,6 +31,30 @@ class Generated:
     dir: str
     manifest: dict = field(default_factory=dict)
     error: str = ""
+
+
+class BuildTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: int):
+    """Stop a build that runs past ``seconds`` (a family redrawing forever) with BuildTimeout; only in
+    a process's main thread, where SIGALRM can be used (generation workers are processes)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum, frame):
+        raise BuildTimeout(f"the build took longer than {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def task_dir_name(index: int, family: str) -> str:
@@ -45,7 +73,8 @@ def generate_one(seed: int, index: int, kind: str, out: str, calibration: dict |
     if dest.exists():
         shutil.rmtree(dest)
     try:
-        t = build_task(families[axes.family], axes, seed, index, dest)
+        with _time_limit(BUILD_SECONDS):
+            t = build_task(families[axes.family], axes, seed, index, dest)
     except Exception as e:  # a bad family must not stop the corpus; it is reported
         shutil.rmtree(dest, ignore_errors=True)
         return Generated(index, str(dest), {"index": index, **axes.to_json()}, f"{type(e).__name__}: {e}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import FamilyError, Family, TaskBuilder, register
 
 REFERENCE = r'''
 import datetime
@@ -337,7 +337,7 @@ class SshBruteforceSources(Family):
             kk.update(rollover=False, inject=k["inject"])
             trust_txt = (" Sources inside these trusted ranges are never flagged: " + ", ".join(f"`{n}`" for n in trusted)
                          + "." if trusted else "")
-            while True:
+            for _ in range(60):
                 # The delivered window: any length, drawn until no visible number spells it and the hidden
                 # cases tell it from its neighbours.
                 window = rng.randrange(1000, 3000)
@@ -355,6 +355,8 @@ class SshBruteforceSources(Family):
                     continue
                 if all(any(ns["analyse"](inp, w) != out for inp, out in cases[2:]) for w in (window - 1, window + 1)):
                     break
+            else:
+                raise FamilyError("no window that the hidden cases tell from its neighbours; draw another task")
             who = t.deliver(str(window), "the window length in seconds")
             t.say(f"We want a reusable brute-force detector for sshd logs. Given one syslog-format auth log on "
                   f"standard input (the examples show the format; all lines are from {year}), report the SSH "

@@ -234,6 +234,11 @@ class MakeRebuildPlan(Family):
                     mtimes.pop(g.replace("{O}", f"out/{f}"), None)
                 mtimes.pop(f"out/{f}/gen", None)
         truth_list = plan_make(trees[chosen], mtimes, "all")
+        if not truth_list:  # nothing the chosen bundle sees changed: its last output was deleted since
+            rs = trees[chosen]
+            last = [x for x in built_order[chosen] if not rs[x][2] and x not in all_dirs and x in mtimes][-1]
+            del mtimes[last]
+            truth_list = plan_make(rs, mtimes, "all")
         truth = "".join(x + "\n" for x in truth_list)
         # -- fixture files with their timestamps -------------------------------------------------------
         t.add_file("/app/build/Makefile", makefile)

@@ -41,7 +41,8 @@ def downtime(text, window_end=None):
     for key, since in down_since.items():
         total[key] += max(0, end - max(since, WINDOW_START))
     rows = sorted(((v, k) for k, v in total.items() if v > 0), key=lambda r: (-r[0], r[1]))
-    return "".join(f"{{k}} {{v}}\n" for v, k in rows)
+    span = end - WINDOW_START  # the share of the window: every line depends on where it ends
+    return "".join(f"{{k}} {{v}} {{v / span:.9f}}\n" for v, k in rows)
 
 
 if __name__ == "__main__":
@@ -99,8 +100,9 @@ class ServiceDowntimeReport(Family):
               f"{start} and ends at the time given above (events at or after the end do not count). A unit that is "
               "down when the window begins (its last earlier event was stopped or failed) is down from the start of "
               "the window; one still down at the end counts until the end. The same unit on two hosts is two units.")
-        t.say("Report format: one line per unit with downtime above zero, `<host>/<unit> <seconds>`, sorted by "
-              "seconds (largest first), then by name in byte order.")
+        t.say("Report format: one line per unit with downtime above zero, `<host>/<unit> <seconds> <share>`, where "
+              "share is the downtime divided by the window's length, printed with exactly 9 decimals (Python's "
+              "`f\"{x:.9f}\"`); sorted by seconds (largest first), then by name in byte order.")
         t.add_solution_file("downtime.py", REFERENCE.format(start=start, end=0))
         t.solve(f'mkdir -p /app/out\npython3 /solution/downtime.py "{"$V1"}" < /app/journal/events.log '
                 "> /app/out/downtime.txt")

@@ -337,6 +337,7 @@ class SshBruteforceSources(Family):
             kk.update(rollover=False, inject=k["inject"])
             trust_txt = (" Sources inside these trusted ranges are never flagged: " + ", ".join(f"`{n}`" for n in trusted)
                          + "." if trusted else "")
+            fallback = None
             for _ in range(60):
                 # The delivered window: any length, drawn until no visible number spells it and the hidden
                 # cases tell it from its neighbours.
@@ -353,10 +354,13 @@ class SshBruteforceSources(Family):
                 visible = " ".join(x for c in cases[:2] for x in c) + f" {threshold} {year} " + " ".join(trusted)
                 if str(window) in _numbers(visible):
                     continue
+                fallback = fallback or (window, ref_src, cases)
                 if all(any(ns["analyse"](inp, w) != out for inp, out in cases[2:]) for w in (window - 1, window + 1)):
                     break
-            else:
-                raise FamilyError("no window that the hidden cases tell from its neighbours; draw another task")
+            else:  # no draw told its neighbours apart: keep the first one that no visible number spells
+                if fallback is None:
+                    raise FamilyError("no window that the visible numbers do not spell; draw another task")
+                window, ref_src, cases = fallback
             who = t.deliver(str(window), "the window length in seconds")
             t.say(f"We want a reusable brute-force detector for sshd logs. Given one syslog-format auth log on "
                   f"standard input (the examples show the format; all lines are from {year}), report the SSH "

@@ -40,6 +40,7 @@ from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
 from tmax.sandbox.container import (WorkAreas, check_bind_path, finish_tar,
                                     flatten_tar, image_key, image_layers)
 from tmax.sandbox.paths import named_lock, run_dir, tmax_home
+from tmax.sandbox.procs import exit_status
 from tmax.sandbox.procs import descendants as _descendants
 from tmax.sandbox.procs import proc_table as _proc_table
 from tmax.sandbox.shell import ShellSession, outer_loop
@@ -190,15 +191,7 @@ class ApptainerSandbox:
     def run_last(self, command: str, timeout: float | None = None) -> ExecResult:
         if self.closed:
             raise SandboxError("sandbox is closed")
-        return self.shell.run_last(command, timeout, self._exit_status)
-
-    def _exit_status(self, wait: float) -> int | None:
-        """How the sandbox's main process exited (the outer loop's status), None if still running."""
-        try:
-            code = self.proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            return None
-        return 128 - code if code < 0 else code  # killed by a signal: as a shell reports it
+        return self.shell.run_last(command, timeout, lambda wait: exit_status(self.proc, wait))
 
     def close(self) -> None:
         if self.closed:

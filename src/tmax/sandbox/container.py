@@ -87,6 +87,7 @@ from pathlib import Path
 from tmax.sandbox import identity, kernel, rootfs
 from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
 from tmax.sandbox.paths import named_lock, run_dir, tmax_home
+from tmax.sandbox.procs import exit_status
 from tmax.sandbox.shell import ShellSession, outer_loop
 
 ENGINES = ("podman", "docker")
@@ -801,15 +802,7 @@ class ContainerSandbox:
     def run_last(self, command: str, timeout: float | None = None) -> ExecResult:
         if self.closed:
             raise SandboxError("sandbox is closed")
-        return self.shell.run_last(command, timeout, self._exit_status)
-
-    def _exit_status(self, wait: float) -> int | None:
-        """How the sandbox's main process exited (the outer loop's status), None if still running."""
-        try:
-            code = self.proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            return None
-        return 128 - code if code < 0 else code  # killed by a signal: as a shell reports it
+        return self.shell.run_last(command, timeout, lambda wait: exit_status(self.proc, wait))
 
     def close(self) -> None:
         if self.closed:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from tmax.sandbox import cgroups, identity, layers, network, rootfs, seccomp
 from tmax.sandbox.paths import run_dir
+from tmax.sandbox.procs import exit_status
 from tmax.sandbox.procs import descendants as _descendants
 from tmax.sandbox.procs import proc_table as _proc_table
 from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
@@ -252,15 +253,7 @@ class NativeSandbox:
     def run_last(self, command: str, timeout: float | None = None) -> ExecResult:
         if self.closed:
             raise SandboxError("sandbox is closed")
-        return self.shell.run_last(command, timeout, self._exit_status)
-
-    def _exit_status(self, wait: float) -> int | None:
-        """How the sandbox's main process exited (the outer loop's status), None if still running."""
-        try:
-            code = self.proc.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            return None
-        return 128 - code if code < 0 else code  # killed by a signal: as a shell reports it
+        return self.shell.run_last(command, timeout, lambda wait: exit_status(self.proc, wait))
 
     def alive_pids(self) -> list[int]:
         """Host pids of every process of this sandbox (for tests and leak checks)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 
 
 def proc_table() -> dict[int, tuple[int, int]]:
@@ -36,3 +37,13 @@ def descendants(table: dict[int, tuple[int, int]], root: int) -> list[int]:
             out.append(c)
             stack.append(c)
     return out
+
+
+def exit_status(proc: subprocess.Popen, wait: float) -> int | None:
+    """How a sandbox's main process exited (its outer loop's status, as a shell reports it: 128+N
+    when killed by signal N), or None if it still runs after ``wait`` seconds."""
+    try:
+        code = proc.wait(timeout=wait)
+    except subprocess.TimeoutExpired:
+        return None
+    return 128 - code if code < 0 else code

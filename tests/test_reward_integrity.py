@@ -62,8 +62,10 @@ def test_battery_covers_the_named_hacks():
 
 
 def test_the_gate_names_the_hack_that_beat_a_task(tmp_path):
-    """A verifier that gives full credit to any non-empty answer is beaten by the constant answer."""
-    test = "#!/bin/bash\n[ -s /app/answer.txt ] && echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n"
+    """A verifier that gives full credit to any one-line answer is beaten by the constant answer (the
+    planted-script hack, which runs first, writes many lines and so does not beat this one)."""
+    test = ("#!/bin/bash\n[ -s /app/answer.txt ] && [ \"$(wc -l < /app/answer.txt)\" -le 1 ] "
+            "&& echo 1 > /logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
     d = make_task(tmp_path / "lenient", test=test)
     g = check_task(d, repeat=1, image="host")
     assert not g.ok and g.beaten_by == "constant_answer", g.reason

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tmax.families import load_all
-from tmax.families.base import build_task
+from tmax.families.base import build_task, knobs_dict
 from tmax.taxonomy import sample
 
 MINHASH_PERMS = 64
@@ -83,7 +83,7 @@ def generate_one(seed: int, index: int, kind: str, out: str, calibration: dict |
 
     task = load_task(dest)
     manifest = {"index": index, "task": dest.name, "seed": seed, "kind": kind, **axes.to_json(),
-                "level": t.level, "difficulty": t.difficulty(), "knobs": t.knobs,
+                "level": t.level, "difficulty": t.difficulty(), "knobs": knobs_dict(t.knobs),
                 "env_hash": environment_key(task)}
     return Generated(index, str(dest), manifest)
 

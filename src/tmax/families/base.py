@@ -11,9 +11,20 @@ A family is one class in one file::
         verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
         levels = {1: {"lines": 40}, 2: {"lines": 200}, 3: {...}, 4: {...}}
 
-        def build(self, t: TaskBuilder) -> None:
-            ...fixtures first (t.add_file), truth derived from them, then t.say / t.solve and one of
-            t.expect_output / t.expect_number / t.expect_program / t.expect_classifier
+        levels = {1: Knobs(lines=40), 2: Knobs(lines=200), 3: ..., 4: ...}   # a frozen dataclass
+
+        def output_case(self, t: TaskBuilder) -> None:     # graded as a file or a served result
+            ...fixtures first (t.add_file), truth derived from them, then t.say / t.solve and
+            t.expect_output or t.expect_number
+        def program_case(self, t: TaskBuilder) -> None:    # fuzz_equivalence: t.expect_program
+        def corpus_case(self, t: TaskBuilder) -> None:     # adversarial_corpus: t.expect_classifier
+
+The base's :meth:`Family.build` is the one place that looks at the sampled verifier kind: it calls
+the case method for it, and ``expect_output`` / ``expect_number`` pick exact, partial-credit or
+served grading. A family never branches on the kind; where a case must differ under partial credit
+it asks ``t.partial_credit``. Reference programs are templates filled by
+:func:`tmax.families.programs.fill` only. Values delivered through a fixture are drawn with
+:mod:`tmax.families.unseen`.
 
 Levels map to task complexity (short=1 ... intricate=4). Everything random comes from ``t.rng``,
 which is seeded by (seed, index): the same arguments give byte-identical tasks. Never iterate over
@@ -22,19 +33,19 @@ a set or rely on hash order.
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from tmax.taxonomy import (FIXTURE_KINDS, LANGUAGES, PROGRAM_VERIFIERS, TASK_COMPLEXITIES, VERIFIER_KINDS, Axes,
-                           Persona, domains)
+from tmax import verifiers
+from tmax.fixtures import deliver as deliver_value
+from tmax.taxonomy import (FIXTURE_KINDS, LANGUAGES, PROGRAM_FILES, PROGRAM_VERIFIERS, TASK_COMPLEXITIES,
+                           VERIFIER_KINDS, Axes, FamilyError, Persona, domains)
 
-# Languages a program can be written in, with the file the agent writes and how it is built/run.
-PROGRAM_FILES = {"Python": "solution.py", "Bash": "solution.sh", "C": "solution.c", "C++": "solution.cpp",
-                 "Rust": "solution.rs", "Go": "solution.go"}
+__all__ = ["PROGRAM_FILES", "Family", "FamilyError", "TaskBuilder", "build_task", "register"]
 FIXTURE_COST = {"text_only": 0.0, "image": 0.05, "audio": 0.1, "video": 0.1, "stripped_binary": 0.1,
                 "vendored_package": 0.1, "multi_service": 0.12}
 VERIFIER_COST = {"exact_text": 0.0, "metric_threshold": 0.0, "adversarial_corpus": 0.05, "fuzz_equivalence": 0.05,
@@ -45,10 +56,6 @@ CODE_WORDS = tuple("AMBER ANCHOR APPLE ARROW ASPEN BADGER BASALT BEACON BIRCH BI
                    "HAZEL HERON ISLAND IVORY JADE JASPER KESTREL LAGOON LANTERN LEMON LINDEN MAPLE MARBLE MEADOW "
                    "MERCURY NEBULA NORTH OCEAN ORBIT OTTER PEBBLE PEPPER PLANET POPLAR QUARTZ RAVEN RIVER SABLE "
                    "SAGE SALMON SPRUCE SUMMIT TIGER TULIP VALLEY VIOLET WALNUT WILLOW ZEPHYR".split())
-
-
-class FamilyError(ValueError):
-    pass
 
 
 class Family:
@@ -63,7 +70,8 @@ class Family:
     task_complexities: ClassVar[tuple[str, ...]] = TASK_COMPLEXITIES
     # Reference programs by language for program-writing verifiers ("Python" required there).
     programs: ClassVar[dict[str, str]] = {}
-    levels: ClassVar[dict[int, dict]] = {1: {}, 2: {}, 3: {}, 4: {}}
+    # One frozen dataclass instance per level (the same class for every level): the typed knobs.
+    levels: ClassVar[dict[int, object]]
 
     def program_languages(self) -> tuple[str, ...]:
         langs = [lang for lang in LANGUAGES if lang in self.programs]
@@ -74,6 +82,20 @@ class Family:
         return tuple(langs)
 
     def build(self, t: "TaskBuilder") -> None:
+        """The one dispatch on the sampled verifier kind: the case method that kind grades."""
+        case = CASE_METHODS[t.axes.verifier]
+        getattr(self, case)(t)
+
+    def output_case(self, t: "TaskBuilder") -> None:
+        """The task graded on a file or a served result (exact_text, metric_threshold, multi_protocol)."""
+        raise NotImplementedError
+
+    def program_case(self, t: "TaskBuilder") -> None:
+        """The task graded by running the agent's program on hidden inputs (fuzz_equivalence)."""
+        raise NotImplementedError
+
+    def corpus_case(self, t: "TaskBuilder") -> None:
+        """The task graded by the agent's classifier on hidden corpora (adversarial_corpus)."""
         raise NotImplementedError
 
     @classmethod
@@ -98,6 +120,20 @@ class Family:
                 raise FamilyError(f"{where}: verifier {v} needs a Python reference program in `programs`")
         if sorted(cls.levels) != [1, 2, 3, 4]:
             raise FamilyError(f"{where}: levels must be exactly 1, 2, 3, 4")
+        knob_types = {type(k) for k in cls.levels.values()}
+        if len(knob_types) != 1:
+            raise FamilyError(f"{where}: every level's knobs must be the same class, got "
+                              f"{sorted(k.__name__ for k in knob_types)}")
+        knobs = next(iter(cls.levels.values()))
+        if isinstance(knobs, dict):  # MIGRATING: untyped levels, accepted until every family has Knobs
+            pass
+        elif not (dataclasses.is_dataclass(knobs) and type(knobs).__dataclass_params__.frozen):
+            raise FamilyError(f"{where}: levels must map to instances of a frozen dataclass (typed knobs), "
+                              f"got {type(knobs).__name__}")
+        for v in cls.verifiers:
+            case = CASE_METHODS[v]
+            if getattr(cls, case) is getattr(Family, case) and cls.build is Family.build:
+                raise FamilyError(f"{where}: verifier {v} is listed but the family has no {case}()")
 
 
 REGISTRY: dict[str, Family] = {}
@@ -119,7 +155,7 @@ class TaskBuilder:
     rng: random.Random
     persona: Persona
     level: int
-    knobs: dict
+    knobs: object  # the family's typed knobs for this level (a frozen dataclass)
     seed: int = 0
     index: int = 0
     body: list[str] = field(default_factory=list)
@@ -161,11 +197,9 @@ class TaskBuilder:
         """Deliver ``value`` (a short code from :func:`code` or digits) to the agent through the sampled
         fixture kind. Adds the fixture and the instruction sentence; returns a shell variable (``$V1``)
         that the oracle's commands can use."""
-        from tmax.fixtures import deliver as _deliver
-
         self._n_values += 1
         var = f"V{self._n_values}"
-        _deliver(self, self.axes.fixture, value, what, var)
+        deliver_value(self, self.axes.fixture, value, what, var)
         return f"${var}"
 
     def code(self, words: int = 2) -> str:
@@ -174,34 +208,32 @@ class TaskBuilder:
         return "".join(self.rng.choice(CODE_WORDS) for _ in range(words))
 
     # -- what is graded ----------------------------------------------------------------------
+    @property
+    def partial_credit(self) -> bool:
+        """Is the answer graded with partial credit (line F1, number error)? A case that would hand
+        out credit for lines every answer shares (a constant header) leaves them out then."""
+        return self.axes.verifier == "metric_threshold"
+
     def expect_output(self, path: str, content: str, what: str = "the result", ordered: bool = True) -> None:
         """The agent must produce ``content`` (text) at ``path``. Graded by exact_text,
         metric_threshold (F1 of matched lines, partial credit; ``ordered=False`` when the instruction
         leaves the line order open) or multi_protocol (served)."""
-        from tmax.verifiers import grade_output
-
-        grade_output(self, path, content, what, ordered)
+        verifiers.grade_output(self, path, content, what, ordered)
 
     def expect_number(self, path: str, value: float, rel_tol: float = 1e-6, what: str = "the value") -> None:
         """A single number at ``path``; metric_threshold gives partial credit by relative error."""
-        from tmax.verifiers import grade_number
-
-        grade_number(self, path, value, rel_tol, what)
+        verifiers.grade_number(self, path, value, rel_tol, what)
 
     def expect_program(self, spec: str, cases: list[tuple[str, str]], programs: dict[str, str]) -> None:
         """fuzz_equivalence: a program (stdin -> stdout) matching the hidden reference outputs on
         ``cases`` (seeded random inputs, made with ``t.rng``; the first two are shown as examples).
         ``programs``: reference sources by language (the family's, formatted with this task's values)."""
-        from tmax.verifiers import grade_program
-
-        grade_program(self, spec, cases, programs)
+        verifiers.grade_program(self, spec, cases, programs)
 
     def expect_classifier(self, spec: str, clean: list[str], malicious: list[str], programs: dict[str, str]) -> None:
         """adversarial_corpus: a program that exits 0 on every clean item and non-zero on every
         malicious one (each item on stdin); corpora hidden in tests/."""
-        from tmax.verifiers import grade_classifier
-
-        grade_classifier(self, spec, clean, malicious, programs)
+        verifiers.grade_classifier(self, spec, clean, malicious, programs)
 
     # -- rendering ---------------------------------------------------------------------------
     def difficulty(self) -> float:
@@ -234,17 +266,19 @@ class TaskBuilder:
 
     def metadata(self) -> dict:
         meta = {"image": "default", "seed": self.seed, "index": self.index, "level": self.level,
-                "difficulty": self.difficulty(), "knobs": json.dumps(self.knobs, sort_keys=True)}
+                "difficulty": self.difficulty(), "knobs": json.dumps(knobs_dict(self.knobs), sort_keys=True)}
         for k, v in self.axes.to_json().items():
             meta[k] = v
         return meta
 
 
-def content_digest(files: dict[str, str], instruction: str) -> str:
-    h = hashlib.sha256(instruction.encode())
-    for k in sorted(files):
-        h.update(k.encode() + b"\0" + files[k].encode() + b"\0")
-    return h.hexdigest()
+CASE_METHODS = {"exact_text": "output_case", "metric_threshold": "output_case", "multi_protocol": "output_case",
+                "fuzz_equivalence": "program_case", "adversarial_corpus": "corpus_case"}
+
+
+def knobs_dict(knobs: object) -> dict:
+    """The knobs as plain JSON-able values (tuples become lists)."""
+    return json.loads(json.dumps(knobs if isinstance(knobs, dict) else dataclasses.asdict(knobs)))  # MIGRATING
 
 
 def level_of(task_complexity: str) -> int:
@@ -259,7 +293,7 @@ def build_task(family: Family, axes: Axes, seed: int, index: int, dest: Path) ->
     persona = next(p for p in dom.personas if p.role == axes.persona)
     level = level_of(axes.task_complexity)
     rng = random.Random(f"tmax:{seed}:{index}:build:{family.name}")
-    t = TaskBuilder(axes=axes, rng=rng, persona=persona, level=level, knobs=dict(family.levels[level]),
+    t = TaskBuilder(axes=axes, rng=rng, persona=persona, level=level, knobs=family.levels[level],
                     seed=seed, index=index)
     family.build(t)
     files = t.files()

@@ -42,6 +42,9 @@ COMMAND_COMPLEXITIES = ("bash", "bash+code", "bash+code+services")
 FIXTURE_KINDS = ("text_only", "image", "audio", "video", "stripped_binary", "vendored_package", "multi_service")
 VERIFIER_KINDS = ("exact_text", "metric_threshold", "adversarial_corpus", "fuzz_equivalence", "multi_protocol")
 PROGRAM_VERIFIERS = ("adversarial_corpus", "fuzz_equivalence")
+# The file a program in each language is written to, in the task's /app.
+PROGRAM_FILES = {"Python": "solution.py", "Bash": "solution.sh", "C": "solution.c", "C++": "solution.cpp",
+                 "Rust": "solution.rs", "Go": "solution.go"}
 CORPUS_KINDS = ("legacy", "sft_v2", "rl_v2", "balanced")
 DOMAINS_DIR = Path(__file__).parent / "domains"
 
@@ -82,6 +85,10 @@ class Axes:
 
 class TaxonomyError(ValueError):
     pass
+
+
+class FamilyError(ValueError):
+    """A family's case broke a rule (the family's fault, never the agent's): raised while building."""
 
 
 def load_domain(path: Path) -> Domain:

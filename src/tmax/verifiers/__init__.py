@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tmax.families.base import PROGRAM_FILES, FamilyError, TaskBuilder
+from tmax.taxonomy import PROGRAM_FILES, FamilyError
 
 GRADER = (Path(__file__).parent / "grade.py").read_text()
 SERVER = (Path(__file__).parent / "serve.py").read_text()
@@ -47,7 +47,7 @@ BUILD_NOTES = {"Python": "it is run with `python3`", "Bash": "it is run with `ba
                "Go": "it is built with `go build` (standard library only)"}
 
 
-def _write(t: TaskBuilder, spec: dict) -> None:
+def _write(t, spec: dict) -> None:
     if t.grading is not None:
         raise FamilyError(f"family {t.axes.family}: more than one expect_* call")
     t.grading = spec
@@ -56,7 +56,7 @@ def _write(t: TaskBuilder, spec: dict) -> None:
     t.add_test_file("spec.json", json.dumps(spec, indent=1, sort_keys=True) + "\n")
 
 
-def _serve(t: TaskBuilder, path: str, expected: str, what: str) -> None:
+def _serve(t, path: str, expected: str, what: str) -> None:
     http_port = 8000 + t.rng.randrange(1000)
     tcp_port = 9000 + t.rng.randrange(1000)
     _write(t, {"mode": "protocol", "expected": expected, "http_port": http_port, "tcp_port": tcp_port})
@@ -74,7 +74,7 @@ def _serve(t: TaskBuilder, path: str, expected: str, what: str) -> None:
             "chmod +x /app/start.sh")
 
 
-def grade_output(t: TaskBuilder, path: str, content: str, what: str, ordered: bool = True) -> None:
+def grade_output(t, path: str, content: str, what: str, ordered: bool = True) -> None:
     """``ordered``: the instruction fixes the order of the lines (metric_threshold grades it then)."""
     if not content.strip():  # an empty answer would be earned by an empty file or an empty reply
         raise FamilyError(f"family {t.axes.family}: the expected output is empty; draw another case")
@@ -98,7 +98,7 @@ def grade_output(t: TaskBuilder, path: str, content: str, what: str, ordered: bo
         raise FamilyError(f"family {t.axes.family}: expect_output cannot be graded by {kind}")
 
 
-def grade_number(t: TaskBuilder, path: str, value: float, rel_tol: float, what: str) -> None:
+def grade_number(t, path: str, value: float, rel_tol: float, what: str) -> None:
     kind = t.axes.verifier
     text = f"{value:.10g}\n"
     if kind == "multi_protocol":
@@ -119,7 +119,7 @@ def grade_number(t: TaskBuilder, path: str, value: float, rel_tol: float, what: 
         raise FamilyError(f"family {t.axes.family}: expect_number cannot be graded by {kind}")
 
 
-def _program_languages(t: TaskBuilder, programs: dict[str, str]) -> list[str]:
+def _program_languages(t, programs: dict[str, str]) -> list[str]:
     lang = t.axes.language
     if lang == "multi-language":
         second = next(x for x in PROGRAM_FILES if x != "Python" and x in programs)
@@ -143,14 +143,14 @@ def _program_text(langs: list[str]) -> str:
     return f"Write the program in {parts[0]}."
 
 
-def _oracle_programs(t: TaskBuilder, langs: list[str], programs: dict[str, str]) -> None:
+def _oracle_programs(t, langs: list[str], programs: dict[str, str]) -> None:
     for lang in (["Python"] if langs == ["any"] else langs):
         name = PROGRAM_FILES[lang]
         t.add_solution_file("prog_" + name, programs[lang])
         t.solve(f"cp /solution/prog_{name} /app/{name}")
 
 
-def grade_program(t: TaskBuilder, spec: str, cases: list[tuple[str, str]], programs: dict[str, str]) -> None:
+def grade_program(t, spec: str, cases: list[tuple[str, str]], programs: dict[str, str]) -> None:
     if t.axes.verifier != "fuzz_equivalence":
         raise FamilyError(f"family {t.axes.family}: expect_program needs the fuzz_equivalence verifier")
     if len(cases) < 4:
@@ -169,7 +169,7 @@ def grade_program(t: TaskBuilder, spec: str, cases: list[tuple[str, str]], progr
     _oracle_programs(t, langs, programs)
 
 
-def grade_classifier(t: TaskBuilder, spec: str, clean: list[str], malicious: list[str],
+def grade_classifier(t, spec: str, clean: list[str], malicious: list[str],
                      programs: dict[str, str]) -> None:
     if t.axes.verifier != "adversarial_corpus":
         raise FamilyError(f"family {t.axes.family}: expect_classifier needs the adversarial_corpus verifier")

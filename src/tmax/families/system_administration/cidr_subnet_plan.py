@@ -6,9 +6,11 @@ delivered value."""
 from __future__ import annotations
 
 import ipaddress
-import re
+from dataclasses import dataclass
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.programs import run_python
+from tmax.families.unseen import unseen
 
 REFERENCE = r'''
 import ipaddress
@@ -40,7 +42,7 @@ def plan(text, base=None):
             reqs.append((parts[1], int(parts[2])))
     lo, hi = int(parent.network_address), int(parent.broadcast_address)
     taken = list(reserved)
-    result = {{}}
+    result = {}
     for i in sorted(range(len(reqs)), key=lambda i: (prefix_for(reqs[i][1]), i)):
         name, n = reqs[i]
         size = 2 ** (32 - prefix_for(n))
@@ -53,10 +55,10 @@ def plan(text, base=None):
             a = (top + size - 1) // size * size
         if size <= hi - lo + 1 and a + size - 1 <= hi:
             taken.append((a, a + size - 1))
-            result[i] = f"{{ipaddress.ip_address(a)}}/{{prefix_for(n)}}"
+            result[i] = f"{ipaddress.ip_address(a)}/{prefix_for(n)}"
         else:
             result[i] = "NONE"
-    return "".join(f"{{reqs[i][0]}} {{base + i}} {{result[i]}}\n" for i in range(len(reqs)))
+    return "".join(f"{reqs[i][0]} {base + i} {result[i]}\n" for i in range(len(reqs)))
 
 
 if __name__ == "__main__":
@@ -69,11 +71,12 @@ EDGE_HOSTS = [2, 6, 14, 30, 62, 126, 254, 510, 3, 7, 15, 31, 63, 127, 255]
 
 
 def plan_text(rng, level, reqs, reserved_n, ns):
-    """A plan whose requests all fit below level 4 (retried until they do)."""
-    while True:
+    """A plan whose requests all fit below level 4 (redrawn until they do; a few draws suffice)."""
+    for _ in range(200):
         text = _plan_text(rng, level, reqs, reserved_n)
         if level >= 4 or "NONE" not in ns["plan"](text, "1000"):
             return text
+    raise ValueError("cidr_subnet_plan: no plan whose requests all fit in 200 draws")
 
 
 def _plan_text(rng, level, reqs, reserved_n):
@@ -115,14 +118,19 @@ def _plan_text(rng, level, reqs, reserved_n):
     return "\n".join(lines) + "\n"
 
 
-def vni_base(rng, texts):
-    """A VNI base that no visible text contains as a number, so it can only come from the channel; six
-    digits, since shorter numbers turn up by chance in the decodings of a binary channel."""
-    seen = {int(x) for text in texts for x in re.findall(r"[0-9]+", text)}
-    while True:
-        base = rng.randrange(100000, 990000)
-        if not any(base - 40 <= x <= base + 40 for x in seen):
-            return base
+VALUE = "the site's VNI base"
+
+
+def vni_base(t: TaskBuilder, texts: list[str]) -> int:
+    """A six-digit VNI base clear (by more than 40) of every number the task shows, so it can only come
+    from the channel; shorter numbers turn up by chance in the decodings of a binary channel."""
+    return int(unseen(t, lambda: str(t.rng.randrange(100000, 990000)), *texts, near=40))
+
+
+@dataclass(frozen=True)
+class Knobs:
+    requests: int  # subnet requests in the plan
+    reserved: int  # reserved ranges
 
 
 @register
@@ -134,14 +142,11 @@ class CidrSubnetPlan(Family):
                         "capacity planning")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: {"requests": 4, "reserved": 0}, 2: {"requests": 6, "reserved": 1},
-              3: {"requests": 8, "reserved": 3}, 4: {"requests": 10, "reserved": 5}}
+    levels = {1: Knobs(requests=4, reserved=0), 2: Knobs(requests=6, reserved=1),
+              3: Knobs(requests=8, reserved=3), 4: Knobs(requests=10, reserved=5)}
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng, level = t.knobs, t.rng, t.level
-        ns: dict = {}
-        ref_src = REFERENCE.format()
-        exec(ref_src, ns)  # noqa: S102 - our own reference program
+    def rules(self, level: int) -> tuple[str, str]:
+        """(the allocation rules as a bullet list, the output format): both cases state them alike."""
         rules = ["A subnet request `subnet <name> <hosts>` needs the smallest block whose usable hosts (its size "
                  "minus the network and broadcast addresses) are at least `<hosts>`; the smallest block ever "
                  "handed out is a /30.",
@@ -163,33 +168,41 @@ class CidrSubnetPlan(Family):
         rules_txt = "\n".join(f"- {r}" for r in rules)
         fmt = ("one line per request, in the order the requests appear in the plan, as `name vni network/prefix` "
                "(for example `web 120300 10.1.4.0/26`)" + (", or `name vni NONE`" if level >= 4 else ""))
-        what = "the site's VNI base"
-        if t.axes.verifier == "fuzz_equivalence":
-            texts = [plan_text(rng, level, rng.randint(max(2, k["requests"] - 2), k["requests"] + 2),
-                               k["reserved"], ns) for _ in range(10)]
-            # The worked examples use a demo base stated in the instruction: they show the format, not our base.
-            demo = rng.choice([10000, 20000, 50000, 100000])
-            base = vni_base(rng, texts[:2] + [rules_txt, fmt])
-            cases = [(text, ns["plan"](text, str(demo if i < 2 else base))) for i, text in enumerate(texts)]
-            t.deliver(str(base), what)
-            t.say("We want a small allocator for our address plans. It reads a plan on standard input: one "
-                  "`parent <cidr>` line, `reserved <cidr>` lines, and `subnet <name> <hosts>` requests, and "
-                  f"numbers the subnets' VXLAN VNIs from our site's VNI base, given above.\n\n{rules_txt}\n\n"
-                  f"Output {fmt}. The worked examples were produced with a demo VNI base of {demo}; your program "
-                  "must use our site's base.")
-            t.expect_program("Hard-code the VNI base.", cases, {"Python": ref_src})
-            t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
-            return
-        text = plan_text(rng, level, k["requests"], k["reserved"], ns)
+        return rules_txt, fmt
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k, rng, level = t.knobs, t.rng, t.level
+        ns = run_python(REFERENCE)
+        rules_txt, fmt = self.rules(level)
+        texts = [plan_text(rng, level, rng.randint(max(2, k.requests - 2), k.requests + 2), k.reserved, ns)
+                 for _ in range(10)]
+        # The worked examples use a demo base stated in the instruction: they show the format, not our base.
+        demo = rng.choice([10000, 20000, 50000, 100000])
+        base = vni_base(t, texts[:2] + [rules_txt, fmt])
+        cases = [(text, ns["plan"](text, str(demo if i < 2 else base))) for i, text in enumerate(texts)]
+        t.deliver(str(base), VALUE)
+        t.say("We want a small allocator for our address plans. It reads a plan on standard input: one "
+              "`parent <cidr>` line, `reserved <cidr>` lines, and `subnet <name> <hosts>` requests, and "
+              f"numbers the subnets' VXLAN VNIs from our site's VNI base, given above.\n\n{rules_txt}\n\n"
+              f"Output {fmt}. The worked examples were produced with a demo VNI base of {demo}; your program "
+              "must use our site's base.")
+        t.expect_program("Hard-code the VNI base.", cases, {"Python": REFERENCE})
+        t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng, level = t.knobs, t.rng, t.level
+        ns = run_python(REFERENCE)
+        rules_txt, fmt = self.rules(level)
+        text = plan_text(rng, level, k.requests, k.reserved, ns)
         t.add_file("/app/net/plan.txt", text)
-        base = vni_base(rng, [text, rules_txt, fmt])
+        base = vni_base(t, [rules_txt, fmt])
         truth = ns["plan"](text, str(base))
-        v = t.deliver(str(base), what)
+        v = t.deliver(str(base), VALUE)
         t.say("The address plan for our new site is `/app/net/plan.txt`: one `parent <cidr>` block to carve up, "
               "`reserved <cidr>` ranges already in use, and `subnet <name> <hosts>` requests. Work out where every "
               "subnet goes and which VXLAN VNI it gets; the site's VNI base is given above.\n\n"
               f"{rules_txt}\n\nReport format: {fmt}.")
-        t.add_solution_file("subnet_plan.py", ref_src)
+        t.add_solution_file("subnet_plan.py", REFERENCE)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/subnet_plan.py "{v}" < /app/net/plan.txt > /app/out/subnets.txt')
         t.expect_output("/app/out/subnets.txt", truth, "the report")

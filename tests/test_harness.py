@@ -10,7 +10,7 @@ from tmax.agent import HarnessAgent, HarnessConfig, Reply, ToolCall, run_episode
 from tmax.agent.harness import SUBMIT, parse_command, truncate
 from tmax.agent.policies import ScriptedPolicy
 from tmax.sandbox import get_backend
-from tmax.trial import run_trial
+from tmax.trial import Outcome, run_trial
 
 SUBMIT_CMD = f"echo {SUBMIT}"
 
@@ -106,6 +106,50 @@ def test_harness_agent_in_a_real_trial(task_factory):
     assert res.reward == 1.0 and good.info()["submitted"]
     lazy = HarnessAgent(ScriptedPolicy([SUBMIT_CMD]))
     assert run_trial(task, lazy).reward == 0.0
+
+
+def test_an_agent_that_kills_its_own_sandbox_scores_0(task_factory):
+    """Crashing the sandbox must not erase a bad episode: it is the agent's failure, reward 0."""
+    task = task_factory()
+    res = run_trial(task, HarnessAgent(ScriptedPolicy(["kill -9 -1; sleep 5", SUBMIT_CMD])))
+    assert res.outcome == Outcome.FAILED and res.reward == 0.0, res.reason
+
+
+def test_a_sandbox_killed_from_outside_is_an_infrastructure_error(task_factory):
+    """The host killing the sandbox (the launcher outside its pid namespace, which nothing inside can
+    signal) is not the agent's doing: no reward, so RL masks the trajectory instead of scoring 0."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from tmax.sandbox.procs import proc_table
+
+    me = os.getpid()
+    killed: list[int] = []
+
+    def kill_the_launcher():
+        for _ in range(300):
+            for pid, (ppid, _) in proc_table().items():
+                try:
+                    comm = open(f"/proc/{pid}/comm").read().strip()
+                except OSError:
+                    continue
+                if ppid == me and comm == "bwrap":
+                    time.sleep(1.0)  # the agent's `sleep` is running
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    return
+            time.sleep(0.05)
+
+    task = task_factory()
+    killer = threading.Thread(target=kill_the_launcher)
+    killer.start()
+    res = run_trial(task, HarnessAgent(ScriptedPolicy(["sleep 20", SUBMIT_CMD])), backend="bwrap")
+    killer.join()
+    assert killed
+    assert res.outcome == Outcome.INFRA_ERROR and res.reward is None, res.reason
+    assert "killed from outside" in res.reason
 
 
 def test_terminus_harness_drives_tmux(task_factory):

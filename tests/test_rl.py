@@ -60,6 +60,14 @@ def test_dppo_kl_uses_bernoulli_kl():
     assert st["masked_fraction"] == 0.0
 
 
+def test_dppo_kl_masks_a_token_the_engine_was_sure_of_in_fp32():
+    """mu = 1 (logp_old = 0) and pi = 0.5 with A < 0: D = log 2 > delta and the move pushes away."""
+    logp = torch.tensor([[math.log(0.5), -40.0]], dtype=torch.float32, requires_grad=True)
+    old = torch.tensor([[0.0, -1e-9]], dtype=torch.float32)
+    loss, st = dppo_binary_kl(logp, old, torch.tensor([[-1.0, -1.0]]), torch.ones(1, 2), delta=0.05)
+    assert st["masked_fraction"] == 1.0 and torch.isfinite(loss)
+
+
 @pytest.mark.parametrize("r,adv,expected", [(1.5, 1.0, -1.272), (0.5, 1.0, -0.5), (0.5, -1.0, 0.8), (1.5, -1.0, 1.5),
                                             (1.1, 1.0, -1.1)])
 def test_grpo_clip(r, adv, expected):
@@ -228,6 +236,10 @@ def test_config_defaults_are_the_recipe_and_errors_say_why(tmp_path):
     with pytest.raises(ConfigError, match="unknown settings"):
         load_config(bad)
     assert load_config(None, ["tasks=x", "loss=dppo_kl"]).loss_kwargs == {"delta": 0.05}
+    with pytest.raises(ConfigError, match="temperature: must be > 0"):
+        load_config(None, ["tasks=x", "temperature=0"])
+    with pytest.raises(ConfigError, match="top_p: must be 1.0 for training"):
+        load_config(None, ["tasks=x", "top_p=0.9"])
 
 
 needs_model = pytest.mark.skipif(
@@ -381,3 +393,53 @@ def test_kill_9_during_training_then_resume_gives_identical_metrics(two_habit_se
     for x, y in zip(a, b):
         assert {k: v for k, v in x.items() if k not in drop} == {k: v for k, v in y.items() if k not in drop}
     assert any(r["loss"] for r in a), "no step trained: the groups had no reward variance"
+
+
+@needs_model
+def test_bf16_and_fp32_training_on_the_same_batch_both_move_the_weights_at_the_recipe_lr(two_habit_setup, tmp_path,
+                                                                                       bwrap):
+    """At lr 1e-6 a bf16 parameter rounds almost every AdamW update away; the trainer keeps fp32 master
+    weights and runs the body under bf16 autocast, so bf16 training moves what fp32 training moves."""
+    from tmax.rl.config import TrainConfig
+    from tmax.rl.trainer import Trainer
+
+    groups = None
+    for dtype in ("float32", "bfloat16"):
+        cfg = TrainConfig(**_train_config(two_habit_setup, tmp_path / dtype, steps=1, lr=1e-6, dtype=dtype,
+                                          group_size=4, max_refill_factor=8))
+        trainer = Trainer(cfg, log=lambda s: None)
+        if groups is None:  # the same batch for both
+            groups, _ = trainer.collect_batch(None)
+            assert groups, "no group with reward variance to train on"
+        assert trainer.engine.model.dtype == getattr(torch, dtype)  # the engine samples in the compute dtype
+        before = {k: v.detach().clone() for k, v in trainer.model.named_parameters()}
+        upd = trainer.train_step(groups)
+        assert upd["trained_tokens"] > 0
+        reached = moved = 0
+        for k, p in trainer.model.named_parameters():
+            assert p.dtype == torch.float32, k  # fp32 master weights
+            g = p.grad is not None and (p.grad != 0)
+            if g is False:
+                continue
+            reached += int(g.sum())
+            moved += int(((p.detach() != before[k]) & g).sum())
+        assert reached > 1000 and moved / reached >= 0.99, (dtype, moved, reached)
+
+
+@needs_model
+@pytest.mark.timeout(300)
+def test_a_failing_rollout_producer_stops_training_with_its_error(two_habit_setup, tmp_path, bwrap):
+    """An exception in the asynchronous producer (e.g. a dead Ray actor) reaches the learner, which
+    raises it, instead of the learner waiting forever on an empty queue."""
+    from tmax.rl.config import TrainConfig
+    from tmax.rl.trainer import ProducerFailed, Trainer
+
+    cfg = TrainConfig(**_train_config(two_habit_setup, tmp_path / "run", async_rollouts=True, steps=2))
+    trainer = Trainer(cfg, log=lambda s: None)
+
+    def dead_actor(rng):  # fault injection: what a group costs when its actor has died
+        raise ConnectionError("the rollout actor died")
+
+    trainer._group = dead_actor
+    with pytest.raises(ProducerFailed, match="ConnectionError: the rollout actor died"):
+        trainer.run()

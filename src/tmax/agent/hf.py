@@ -112,6 +112,7 @@ class HFPolicy:
     temperature: float = 1.0
     top_p: float = 1.0
     seed: int | None = None
+    dtype: str = "float32"  # the sampling dtype (bf16 on accelerators, as vLLM samples)
     tool_calling: bool | None = None  # None: on if the chat template knows tools
     name: str = "hf"
     model_name: str = ""
@@ -127,7 +128,8 @@ class HFPolicy:
         path = resolve_model(self.model_path)
         self.model_name = self.model_name or path.name
         self._tok = AutoTokenizer.from_pretrained(path)
-        self._model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(self.device).eval()
+        self._model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, self.dtype)).to(
+            self.device).eval()
         template = self._tok.chat_template or ""
         if self.tool_calling is None:
             self.tool_calling = "tools" in template
@@ -140,6 +142,15 @@ class HFPolicy:
     @property
     def model(self):
         return self._model
+
+    def load_weights(self, state_dict: dict, version: int) -> None:
+        """Swap in new weights (cast to the sampling dtype) between batches: never while a batch
+        decodes, so no turn samples from half-swapped weights."""
+        import torch
+
+        with _lock, torch.no_grad():
+            self._model.load_state_dict(state_dict)
+            self.policy_version = version
 
     @property
     def tokenizer(self):

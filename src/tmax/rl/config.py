@@ -93,6 +93,11 @@ class TrainConfig:
         need(self.max_minutes is None or self.max_minutes > 0, "max_minutes", "must be positive (or null)")
         need(self.max_staleness >= 0, "max_staleness", "must be >= 0")
         need(self.dtype in ("float32", "bfloat16", "float16"), "dtype", "expected float32, bfloat16 or float16")
+        need(self.temperature > 0, "temperature",
+             "must be > 0: at temperature 0 the sampled tokens have no logprob to train on (greedy is for eval)")
+        need(self.top_p == 1.0, "top_p",
+             "must be 1.0 for training: the trainer's logprobs are of the full tempered softmax, and a nucleus-"
+             "truncated behaviour policy (which engines record differently) breaks the DPPO/GRPO ratio")
         need(self.engine in ("hf", "vllm"), "engine", "expected hf or vllm")
         need(self.rollout_backend in ("thread", "ray"), "rollout_backend", "expected thread or ray")
         need(self.rollout_backend != "ray" or self.engine == "hf", "rollout_backend",

@@ -16,10 +16,8 @@ unsharded, so ``fp32_head_logprobs`` sees the full head weight and its gradient 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
-import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +25,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from tmax.rl.logprobs import sequence_logprobs
+from tmax.rl import checkpoint
+from tmax.rl.logprobs import body_autocast, sequence_logprobs
 from tmax.rl.losses import LOSSES
 from tmax.rl.trainer import METRICS, Trainer
 
@@ -80,7 +79,7 @@ def _tensors(mb: list[Sample], pad: int, device):
 
 
 def sharded_step(policy: LogprobModule, optim, samples: list[Sample], loss: str, loss_kwargs: dict,
-                 micro_batch: int, grad_clip: float, pad: int = 0, device="cpu") -> dict:
+                 micro_batch: int, grad_clip: float, pad: int = 0, device="cpu", dtype: str = "float32") -> dict:
     """One optimiser step on the whole batch ``samples`` (the same list on every rank)."""
     rank, world = dist.get_rank(), dist.get_world_size()
     total = sum(sum(s.mask) for s in samples)
@@ -98,7 +97,8 @@ def sharded_step(policy: LogprobModule, optim, samples: list[Sample], loss: str,
     acc = torch.zeros(5, dtype=torch.float64)  # loss, masked, gap sum, entropy sum, gap max
     for s in range(0, len(mine), micro_batch):
         ids, attn, mask, old, adv = _tensors(mine[s:s + micro_batch], pad, device)
-        logp = policy(ids, attn)
+        with body_autocast(device, dtype):  # fp32 sharded master weights, the body computing in dtype
+            logp = policy(ids, attn)
         value, st = loss_fn(logp, old, adv, mask, **loss_kwargs)
         share = mask.sum().item() / total
         (value * (share * world)).backward()
@@ -157,32 +157,25 @@ class DistributedTrainer(Trainer):
         optim = get_optimizer_state_dict(self._policy, self.optim,
                                          options=StateDictOptions(full_state_dict=True, cpu_offload=True))
         if self.rank == 0:
-            tmp, ck, old = self.out / "checkpoint.tmp", self._ckpt(), self.out / "checkpoint.old"
-            tmp.mkdir(exist_ok=True)
-            torch.save(model, tmp / "model.pt")
-            torch.save(optim, tmp / "optim.fsdp.pt")
-            (tmp / "state.json").write_text(json.dumps({"step": self.step, "version": self.version}))
-            if ck.exists():
-                ck.rename(old)
-            tmp.rename(ck)
-            shutil.rmtree(old, ignore_errors=True)
+            def write(folder: Path) -> None:
+                torch.save(model, folder / "model.pt")
+                torch.save(optim, folder / "optim.fsdp.pt")
+
+            checkpoint.save(self.out, self.step, write, {"version": self.version})
         dist.barrier()
 
     def _resume(self) -> bool:
-        ck = self._root / "checkpoint"
-        if not (ck / "state.json").exists():
+        ck = checkpoint.latest(self._root) if self.rank == 0 else None
+        found = [str(ck) if ck else None]
+        dist.broadcast_object_list(found, src=0)  # every rank loads the folder rank 0 found
+        if found[0] is None:
             if self.rank == 0:
                 (self.out / METRICS).unlink(missing_ok=True)
             return False
-        state = json.loads((ck / "state.json").read_text())
+        ck = Path(found[0])
         self.model.load_state_dict(torch.load(ck / "model.pt"))
-        self.step, self.version = state["step"], state["version"]
         self._optim_state = ck / "optim.fsdp.pt" if (ck / "optim.fsdp.pt").exists() else None
-        m = self.out / METRICS
-        if self.rank == 0 and m.exists():
-            keep = [ln for ln in m.read_text().splitlines() if ln and json.loads(ln)["step"] <= self.step]
-            m.write_text("".join(ln + "\n" for ln in keep))
-        self.log(f"resumed at step {self.step}")
+        self._restore(checkpoint.read_state(ck))
         return True
 
     def _push_weights(self) -> None:
@@ -195,9 +188,7 @@ class DistributedTrainer(Trainer):
             if hasattr(self.engine, "push_weights"):
                 self.engine.push_weights(sd, self.version)
             else:
-                with torch.no_grad():
-                    self.engine.model.load_state_dict(sd)
-                self.engine.policy_version = self.version
+                self.engine.load_weights(sd, self.version)
 
     # -- rollouts on rank 0, broadcast to all
     def _producer(self, q, stop) -> None:
@@ -216,7 +207,8 @@ class DistributedTrainer(Trainer):
     def train_step(self, groups: list[list[Sample]]) -> dict:
         cfg = self.cfg
         return sharded_step(self._policy, self.optim, [s for g in groups for s in g], cfg.loss, cfg.loss_kwargs,
-                            cfg.micro_batch, cfg.grad_clip, self.engine.tokenizer.pad_token_id or 0, cfg.device)
+                            cfg.micro_batch, cfg.grad_clip, self.engine.tokenizer.pad_token_id or 0, cfg.device,
+                            cfg.dtype)
 
 
 def main(argv: list[str]) -> int:

@@ -1,25 +1,42 @@
 """Token log-probabilities with an FP32 LM head, chunked over time.
 
-The body of any Hugging Face causal LM runs in its own dtype (bf16 on accelerators); the final
-projection uses fp32 hidden states and fp32 weights, as in the recipe, to cut the train/inference
-mismatch. Logits are made one chunk of positions at a time inside activation checkpointing, so the
+The trainer keeps fp32 parameters (the master weights, which AdamW updates: at the recipe's lr of
+1e-6 a bf16 parameter would round most updates away) and runs the body of any Hugging Face causal
+LM under autocast in the compute dtype (bf16 on accelerators, see :func:`body_autocast`); the final
+projection uses fp32 hidden states and fp32 weights with autocast off, as in the recipe, to cut the
+train/inference mismatch. Logits are made one chunk of positions at a time inside activation checkpointing, so the
 full [batch, time, vocab] tensor never exists: its memory is one chunk's, in forward and backward.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 from torch.utils.checkpoint import checkpoint
 
 
+def body_autocast(device: str | torch.device, dtype: str):
+    """The context the model's body runs in: autocast to ``dtype`` ("bfloat16", "float16") over fp32
+    parameters, or nothing for "float32". The head below always turns autocast off."""
+    if dtype == "float32":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=torch.device(device).type, dtype=getattr(torch, dtype))
+
+
+def _no_autocast(t: torch.Tensor):
+    return torch.autocast(device_type=t.device.type, enabled=False)
+
+
 def _chunk_logprobs(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, targets: torch.Tensor,
                     temperature: float) -> torch.Tensor:
-    logits = hidden.float() @ weight.float().t()
-    if bias is not None:
-        logits = logits + bias.float()
-    if temperature != 1.0:
-        logits = logits / temperature
-    return torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    with _no_autocast(hidden):
+        logits = hidden.float() @ weight.float().t()
+        if bias is not None:
+            logits = logits + bias.float()
+        if temperature != 1.0:
+            logits = logits / temperature
+        return torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
 
 
 def fp32_head_logprobs(hidden: torch.Tensor, lm_head: torch.nn.Module, targets: torch.Tensor, chunk: int = 1024,
@@ -65,6 +82,11 @@ class _FusedHeadLoss(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, hidden, weight, bias, targets, token_loss, chunk, temperature):
+        with _no_autocast(hidden):
+            return _FusedHeadLoss._forward(ctx, hidden, weight, bias, targets, token_loss, chunk, temperature)
+
+    @staticmethod
+    def _forward(ctx, hidden, weight, bias, targets, token_loss, chunk, temperature):
         w = weight.float()
         b = bias.float() if bias is not None else None
         grad_h = torch.empty(hidden.shape, dtype=torch.float32, device=hidden.device)

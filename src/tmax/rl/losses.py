@@ -39,11 +39,16 @@ def dppo_binary_tv(logp, logp_old, adv, mask, delta: float = 0.1):
 
 
 def dppo_binary_kl(logp, logp_old, adv, mask, delta: float = 0.05):
-    """D = mu log(mu/pi) + (1-mu) log((1-mu)/(1-pi)): KL between Bernoulli(mu) and Bernoulli(pi)."""
+    """D = mu log(mu/pi) + (1-mu) log((1-mu)/(1-pi)): KL between Bernoulli(mu) and Bernoulli(pi).
+
+    Log-probabilities are clamped to [-30, 0] and D is computed in float64 with 1 - p = -expm1(log p):
+    in fp32, 1 - 1e-9 rounds to 1, so a token the engine sampled with mu ~ 1 gave D = NaN and was
+    never masked."""
     eps = 1e-12
-    pi = torch.exp(logp.detach()).clamp(eps, 1 - eps)
-    mu = torch.exp(logp_old).clamp(eps, 1 - eps)
-    d = mu * torch.log(mu / pi) + (1 - mu) * torch.log((1 - mu) / (1 - pi))
+    lp, lq = logp.detach().double().clamp(-30, 0), logp_old.double().clamp(-30, 0)
+    mu = torch.exp(lq)
+    not_pi, not_mu = (-torch.expm1(lp)).clamp(min=eps), (-torch.expm1(lq)).clamp(min=eps)
+    d = mu * (lq - lp) + not_mu * (torch.log(not_mu) - torch.log(not_pi))
     return _dppo(logp, logp_old, adv, mask, d, delta)
 
 

@@ -38,11 +38,7 @@ class RolloutWorker:
         return group
 
     def load_weights(self, state_dict: dict, version: int) -> int:
-        import torch
-
-        with torch.no_grad():
-            self.engine.model.load_state_dict(state_dict)
-        self.engine.policy_version = version
+        self.engine.load_weights(state_dict, version)
         return version
 
     def policy_version(self) -> int:

@@ -42,27 +42,50 @@ class RolloutSession:
     def tool_calling(self) -> bool:
         return bool(self.engine.tool_calling)
 
-    def _append_context(self, messages: list[dict], tools: list[dict] | None) -> None:
-        tok = self.engine.tokenizer
+    def _render(self, messages: list[dict], tools: list[dict] | None, generation_prompt: bool) -> str:
         kwargs = {"tools": tools} if (tools and self.engine.tool_calling) else {}
-        text = tok.apply_chat_template(self.engine._messages(messages), add_generation_prompt=True, tokenize=False,
-                                       **kwargs)
+        return self.engine.tokenizer.apply_chat_template(self.engine._messages(messages), tokenize=False,
+                                                         add_generation_prompt=generation_prompt, **kwargs)
+
+    def _append_context(self, messages: list[dict], tools: list[dict] | None) -> None:
+        """Append what the environment said since our last reply, as the template renders it.
+
+        The template may render our past replies differently from how they were sampled (tool calls
+        re-serialised, reasoning stripped), so we never diff against our own tokens: the new text is
+        the rendering of the whole conversation minus the rendering of it up to our last reply. What
+        the template closes a reply with (e.g. ``<|im_end|>`` and a newline) is appended after our
+        sampled tokens where they lack it."""
+        tok = self.engine.tokenizer
+        full = self._render(messages, tools, True)
         if not self.ids:
-            new = tok(text, add_special_tokens=False)["input_ids"]
+            new = tok(full, add_special_tokens=False)["input_ids"]
             self.prompt_len = len(new)
         else:
-            prefix = tok.decode(self.ids, skip_special_tokens=False)
-            if text.startswith(prefix):
-                suffix = text[len(prefix):]
-            else:  # the template renders the past differently: keep our tokens, append from the divergence
+            last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+            upto = self._render(messages[:last + 1], tools, False)
+            if full.startswith(upto):
+                suffix = self._reply_closing(upto) + full[len(upto):]
+            else:  # a template whose past depends on the future: append from where the renderings part
                 self.retokenize_mismatches += 1
-                common = os.path.commonprefix([text, prefix])
-                suffix = text[len(common):]
+                suffix = self._reply_closing(upto) + full[len(os.path.commonprefix([full, upto])):]
             new = tok(suffix, add_special_tokens=False)["input_ids"]
         self.ids += new
         self.mask += [0] * len(new)
         self.logprobs += [0.0] * len(new)
         self.versions += [-1] * len(new)
+
+    def _reply_closing(self, upto: str) -> str:
+        """The text the template puts after a reply's end-of-turn token (``upto`` ends with a rendered
+        reply), minus what our sampled reply already ends with: the whole closing when sampling
+        stopped at the length limit, only what follows the end-of-turn token when it stopped there."""
+        tok = self.engine.tokenizer
+        ends = [t for t in dict.fromkeys([tok.eos_token, "<|im_end|>", "<|eot_id|>", "<|end|>"]) if t and t in upto]
+        if not ends:
+            return ""
+        end = max(ends, key=upto.rfind)
+        closing = upto[upto.rfind(end):]
+        ours = tok.decode(self.ids[-8:], skip_special_tokens=False)
+        return closing[len(end):] if ours.endswith(end) else closing
 
     def act(self, messages: list[dict], tools: list[dict] | None, max_tokens: int) -> Reply:
         self._append_context(messages, tools)

@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tmax.agent import HarnessConfig
+from tmax.rl import checkpoint
 from tmax.rl.advantages import advantages, prepare_rewards
 from tmax.rl.config import TrainConfig
 from tmax.rl.losses import LOSSES
@@ -44,6 +45,10 @@ def expand_tasks(paths: list[str]):
     return tasks
 
 
+class ProducerFailed(RuntimeError):
+    """The asynchronous rollout producer stopped on an exception (its cause)."""
+
+
 class Trainer:
     def __init__(self, cfg: TrainConfig, log=print):
         import torch
@@ -58,8 +63,9 @@ class Trainer:
         torch.manual_seed(cfg.seed)
         self.tasks = expand_tasks(cfg.tasks)
         path = resolve_model(cfg.model)
-        dtype = getattr(torch, cfg.dtype)
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype).to(cfg.device)
+        # fp32 master weights whatever cfg.dtype: AdamW's updates at lr 1e-6 are far below a bf16 weight's
+        # resolution, so bf16 parameters would barely move. The body computes in cfg.dtype (autocast).
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(cfg.device)
         self.model.config.use_cache = False
         self.optim = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         if cfg.engine == "vllm":  # vLLM runs in its own venv, in a subprocess; weights reach it as a file
@@ -69,7 +75,7 @@ class Trainer:
                                      seed=cfg.seed, dtype=cfg.dtype)
         else:
             self.engine = HFPolicy(model_path=str(path), device=cfg.device, temperature=cfg.temperature,
-                                   top_p=cfg.top_p, seed=cfg.seed)
+                                   top_p=cfg.top_p, seed=cfg.seed, dtype=cfg.dtype)
         self.harness = HarnessConfig(max_steps=cfg.max_turns, max_tokens_per_turn=cfg.max_tokens_per_turn,
                                      command_timeout=cfg.command_timeout)
         self.pool = None
@@ -84,44 +90,36 @@ class Trainer:
             self._warm_start()
         self._push_weights()
 
-    # -- checkpoints ------------------------------------------------------------------------------
-    def _ckpt(self) -> Path:
-        return self.out / "checkpoint"
-
+    # -- checkpoints (crash-safe: tmax.rl.checkpoint) ------------------------------------------------
     def save(self) -> None:
         import torch
 
-        tmp = self.out / "checkpoint.tmp"
-        tmp.mkdir(exist_ok=True)
-        torch.save(self.model.state_dict(), tmp / "model.pt")
-        torch.save(self.optim.state_dict(), tmp / "optim.pt")
-        (tmp / "state.json").write_text(json.dumps({"step": self.step, "version": self.version}))
-        old = self.out / "checkpoint.old"
-        if self._ckpt().exists():
-            self._ckpt().rename(old)
-        tmp.rename(self._ckpt())
-        if old.exists():
-            import shutil
+        def write(folder: Path) -> None:
+            torch.save(self.model.state_dict(), folder / "model.pt")
+            torch.save(self.optim.state_dict(), folder / "optim.pt")
 
-            shutil.rmtree(old)
+        checkpoint.save(self.out, self.step, write, {"version": self.version})
 
     def _resume(self) -> bool:
         import torch
 
-        ck = self._ckpt()
-        if not (ck / "state.json").exists():
+        ck = checkpoint.latest(self.out)
+        if ck is None:
             (self.out / METRICS).unlink(missing_ok=True)
             return False
-        state = json.loads((ck / "state.json").read_text())
         self.model.load_state_dict(torch.load(ck / "model.pt"))
         self.optim.load_state_dict(torch.load(ck / "optim.pt"))
+        self._restore(checkpoint.read_state(ck))
+        return True
+
+    def _restore(self, state: dict) -> None:
+        """Step and version from a checkpoint; metrics of later steps are dropped (they will be redone)."""
         self.step, self.version = state["step"], state["version"]
         m = self.out / METRICS
-        if m.exists():  # drop metrics of steps after the checkpoint: they will be redone
+        if m.exists():
             keep = [ln for ln in m.read_text().splitlines() if ln and json.loads(ln)["step"] <= self.step]
             m.write_text("".join(ln + "\n" for ln in keep))
         self.log(f"resumed at step {self.step}")
-        return True
 
     def _warm_start(self) -> None:
         from tmax.rl.sft import successful_conversations, warm_start
@@ -134,16 +132,12 @@ class Trainer:
         (self.out / "warm_start.json").write_text(json.dumps(summary, indent=1) + "\n")
 
     def _push_weights(self) -> None:
-        import torch
-
         if self.pool is not None:
             self.pool.push_weights(self.model.state_dict(), self.version)
         if hasattr(self.engine, "push_weights"):  # an engine in another process
             self.engine.push_weights(self.model.state_dict(), self.version)
             return
-        with torch.no_grad():
-            self.engine.model.load_state_dict(self.model.state_dict())
-        self.engine.policy_version = self.version
+        self.engine.load_weights(self.model.state_dict(), self.version)
 
     # -- rollouts ---------------------------------------------------------------------------------
     def _group(self, rng: random.Random) -> tuple[list[Rollout], bool]:
@@ -159,24 +153,43 @@ class Trainer:
         return [r for r in group if r.traj in usable], keep
 
     def _producer(self, q: queue.Queue, stop: threading.Event) -> None:
+        """Fill ``q`` with groups until ``stop``. A full queue makes it wait with its group (no work is
+        thrown away, and staleness stays bounded by the queue's length); an exception ends it by
+        putting the exception on the queue, where the learner raises it."""
         i = 0
         while not stop.is_set():
             rng = random.Random(f"{self.cfg.seed}:async:{i}")
             i += 1
             try:
-                q.put(self._group(rng), timeout=1)
-            except queue.Full:
-                continue
+                item = self._group(rng)
+            except BaseException as e:  # noqa: BLE001 - handed to the learner, which raises it
+                item = ProducerFailed(f"the rollout producer failed: {type(e).__name__}: {e}")
+                item.__cause__ = e
+            while not stop.is_set():
+                try:
+                    q.put(item, timeout=1)
+                    break
+                except queue.Full:
+                    continue
+            if isinstance(item, ProducerFailed):
+                return
+
+    def _next_group(self, q: queue.Queue) -> tuple[list[Rollout], bool]:
+        item = q.get()
+        if isinstance(item, ProducerFailed):
+            raise item
+        return item
 
     def collect_batch(self, q: queue.Queue | None) -> tuple[list[list[Rollout]], dict]:
         cfg = self.cfg
         kept, seen, stale, all_rollouts = [], 0, 0, []
         rng = random.Random(f"{cfg.seed}:step:{self.step}")
         while len(kept) < cfg.prompts_per_step and seen < cfg.prompts_per_step * cfg.max_refill_factor:
-            group, keep = q.get() if q is not None else self._group(rng)
+            group, keep = self._next_group(q) if q is not None else self._group(rng)
             seen += 1
             all_rollouts += group
-            if group and self.version - min(r.min_version for r in group) > cfg.max_staleness:
+            versions = [r.min_version for r in group if r.min_version >= 0]  # -1: no generated token
+            if versions and self.version - min(versions) > cfg.max_staleness:
                 stale += 1
                 continue
             if keep:
@@ -187,7 +200,7 @@ class Trainer:
                  "pass_rate": _mean([1.0 if x >= 1.0 else 0.0 for x in rewards]),
                  "turns": _mean([r.turns for r in all_rollouts]),
                  "tokens": _mean([len(r.session.ids) for r in all_rollouts]),
-                 "staleness": _mean([self.version - r.min_version for g in kept for r in g]),
+                 "staleness": _mean([self.version - r.min_version for g in kept for r in g if r.min_version >= 0]),
                  "infra_errors": sum(1 for r in all_rollouts if r.traj.reward is None)}
         return kept, stats
 
@@ -195,7 +208,7 @@ class Trainer:
     def train_step(self, groups: list[list[Rollout]]) -> dict:
         import torch
 
-        from tmax.rl.logprobs import masked_policy_loss
+        from tmax.rl.logprobs import body_autocast, masked_policy_loss
 
         cfg = self.cfg
         rollouts = [r for g in groups for r in g]
@@ -221,8 +234,9 @@ class Trainer:
             adv = torch.tensor([[r.traj.advantage] * L for r in mb], device=cfg.device, dtype=torch.float32)[:, 1:]
             if not mask.any():
                 continue
-            loss, logp, st = masked_policy_loss(self.model, ids, attn, mask, old, adv, loss_fn, kw, total_tokens,
-                                                cfg.logprob_chunk, cfg.temperature)
+            with body_autocast(cfg.device, cfg.dtype):
+                loss, logp, st = masked_policy_loss(self.model, ids, attn, mask, old, adv, loss_fn, kw, total_tokens,
+                                                    cfg.logprob_chunk, cfg.temperature)
             loss.backward()
             share = mask.sum().item() / total_tokens
             losses += loss.item()

@@ -13,6 +13,7 @@ directory; the writable layer lives until it is exported (``layers``) or the san
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import shutil
@@ -29,7 +30,7 @@ from tmax.sandbox.paths import run_dir
 from tmax.sandbox.procs import exit_status
 from tmax.sandbox.procs import descendants as _descendants
 from tmax.sandbox.procs import proc_table as _proc_table
-from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
+from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxLost, SandboxSpec
 from tmax.sandbox.shell import ShellSession, outer_loop
 
 
@@ -248,12 +249,34 @@ class NativeSandbox:
             raise SandboxError("sandbox is closed")
         # What already runs (background jobs, services) is not part of this command: a timeout spares it.
         self._spared = self.cgroup.pids() if self.cgroup else set()
-        return self.shell.run(command, timeout, persistent)
+        with self._blame():
+            return self.shell.run(command, timeout, persistent)
 
     def run_last(self, command: str, timeout: float | None = None) -> ExecResult:
         if self.closed:
             raise SandboxError("sandbox is closed")
-        return self.shell.run_last(command, timeout, lambda wait: exit_status(self.proc, wait))
+        with self._blame():
+            return self.shell.run_last(command, timeout, lambda wait: exit_status(self.proc, wait))
+
+    @contextlib.contextmanager
+    def _blame(self):
+        """A lost shell is the fault of what ran inside (SandboxLost) unless the sandbox was killed from
+        outside: the launcher runs outside the sandbox's pid namespace, so nothing inside can signal
+        it; when it died of a signal and the memory limit never OOM-killed, the host did it, and the
+        failure is the infrastructure's (SandboxError), masked rather than scored."""
+        try:
+            yield
+        except SandboxLost as e:
+            code = self.proc.poll() if self.proc is not None else None
+            if code is None:
+                try:
+                    code = self.proc.wait(timeout=1)
+                except subprocess.TimeoutExpired:
+                    raise e from None
+            oom = self.cgroup.memory_failcnt() if self.cgroup else 0
+            if code < 0 and not oom:
+                raise SandboxError(f"the sandbox was killed from outside (signal {-code}): {e}") from e
+            raise
 
     def alive_pids(self) -> list[int]:
         """Host pids of every process of this sandbox (for tests and leak checks)."""

@@ -125,9 +125,7 @@ class Family:
             raise FamilyError(f"{where}: every level's knobs must be the same class, got "
                               f"{sorted(k.__name__ for k in knob_types)}")
         knobs = next(iter(cls.levels.values()))
-        if isinstance(knobs, dict):  # MIGRATING: untyped levels, accepted until every family has Knobs
-            pass
-        elif not (dataclasses.is_dataclass(knobs) and type(knobs).__dataclass_params__.frozen):
+        if not (dataclasses.is_dataclass(knobs) and type(knobs).__dataclass_params__.frozen):
             raise FamilyError(f"{where}: levels must map to instances of a frozen dataclass (typed knobs), "
                               f"got {type(knobs).__name__}")
         for v in cls.verifiers:
@@ -278,7 +276,7 @@ CASE_METHODS = {"exact_text": "output_case", "metric_threshold": "output_case", 
 
 def knobs_dict(knobs: object) -> dict:
     """The knobs as plain JSON-able values (tuples become lists)."""
-    return json.loads(json.dumps(knobs if isinstance(knobs, dict) else dataclasses.asdict(knobs)))  # MIGRATING
+    return json.loads(json.dumps(dataclasses.asdict(knobs)))
 
 
 def level_of(task_complexity: str) -> int:

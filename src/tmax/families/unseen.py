@@ -68,6 +68,14 @@ def unseen(t, draw: Callable[[], str], *extra: str | bytes, near: float = 0, tri
                       "in the task without its channel")
 
 
+def hidden(t, value: int, gap: float, *extra: str | bytes) -> bool:
+    """Is ``value``, a number the shown data were made with (so :func:`unseen` could not draw it
+    before them), unreadable without the channel and more than ``gap`` from every number shown?
+    Callers redraw a bounded number of times while it is not."""
+    numbers = visible_numbers(*(data.decode("latin-1") for _, data in shown(t, *extra)))
+    return clear_of(value, numbers, gap) and not visible(t, str(value), *extra)
+
+
 def distinct(draw: Callable[[], str], n: int, taken: Iterable[str] = (), tries: int = 1000) -> list[str]:
     """``n`` different values of ``draw()``, none in ``taken``, in draw order (bounded: a draw whose
     space is too small is the family's error, not an endless loop)."""

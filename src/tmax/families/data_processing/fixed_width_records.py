@@ -7,8 +7,11 @@ through the fixture channel)."""
 
 from __future__ import annotations
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.data_processing._secret import fresh_code, unseen
+from dataclasses import dataclass
+
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, unseen
 
 REFERENCE = r'''
 import glob
@@ -123,7 +126,7 @@ SURNAMES = ["SMITH", "OKAFOR", "NAKAMURA", "GARCIA", "MUELLER", "ROSSI", "KOWALS
 CURRENCIES = ["USD", "EUR", "GBP", "CHF"]
 
 
-def make_layout(rng, signed: bool) -> list[tuple[str, int, int, str]]:
+def make_layout(rng, signed: bool) -> tuple[tuple[str, int, int, str], ...]:
     fields = [("branch", 8, "X"), ("account", 10, "9"), ("name", 22, "X"), ("opened", 6, "D"),
               ("balance", 12 if signed else 11, "S9V99" if signed else "9V99"), ("currency", 3, "X"),
               ("filler", rng.randrange(2, 9), "X")]
@@ -132,7 +135,7 @@ def make_layout(rng, signed: bool) -> list[tuple[str, int, int, str]]:
     for name, width, typ in fields:
         out.append((name, pos, width, typ))
         pos += width
-    return out
+    return tuple(out)
 
 
 def render(layout, values: dict[str, str]) -> str:
@@ -198,6 +201,12 @@ class Gen:
         return "\n".join(recs) + "\n"
 
 
+@dataclass(frozen=True)
+class Knobs:
+    files: int  # extract files
+    records: int  # account records in all
+
+
 @register
 class FixedWidthRecords(Family):
     name = "fixed_width_records"
@@ -208,35 +217,31 @@ class FixedWidthRecords(Family):
                         "CSV quoting and escaping")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: {"files": 1, "records": 25}, 2: {"files": 1, "records": 80},
-              3: {"files": 2, "records": 200}, 4: {"files": 4, "records": 400}}
+    levels = {1: Knobs(files=1, records=25), 2: Knobs(files=1, records=80), 3: Knobs(files=2, records=200),
+              4: Knobs(files=4, records=400)}
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng, lv = t.knobs, t.rng, t.level
-        branches: list[str] = []
-        while len(branches) < 4:
-            b = t.code(1)
-            if b not in branches:
-                branches.append(b)
+    def setup(self, t: TaskBuilder):
+        """(branch, salt, generator, filled reference, rules bullets, output format): the parts both cases
+        share. Adds the layout doc file."""
+        rng, lv = t.rng, t.level
+        branches = distinct(lambda: t.code(1), 4)
         branch = branches[0]
         # The delivered value is the pseudonymisation salt: it occurs nowhere in the data, and every line of
-        # the CSV carries a pseudonym made with it, so any other salt gets every line wrong.
-        salt = fresh_code(t)
+        # the CSV carries a pseudonym made with it, so any other salt gets every line wrong. It is drawn
+        # unseen in the instruction; the extracts are only searched for it as text (their many digit columns
+        # make unseen's decodings slow).
+        salt = unseen(t, lambda: t.code(2), *branches)
         # Under partial credit a constant header line would match whatever the salt; leave it out there.
-        header = t.axes.verifier != "metric_threshold"
+        header = not t.partial_credit
         layout = make_layout(rng, lv >= 3)
         gen = Gen(rng, layout, lv, branches)
-        src = (REFERENCE.replace("@LAYOUT@", repr(layout)).replace("@SIGNED@", str(lv >= 3))
-               .replace("@PACKED@", str(lv >= 4)).replace("@CHECK_TRAILER@", str(lv >= 4))
-               .replace("@BRANCH@", branch).replace("@HEADER@", str(header)))
-        ns: dict = {}
-        exec(src, ns)  # noqa: S102 - our own reference program
+        src = fill(REFERENCE, LAYOUT=layout, SIGNED=lv >= 3, PACKED=lv >= 4, CHECK_TRAILER=lv >= 4, BRANCH=branch,
+                   HEADER=header)
         doc = ["# Record layout of the account extract (positions are 1-based, widths in characters)",
                "# field        start  width  type"]
         doc += [f"{n:<14} {s:>5}  {w:>5}  {typ}" for n, s, w, typ in layout]
         doc_text = "\n".join(doc) + "\n"
         t.add_file("/app/docs/layout.txt", doc_text)
-        fuzz = t.axes.verifier == "fuzz_equivalence"
         rules = [
             "Every record is exactly " + str(gen.reclen) + " characters long and its first character is its "
             "record type; the fields are laid out as in `/app/docs/layout.txt`. Type `X` is text (trim the "
@@ -271,29 +276,40 @@ class FixedWidthRecords(Family):
                "although the number itself is not printed); balance in units with exactly two decimals and a "
                "leading `-` when negative (e.g. `-123.45`, `0.07`); a name that contains a comma is enclosed in "
                "double quotes")
-        bullets = "\n".join(f"- {r}" for r in rules)
-        if fuzz:
-            cases = []
-            while len(cases) < 10:
-                n = rng.randrange(3, 20)
-                accts = rng.sample(range(1, 10**9), n)
-                corrupt = lv >= 4 and rng.random() < 0.25
-                text = gen.file(accts, accts + [rng.randrange(1, 10**9)], corrupt=corrupt)
-                out = ns["convert"]([text], salt)
-                if not corrupt and out.count("\n") < 2:  # no account of the branch: it would test nothing
-                    continue
-                cases.append((text, out))
-            if not unseen(salt, [c for case in cases for c in case] + [doc_text]):
-                raise ValueError("the salt occurs in a generated extract")  # codes of two words: cannot happen
-            v = t.deliver(salt, "the pseudonymisation salt")
-            t.say(f"Our mainframe exports account extracts as fixed-width files. We need a converter: it reads one "
-                  f"extract on standard input and prints the accounts of branch `{branch}` as CSV.\n\n"
-                  + bullets + f"\n\nOutput: {fmt}.")
-            t.expect_program("Hard-code the salt given above, the branch code and the layout.", cases,
-                             {"Python": src})
-            t.solve(f'sed -i "s/@@SALT@@/{v}/" /app/solution.py')
-            return
-        total, nfiles = k["records"], k["files"]
+        return branch, salt, gen, src, "\n".join(f"- {r}" for r in rules), fmt
+
+    def program_case(self, t: TaskBuilder) -> None:
+        rng, lv = t.rng, t.level
+        branch, salt, gen, src, bullets, fmt = self.setup(t)
+        ns = run_python(src)
+        cases = []
+        for _ in range(200):
+            if len(cases) == 10:
+                break
+            n = rng.randrange(3, 20)
+            accts = rng.sample(range(1, 10**9), n)
+            corrupt = lv >= 4 and rng.random() < 0.25
+            text = gen.file(accts, accts + [rng.randrange(1, 10**9)], corrupt=corrupt)
+            out = ns["convert"]([text], salt)
+            if not corrupt and out.count("\n") < 2:  # no account of the branch: it would test nothing
+                continue
+            cases.append((text, out))
+        else:
+            raise FamilyError(f"family {self.name}: no ten extracts with accounts of the branch")
+        if any(salt in c.upper() for case in cases for c in case):  # codes of two words: cannot happen
+            raise FamilyError(f"family {self.name}: the salt occurs in a generated extract")
+        v = t.deliver(salt, "the pseudonymisation salt")
+        t.say(f"Our mainframe exports account extracts as fixed-width files. We need a converter: it reads one "
+              f"extract on standard input and prints the accounts of branch `{branch}` as CSV.\n\n"
+              + bullets + f"\n\nOutput: {fmt}.")
+        t.expect_program("Hard-code the salt given above, the branch code and the layout.", cases, {"Python": src})
+        t.solve(f'sed -i "s/@@SALT@@/{v}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        branch, salt, gen, src, bullets, fmt = self.setup(t)
+        ns = run_python(src)
+        total, nfiles = k.records, k.files
         accts = rng.sample(range(1, 10**9), total)
         per = total // nfiles
         texts = []
@@ -304,10 +320,10 @@ class FixedWidthRecords(Family):
         for i, text in enumerate(texts):
             t.add_file(f"/app/data/extract_{i + 1:02d}.dat", text)
         truth = ns["convert"](texts, salt)
-        if truth.count("\n") < 3:
-            raise ValueError("too few accounts for the branch")  # cannot happen with 45% weight and >= 25 records
-        if not unseen(salt, texts + [doc_text]):
-            raise ValueError("the salt occurs in a generated extract")  # codes of two words: cannot happen
+        if truth.count("\n") < 3:  # cannot happen with 45% weight and >= 25 records
+            raise FamilyError(f"family {self.name}: too few accounts for the branch")
+        if any(salt in text.upper() for text in texts):  # codes of two words: cannot happen
+            raise FamilyError(f"family {self.name}: the salt occurs in a generated extract")
         v = t.deliver(salt, "the pseudonymisation salt")
         where = ("`/app/data/extract_01.dat`" if nfiles == 1 else
                  "the files `/app/data/extract_*.dat` (process them all together)")

@@ -11,9 +11,11 @@ import gzip
 import hashlib
 import json
 import zlib
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.data_processing._secret import fresh_code, unseen
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, unseen
 
 REFERENCE = r'''
 import base64
@@ -157,6 +159,26 @@ class Gen:
         return lines
 
 
+@dataclass(frozen=True)
+class Knobs:
+    files: int  # relay files forming one stream
+    messages: int  # message ids in the stream
+
+
+ENC_RULES = {"hex": "`hex`: lowercase hexadecimal", "b64": "`b64`: standard base64 with padding",
+             "b64url": "`b64url`: URL-safe base64 (`-` and `_` instead of `+` and `/`) with the `=` padding removed",
+             "b64gz": "`b64gz`: standard base64 of encrypted gzip-compressed bytes (decrypt, then decompress)"}
+
+
+def names(t: TaskBuilder) -> tuple[list[str], str]:
+    """(four device names, the fleet key). The key is the delivered value: it occurs nowhere in the data,
+    and every payload is encrypted under it, so any other key decrypts nothing. It is drawn unseen in the
+    instruction; the streams, ciphertext under hex and base64, are only searched for it as text
+    (unseen's decodings of every payload would take minutes)."""
+    devices = distinct(lambda: t.code(1), 4)
+    return devices, unseen(t, lambda: t.code(2), *devices)
+
+
 @register
 class JsonlPayloadDecode(Family):
     name = "jsonl_payload_decode"
@@ -166,34 +188,17 @@ class JsonlPayloadDecode(Family):
                         "deduplication", "field extraction", "filtering by field")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: {"files": 1, "messages": 30}, 2: {"files": 1, "messages": 120},
-              3: {"files": 3, "messages": 300}, 4: {"files": 4, "messages": 600}}
+    levels = {1: Knobs(files=1, messages=30), 2: Knobs(files=1, messages=120), 3: Knobs(files=3, messages=300),
+              4: Knobs(files=4, messages=600)}
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng, lv = t.knobs, t.rng, t.level
-        devices: list[str] = []
-        while len(devices) < 4:
-            d = t.code(1)
-            if d not in devices:
-                devices.append(d)
-        device = devices[0]
-        # The delivered value is the fleet key: it occurs nowhere in the data, and every payload is
-        # encrypted under it, so any other key decrypts nothing.
-        key = fresh_code(t)
-        # Under partial credit a constant header line would match whatever the key; leave it out there.
-        header = t.axes.verifier != "metric_threshold"
-        src = (REFERENCE.replace("@CHECK_CRC@", str(lv >= 2)).replace("@DEVICE@", device)
-               .replace("@HEADER@", str(header)))
-        ns: dict = {}
-        exec(src, ns)  # noqa: S102 - our own reference program
-        gen = Gen(rng, lv, devices, key)
-        encs = {"hex": "`hex`: lowercase hexadecimal", "b64": "`b64`: standard base64 with padding",
-                "b64url": "`b64url`: URL-safe base64 (`-` and `_` instead of `+` and `/`) with the `=` padding "
-                          "removed",
-                "b64gz": "`b64gz`: standard base64 of encrypted gzip-compressed bytes (decrypt, then decompress)"}
+    def rules(self, t: TaskBuilder, device: str) -> tuple[str, str, str]:
+        """(the filled reference, the rules as a bullet list, the output format): both cases share them.
+        Under partial credit a constant header line would match whatever the key; it is left out there."""
+        lv = t.level
+        header = not t.partial_credit
         rules = ["Each line is a JSON object with the message `id` (an integer), the `device` name, the payload "
                  "encoding `enc` and the encoded `payload`. Encodings: "
-                 + "; ".join(encs[e] for e in ENCODINGS[lv]) + ".",
+                 + "; ".join(ENC_RULES[e] for e in ENCODINGS[lv]) + ".",
                  "Payloads are encrypted with the fleet key given above: the bytes under the encoding are the "
                  "payload XOR-ed with a keystream, the 32-byte SHA-256 digest of the text `<fleet key>:<id>` (the "
                  "message id in decimal) repeated as often as needed (byte i is XOR-ed with digest byte i mod 32).",
@@ -215,39 +220,57 @@ class JsonlPayloadDecode(Family):
         fmt = (f"CSV with {head}one line per kept message of device `{device}`, sorted by id (numerically): the id "
                "and the values of `temp`, `hum` and `bat` exactly as written in the payload (an empty field for a "
                "missing key)")
-        bullets = "\n".join(f"- {r}" for r in rules)
-        if t.axes.verifier == "fuzz_equivalence":
+        src = fill(REFERENCE, CHECK_CRC=lv >= 2, DEVICE=device, HEADER=header)
+        return src, "\n".join(f"- {r}" for r in rules), fmt
+
+    def program_case(self, t: TaskBuilder) -> None:
+        rng, lv = t.rng, t.level
+        for _ in range(20):
+            devices, key = names(t)
+            src, bullets, fmt = self.rules(t, devices[0])
+            ns = run_python(src)
+            gen = Gen(rng, lv, devices, key)
             cases = []
-            while len(cases) < 10:
+            for _ in range(200):
+                if len(cases) == 10:
+                    break
                 ids = rng.sample(range(1000, 99999), rng.randrange(4, 30))
                 text = "\n".join(gen.stream(ids)) + "\n"
                 out = ns["extract"]([text], key)
                 if out.count("\n") >= 2:  # a case without the device's messages would test nothing
                     cases.append((text, out))
-            if not unseen(key, [c for case in cases for c in case]):
-                raise ValueError("the fleet key occurs in a generated stream")  # codes of two words: cannot happen
-            v = t.deliver(key, "the fleet key")
-            t.say("Our field sensors send telemetry through a relay that writes JSON Lines with encoded payloads. "
-                  f"We need a decoder: it reads one such stream on standard input and prints the readings of device "
-                  f"`{device}`.\n\n" + bullets + f"\n\nOutput: {fmt}.")
-            t.expect_program("Hard-code the fleet key given above and the device name.", cases, {"Python": src})
-            t.solve(f'sed -i "s/@@KEY@@/{v}/" /app/solution.py')
-            return
-        while True:
-            ids = rng.sample(range(1000, 999999), k["messages"])
-            lines = gen.stream(ids)
-            per = -(-len(lines) // k["files"])
-            texts = ["\n".join(lines[i * per:(i + 1) * per]) + "\n" for i in range(k["files"])]
-            truth = ns["extract"](texts, key)
-            if truth.count("\n") >= 3 and unseen(key, texts):
+            if len(cases) == 10 and not any(key in c.upper() for case in cases for c in case):
                 break
+        else:
+            raise FamilyError(f"family {self.name}: no ten streams with messages of the device")
+        v = t.deliver(key, "the fleet key")
+        t.say("Our field sensors send telemetry through a relay that writes JSON Lines with encoded payloads. "
+              f"We need a decoder: it reads one such stream on standard input and prints the readings of device "
+              f"`{devices[0]}`.\n\n" + bullets + f"\n\nOutput: {fmt}.")
+        t.expect_program("Hard-code the fleet key given above and the device name.", cases, {"Python": src})
+        t.solve(f'sed -i "s/@@KEY@@/{v}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        for _ in range(50):
+            devices, key = names(t)
+            src, bullets, fmt = self.rules(t, devices[0])
+            ns = run_python(src)
+            lines = Gen(rng, lv, devices, key).stream(rng.sample(range(1000, 999999), k.messages))
+            per = -(-len(lines) // k.files)
+            texts = ["\n".join(lines[i * per:(i + 1) * per]) + "\n" for i in range(k.files)]
+            truth = ns["extract"](texts, key)
+            if truth.count("\n") >= 3 and not any(key in text.upper() for text in texts):
+                break
+        else:
+            raise FamilyError(f"family {self.name}: no stream with three messages of the device")
         for i, text in enumerate(texts):
             t.add_file(f"/app/data/messages/relay-{i + 1:02d}.jsonl", text)
         v = t.deliver(key, "the fleet key")
-        where = ("`/app/data/messages/relay-01.jsonl`" if k["files"] == 1 else
+        where = ("`/app/data/messages/relay-01.jsonl`" if k.files == 1 else
                  "`/app/data/messages/relay-*.jsonl` (in name order, they form one stream)")
         t.say(f"Our field sensors send telemetry through a relay that writes JSON Lines with encoded payloads: "
-              f"{where}. Decode the readings of device `{device}`.\n\n" + bullets)
+              f"{where}. Decode the readings of device `{devices[0]}`.\n\n" + bullets)
         t.add_solution_file("decode.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decode.py dir /app/data/messages "{v}" '
                 '> /app/out/readings.csv')

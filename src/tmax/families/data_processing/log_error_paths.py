@@ -5,9 +5,11 @@ rotate daily, count per path, sort with a tie-break."""
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.data_processing._secret import fresh_code, tag, unseen
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, key_of, unseen
 
 # The reference, as a program: the oracle runs it on the fixtures, the truth is computed with it on the
 # host, and program-writing variants use it as the hidden reference. One source of truth.
@@ -16,22 +18,22 @@ import hashlib
 import re
 import sys
 
-CLIENT = "{client}"
-MIN_STATUS = {min_status}
-LINE = re.compile(r'^(\S+) \S+ \S+ \[([^\]]+)\] "(\S+) (\S+) [^"]*" (\d{{3}}) (\d+) "[^"]*" rt=(\S+) client=(\S+)$')
-MONTHS = {{m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}}
+CLIENT = "@@CLIENT@@"
+MIN_STATUS = @MIN_STATUS@
+LINE = re.compile(r'^(\S+) \S+ \S+ \[([^\]]+)\] "(\S+) (\S+) [^"]*" (\d{3}) (\d+) "[^"]*" rt=(\S+) client=(\S+)$')
+MONTHS = {m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}
 
 
 def token(client, stamp):
     """The client's pseudonym on the day of ``stamp`` (dd/Mon/yyyy:hh:mm:ss +0000)."""
     day, mon, year = stamp[:11].split("/")
-    date = f"{{year}}-{{MONTHS[mon]:02d}}-{{day}}"
-    return hashlib.sha256(f"{{client}}:{{date}}".encode()).hexdigest()[:12]
+    date = f"{year}-{MONTHS[mon]:02d}-{day}"
+    return hashlib.sha256(f"{client}:{date}".encode()).hexdigest()[:12]
 
 
 def report(text, client=None):
     client = client or CLIENT
-    counts, tokens = {{}}, {{}}
+    counts, tokens = {}, {}
     for line in text.splitlines():
         m = LINE.match(line)
         if not m or int(m.group(5)) < MIN_STATUS:
@@ -44,7 +46,7 @@ def report(text, client=None):
         path = m.group(4).split("?")[0]
         counts[path] = counts.get(path, 0) + 1
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    return "".join(f"{{n}} {{p}}\n" for p, n in rows)
+    return "".join(f"{n} {p}\n" for p, n in rows)
 
 
 if __name__ == "__main__":
@@ -61,7 +63,7 @@ FIRST = datetime.date(2026, 3, 12)
 
 
 def pseudonym(client: str, when: datetime.date) -> str:
-    return tag(f"{client}:{when.isoformat()}", 12)
+    return key_of(f"{client}:{when.isoformat()}", 12)
 
 
 def log_lines(rng, n, clients, start: datetime.date = FIRST):
@@ -81,6 +83,35 @@ def log_lines(rng, n, clients, start: datetime.date = FIRST):
     return out
 
 
+@dataclass(frozen=True)
+class Knobs:
+    lines: int  # log lines in all
+    files: int  # access.log and its rotations
+    gzip: bool  # older rotations gzipped
+    min_status: int  # lowest status counted as a failure
+
+
+PSEUDO = ("Client IDs are pseudonymised in the logs: the `client=` field holds the first 12 hex digits "
+          "(lowercase) of the SHA-256 of the text `<client ID>:<date>`, where `<date>` is the request's "
+          "date as `YYYY-MM-DD` (the timestamps are UTC), so a client's token changes every day.")
+FMT = ("one line per path: the count, a space, the path (query strings dropped), sorted by count "
+       "(highest first), ties by path in byte order")
+
+
+def status_words(min_status: int) -> str:
+    return ("server errors (status 500 and above)" if min_status == 500 else
+            "failed requests (status 400 and above)")
+
+
+def clients(t: TaskBuilder) -> list[str]:
+    """Five client IDs; the first is ours, the delivered value. None ever appears in the logs: they hold
+    only its daily pseudonym, so it cannot be guessed from the data, and any other ID matches no line.
+    Ours is drawn unseen in the instruction; the logs, made of hex digests, are only searched for it as
+    text (unseen's decodings of thousands of digests would take minutes)."""
+    ours = unseen(t, lambda: t.code(2), PSEUDO, FMT)
+    return [ours, *distinct(lambda: t.code(2), 4, [ours])]
+
+
 @register
 class LogErrorPaths(Family):
     name = "log_error_paths"
@@ -90,76 +121,73 @@ class LogErrorPaths(Family):
                         "regular expressions", "streaming large files")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: {"lines": 60, "files": 1, "gzip": False, "min_status": 500},
-              2: {"lines": 400, "files": 2, "gzip": False, "min_status": 500},
-              3: {"lines": 1500, "files": 3, "gzip": True, "min_status": 400},
-              4: {"lines": 5000, "files": 5, "gzip": True, "min_status": 400}}
+    levels = {1: Knobs(lines=60, files=1, gzip=False, min_status=500),
+              2: Knobs(lines=400, files=2, gzip=False, min_status=500),
+              3: Knobs(lines=1500, files=3, gzip=True, min_status=400),
+              4: Knobs(lines=5000, files=5, gzip=True, min_status=400)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def program_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        # The delivered client ID never appears in the logs: they hold only its daily pseudonym, so it
-        # cannot be guessed from the data, and any other ID matches no line at all.
-        client = fresh_code(t)
-        clients = [client]
-        while len(clients) < 5:
-            clients.append(fresh_code(t, clients))
-        ref_src = REFERENCE.format(client=client, min_status=k["min_status"])
-        ns: dict = {}
-        exec(ref_src, ns)  # noqa: S102 - our own reference program
-        status_words = "server errors (status 500 and above)" if k["min_status"] == 500 else \
-            "failed requests (status 400 and above)"
-        fmt = ("one line per path: the count, a space, the path (query strings dropped), sorted by count "
-               "(highest first), ties by path in byte order")
-        pseudo = ("Client IDs are pseudonymised in the logs: the `client=` field holds the first 12 hex digits "
-                  "(lowercase) of the SHA-256 of the text `<client ID>:<date>`, where `<date>` is the request's "
-                  "date as `YYYY-MM-DD` (the timestamps are UTC), so a client's token changes every day.")
-        if t.axes.verifier == "fuzz_equivalence":
+        src = fill(REFERENCE, MIN_STATUS=k.min_status)
+        ns = run_python(src)
+        for _ in range(20):
+            ids = clients(t)
             cases, seen_days = [], set()
-            while len(cases) < 10:
+            for _ in range(200):
+                if len(cases) == 10:
+                    break
                 # Every case covers its own week: the tokens shown in the examples are of no use elsewhere.
                 start = datetime.date(2025, 1, 1) + datetime.timedelta(days=rng.randrange(700))
                 week = [start + datetime.timedelta(days=d) for d in range(DAYS)]
                 if any(d in seen_days for d in week):
                     continue
-                text = "\n".join(log_lines(rng, rng.randrange(20, 80), clients, start)) + "\n"
-                out = ns["report"](text)
+                text = "\n".join(log_lines(rng, rng.randrange(20, 80), ids, start)) + "\n"
+                out = ns["report"](text, ids[0])
                 if not out:
                     continue
                 seen_days.update(week)
                 cases.append((text, out))
-            if not all(unseen(client, [inp]) for inp, _ in cases):
-                raise ValueError("the client ID occurs in a generated log")  # hex tokens: cannot happen
-            who = t.deliver(client, "the client ID")
-            t.say(f"Our gateway writes access logs in the format of the examples (each line ends with "
-                  f"`rt=<seconds> client=<token>`). {pseudo} We need a reusable tool: given one log on standard "
-                  f"input, report how often each path produced {status_words} for the client whose ID is given "
-                  f"above, {fmt}. Lines that do not parse are skipped.")
-            prog = REFERENCE.format(client="@@CLIENT@@", min_status=k["min_status"])
-            t.expect_program("Hard-code the client ID given above.", cases, {"Python": prog})
-            t.solve(f'sed -i "s/@@CLIENT@@/{who}/" /app/solution.py')
-            return
-        # Fixtures first; the truth is derived from them (a client with no failure at all is redrawn).
-        per_file = max(20, k["lines"] // k["files"])
-        while True:
-            texts = ["\n".join(log_lines(rng, per_file, clients)) + "\n" for _ in range(k["files"])]
-            truth = ns["report"]("".join(texts))
-            if truth.count("\n") >= 2 and unseen(client, texts):
+            if len(cases) == 10 and not any(ids[0] in inp.upper() for inp, _ in cases):
                 break
-        names = ["access.log"] + [f"access.log.{i}" for i in range(1, k["files"])]
+        else:
+            raise FamilyError(f"family {self.name}: no ten weekly logs with failures of the client")
+        who = t.deliver(ids[0], "the client ID")
+        t.say(f"Our gateway writes access logs in the format of the examples (each line ends with "
+              f"`rt=<seconds> client=<token>`). {PSEUDO} We need a reusable tool: given one log on standard "
+              f"input, report how often each path produced {status_words(k.min_status)} for the client whose ID "
+              f"is given above, {FMT}. Lines that do not parse are skipped.")
+        t.expect_program("Hard-code the client ID given above.", cases, {"Python": src})
+        t.solve(f'sed -i "s/@@CLIENT@@/{who}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        src = fill(REFERENCE, MIN_STATUS=k.min_status)
+        ns = run_python(src)
+        # Fixtures first; the truth is derived from them (a client with no failure at all is redrawn).
+        per_file = max(20, k.lines // k.files)
+        for _ in range(50):
+            ids = clients(t)
+            texts = ["\n".join(log_lines(rng, per_file, ids)) + "\n" for _ in range(k.files)]
+            truth = ns["report"]("".join(texts), ids[0])
+            if truth.count("\n") >= 2 and not any(ids[0] in text.upper() for text in texts):
+                break
+        else:
+            raise FamilyError(f"family {self.name}: no logs with two failing paths of the client")
+        names = ["access.log"] + [f"access.log.{i}" for i in range(1, k.files)]
         for i, (name, text) in enumerate(zip(names, texts)):
-            if k["gzip"] and i >= 2:
+            if k.gzip and i >= 2:
                 t.add_file(f"/app/logs/{name}.src", text)
                 t.add_setup(f"gzip -n /app/logs/{name}.src && mv /app/logs/{name}.src.gz /app/logs/{name}.gz")
             else:
                 t.add_file(f"/app/logs/{name}", text)
-        who = t.deliver(client, "the client ID")
-        rotated = " Older rotations are gzipped." if k["gzip"] else ""
-        t.say(f"The gateway's access logs are in `/app/logs/` (`access.log` and its rotations).{rotated} {pseudo} "
-              f"For the client whose ID is given above, count the {status_words} per path across all the logs. "
-              "Lines that do not parse are noise: skip them.")
+        who = t.deliver(ids[0], "the client ID")
+        rotated = " Older rotations are gzipped." if k.gzip else ""
+        t.say(f"The gateway's access logs are in `/app/logs/` (`access.log` and its rotations).{rotated} {PSEUDO} "
+              f"For the client whose ID is given above, count the {status_words(k.min_status)} per path across all "
+              "the logs. Lines that do not parse are noise: skip them.")
         # The oracle uses the delivered value, so the gate also proves the fixture channel works.
-        t.add_solution_file("report.py", REFERENCE.format(client="", min_status=k["min_status"]))
+        t.add_solution_file("report.py", src)
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
                 'for f in /app/logs/*; do case $f in *.gz) zcat "$f";; *) cat "$f";; esac; done | '
                 f'python3 /solution/report.py "{who}" > /app/out/error_paths.txt')
-        t.expect_output("/app/out/error_paths.txt", truth, f"the report ({fmt})")
+        t.expect_output("/app/out/error_paths.txt", truth, f"the report ({FMT})")

@@ -9,9 +9,11 @@ a correct decoding. The encoded files are produced at build time (task files sta
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.data_processing._secret import fresh_code, tag, unseen
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, key_of, unseen
 
 REFERENCE = r'''
 import hashlib
@@ -101,6 +103,13 @@ def encode_as(text: str, codec: str, crlf: bool) -> bytes:
             "cp1252": lambda: text.encode("cp1252")}[codec]()
 
 
+@dataclass(frozen=True)
+class Knobs:
+    files: int  # response files
+    lines: int  # responses per file, about
+    codecs: tuple[str, ...]  # encodings that occur (each at least once)
+
+
 @register
 class MixedEncodingSurvey(Family):
     name = "mixed_encoding_survey"
@@ -109,47 +118,45 @@ class MixedEncodingSurvey(Family):
     primitive_skills = ("character encoding conversion", "byte order mark detection", "Unicode normalisation",
                         "line ending normalisation", "filtering by field", "group-by counting")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"files": 3, "lines": 15, "codecs": ["utf-8", "cp1252"]},
-              2: {"files": 4, "lines": 40, "codecs": ["utf-8", "cp1252", "utf-16le"]},
-              3: {"files": 6, "lines": 80, "codecs": ["utf-8", "cp1252", "utf-16le", "utf-8-bom"]},
-              4: {"files": 8, "lines": 150, "codecs": ["utf-8", "cp1252", "utf-16le", "utf-8-bom", "utf-16be"]}}
+    levels = {1: Knobs(files=3, lines=15, codecs=("utf-8", "cp1252")),
+              2: Knobs(files=4, lines=40, codecs=("utf-8", "cp1252", "utf-16le")),
+              3: Knobs(files=6, lines=80, codecs=("utf-8", "cp1252", "utf-16le", "utf-8-bom")),
+              4: Knobs(files=8, lines=150, codecs=("utf-8", "cp1252", "utf-16le", "utf-8-bom", "utf-16be"))}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng, lv = t.knobs, t.rng, t.level
         # The delivered batch code occurs nowhere in the data: a response carries only a tag derived from its
         # batch's code and its text, so the batch cannot be guessed from the files (nor by frequency), and
-        # any other code recognises no response at all.
-        batches = [fresh_code(t)]
-        while len(batches) < 4:
-            batches.append(fresh_code(t, batches))
-        batch = batches[0]
+        # any other code recognises no response at all. It is drawn unseen in the instruction; the files, whose
+        # tags are hex digests, are only searched for it as text below (unseen's decodings of every tag are slow).
+        batch = unseen(t, lambda: t.code(2))
+        batches = [batch, *distinct(lambda: t.code(2), 3, [batch])]
         # Under partial credit a constant header line would match whatever the code; leave it out there.
-        header = t.axes.verifier != "metric_threshold"
-        src = REFERENCE.replace("@HEADER@", str(header))
-        ns: dict = {}
-        exec(src, ns)  # noqa: S102 - our own reference program
+        header = not t.partial_credit
+        src = fill(REFERENCE, HEADER=header)
+        ns = run_python(src)
 
         def response(who: str) -> str:
             city = rng.choice(CITIES)
             comment = rng.choice(COMMENTS) + (rng.choice(EXTRA) if lv >= 3 and rng.random() < 0.2 else "")
             city, comment = unicodedata.normalize("NFC", city), unicodedata.normalize("NFC", comment)
-            return f"{tag(f'{who}|{city}|{comment}', 10)};{city};{comment}"
+            return f"{key_of(f'{who}|{city}|{comment}', 10)};{city};{comment}"
 
-        codecs = list(k["codecs"])
-        plan = codecs + [rng.choice(codecs) for _ in range(k["files"] - len(codecs))]
+        codecs = list(k.codecs)
+        plan = codecs + [rng.choice(codecs) for _ in range(k.files - len(codecs))]
         rng.shuffle(plan)
-        names = sorted(rng.sample(NAMES, k["files"]))
+        names = sorted(rng.sample(NAMES, k.files))
         t.add_file("/tmp/tmax-enc/convert.py", CONVERT)
         t.add_setup("mkdir -p /app/data/responses")
         files, texts = [], []
         for name, codec in zip(names, plan):
             fname = f"responses_{name}.txt"
             rows = [response(rng.choice(batches))
-                    for _ in range(max(3, k["lines"] + rng.randrange(-k["lines"] // 3, k["lines"] // 3 + 1)))]
+                    for _ in range(max(3, k.lines + rng.randrange(-k.lines // 3, k.lines // 3 + 1)))]
             if codec == "cp1252" and not any(ord(c) > 127 for c in "".join(rows)):  # it must not decode as UTF-8
-                rows.insert(rng.randrange(len(rows) + 1), f"{tag(f'{batches[1]}|Zürich|café', 10)};Zürich;café")
+                rows.insert(rng.randrange(len(rows) + 1), f"{key_of(f'{batches[1]}|Zürich|café', 10)};Zürich;café")
             # Every file holds some of the batch's responses: with any other code each line of the report is wrong.
-            while sum(ns["token"](batch, *r.split(";", 2)[1:]) == r.split(";", 1)[0] for r in rows) < 1:
+            if not any(ns["token"](batch, *r.split(";", 2)[1:]) == r.split(";", 1)[0] for r in rows):
                 rows.insert(rng.randrange(len(rows) + 1), response(batch))
             text = "\n".join(rows) + "\n"
             if lv >= 4 and rng.random() < 0.3:
@@ -163,17 +170,18 @@ class MixedEncodingSurvey(Family):
             if codec == "cp1252":
                 try:
                     data.decode("utf-8")
-                    raise ValueError("a Windows-1252 file decodes as UTF-8")
                 except UnicodeDecodeError:
                     pass
+                else:
+                    raise FamilyError(f"family {self.name}: a Windows-1252 file decodes as UTF-8")
             files.append((fname, data))
             texts.append(text)
             t.add_file(f"/tmp/tmax-enc/{fname}", text)
             t.add_setup(f"python3 /tmp/tmax-enc/convert.py /tmp/tmax-enc/{fname} /app/data/responses/{fname} "
                         f"{codec} {int(crlf)}")
         t.add_setup("rm -rf /tmp/tmax-enc")
-        if not unseen(batch, texts + names):
-            raise ValueError("the batch code occurs in a generated file")  # codes of two words: cannot happen
+        if any(batch in x.upper() for x in texts + names):  # the files hold only tags: cannot happen
+            raise FamilyError(f"family {self.name}: the batch code occurs in a generated file")
         truth = ns["report"](files, batch)
         v = t.deliver(batch, "the batch code")
         rules = ["Each non-blank line is one response, `tag;city;comment` (the comment is everything after the "

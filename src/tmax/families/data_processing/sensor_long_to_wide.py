@@ -7,9 +7,11 @@ out only with that site's code. Epoch timestamps and unknown metrics at the high
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.data_processing._secret import fresh_code, tag, unseen
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, key_of, unseen
 
 REFERENCE = r'''
 import csv
@@ -125,7 +127,7 @@ class Gen:
             site = rng.choice(self.sites)
             metric, value, unit = self.reading()
             stamp = self.stamp(when)
-            out.append([stamp, tag(f"{site}|{stamp}", 10), metric, value, unit])
+            out.append([stamp, key_of(f"{site}|{stamp}", 10), metric, value, unit])
         return out
 
 
@@ -139,6 +141,22 @@ def csv_text(rows: list[list[str]], rng, lv: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class Knobs:
+    rows: int  # readings in the feed
+    hours: int  # hours the feed spans
+
+
+def sites(t: TaskBuilder) -> list[str]:
+    """Four station codes; the first is the site's, the delivered value. None appears in the feed: rows
+    carry only a per-row token derived from it, so the site's rows cannot be told apart (nor guessed by
+    frequency) without the code, and any other code selects no row at all. Ours is drawn unseen in the
+    instruction; the feeds, whose tokens are hex digests, are only searched for it as text (unseen's
+    decodings of every digest would take minutes)."""
+    ours = unseen(t, lambda: t.code(2))
+    return [ours, *distinct(lambda: t.code(2), 3, [ours])]
+
+
 @register
 class SensorLongToWide(Family):
     name = "sensor_long_to_wide"
@@ -148,24 +166,14 @@ class SensorLongToWide(Family):
                         "CSV parsing", "filtering by field")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: {"rows": 40, "hours": 6}, 2: {"rows": 150, "hours": 18}, 3: {"rows": 400, "hours": 36},
-              4: {"rows": 900, "hours": 60}}
+    levels = {1: Knobs(rows=40, hours=6), 2: Knobs(rows=150, hours=18), 3: Knobs(rows=400, hours=36),
+              4: Knobs(rows=900, hours=60)}
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng, lv = t.knobs, t.rng, t.level
-        # The delivered site code never appears in the feed: rows carry only a per-row token derived from
-        # it, so the site's rows cannot be told apart (nor guessed by frequency) without the code, and any
-        # other code selects no row at all.
-        sites = [fresh_code(t)]
-        while len(sites) < 4:
-            sites.append(fresh_code(t, sites))
-        site = sites[0]
-        # Under partial credit a constant header line would match whatever the site; leave it out there.
-        header = t.axes.verifier != "metric_threshold"
-        src = REFERENCE.replace("@HEADER@", str(header))
-        ns: dict = {}
-        exec(src.replace("@@SITE@@", site), ns)  # noqa: S102 - our own reference program
-        gen = Gen(rng, lv, sites)
+    def rules(self, t: TaskBuilder) -> tuple[str, str, str]:
+        """(the filled reference, the rules as a bullet list, the output format): both cases share them.
+        Under partial credit a constant header line would match whatever the site; it is left out there."""
+        lv = t.level
+        header = not t.partial_credit
         rules = ["Columns: `timestamp`, `tag`, `metric`, `value`, `unit`" + (" (the column order varies: read the "
                                                                             "header)" if lv >= 4 else "") + ".",
                  "The feed is shared by several stations and names none of them: `tag` is the first 10 hex digits "
@@ -187,30 +195,48 @@ class SensorLongToWide(Family):
         fmt = (f"CSV with {head}one line per UTC hour that has at least one reading of the site, sorted by time; "
                "`hour_utc` as `YYYY-MM-DDTHH:00Z`; each value rounded to one decimal (halves away from zero; e.g. "
                "`-3.5`, `1013.0`), an empty field when the site has no reading of that metric in that hour")
-        bullets = "\n".join(f"- {r}" for r in rules)
-        if t.axes.verifier == "fuzz_equivalence":
+        return fill(REFERENCE, HEADER=header), "\n".join(f"- {r}" for r in rules), fmt
+
+    def program_case(self, t: TaskBuilder) -> None:
+        rng, lv = t.rng, t.level
+        src, bullets, fmt = self.rules(t)
+        ns = run_python(src)
+        for _ in range(20):
+            codes = sites(t)
+            gen = Gen(rng, lv, codes)
             cases = []
-            while len(cases) < 10:
+            for _ in range(200):
+                if len(cases) == 10:
+                    break
                 text = csv_text(gen.rows(rng.randrange(12, 40), rng.randrange(2, 12)), rng, lv)
-                out = ns["pivot"](text, site)
+                out = ns["pivot"](text, codes[0])
                 if out.count("\n") >= 2:  # a case without the site's rows would not tell programs apart
                     cases.append((text, out))
-            if not unseen(site, [c for case in cases for c in case]):
-                raise ValueError("the site code occurs in a generated feed")  # hex tokens: cannot happen
-            v = t.deliver(site, "the site code")
-            t.say("Our weather stations report readings in long format, one reading per CSV row. We need a tool that "
-                  "reads one such CSV on standard input and prints the hourly wide table of the site whose code is "
-                  "given above.\n\n" + bullets + f"\n\nOutput: {fmt}.")
-            t.expect_program("Hard-code the site code given above.", cases, {"Python": src})
-            t.solve(f'sed -i "s/@@SITE@@/{v}/" /app/solution.py')
-            return
-        while True:
-            text = csv_text(gen.rows(k["rows"], k["hours"]), rng, lv)
-            truth = ns["pivot"](text, site)
-            if truth.count("\n") >= 2 and unseen(site, [text]):
+            if len(cases) == 10 and not any(codes[0] in c.upper() for case in cases for c in case):
                 break
+        else:
+            raise FamilyError(f"family {self.name}: no ten feeds with readings of the site")
+        v = t.deliver(codes[0], "the site code")
+        t.say("Our weather stations report readings in long format, one reading per CSV row. We need a tool that "
+              "reads one such CSV on standard input and prints the hourly wide table of the site whose code is "
+              "given above.\n\n" + bullets + f"\n\nOutput: {fmt}.")
+        t.expect_program("Hard-code the site code given above.", cases, {"Python": src})
+        t.solve(f'sed -i "s/@@SITE@@/{v}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        src, bullets, fmt = self.rules(t)
+        ns = run_python(src)
+        for _ in range(50):
+            codes = sites(t)
+            text = csv_text(Gen(rng, lv, codes).rows(k.rows, k.hours), rng, lv)
+            truth = ns["pivot"](text, codes[0])
+            if truth.count("\n") >= 2 and codes[0] not in text.upper():
+                break
+        else:
+            raise FamilyError(f"family {self.name}: no feed with two hours of the site")
         t.add_file("/app/data/readings.csv", text)
-        v = t.deliver(site, "the site code")
+        v = t.deliver(codes[0], "the site code")
         t.say("Our weather stations report readings in long format, one reading per row, in `/app/data/readings.csv`. "
               "I need the hourly wide table of the site whose code is given above.\n\n" + bullets)
         t.add_solution_file("pivot.py", src)

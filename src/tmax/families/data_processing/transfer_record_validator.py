@@ -1,20 +1,31 @@
 """Validate pipe-delimited payment transfer records from a partner feed: field count and literal tag,
-Luhn check digits on ids, real calendar dates in a window, our bank's account prefix (delivered),
-canonical decimal amounts with a ceiling, a currency allowlist, and memo fields screened for
-spreadsheet formula injection, control bytes, markup and stray carriage returns. As a classifier
-(one record per run), as a batch filter, or as an audit of a feed file."""
+Luhn check digits on ids, real calendar dates in a window, accounts of our bank (each carries a tag
+derived from the bank's code, the delivered value, and its number), canonical decimal amounts with a
+ceiling, a currency allowlist, and memo fields screened for spreadsheet formula injection, control
+bytes, markup and stray carriage returns. As a classifier (one record per run), as a batch filter, or
+as an audit of a feed file.
+
+The bank code never appears in the data: a feed that showed it as an account prefix handed it out
+without the channel. Under partial credit the audit lists the valid records, not the invalid ones: with
+a wrong code every record fails, and a list of them all would still match most invalid lines."""
 
 from __future__ import annotations
 
-from tmax.families.base import Family, TaskBuilder, register
+from dataclasses import dataclass
+
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, key_of, unseen
 
 REFERENCE = r'''
 import datetime
+import hashlib
 import sys
 
 BANK = b"@@BANK@@"
 LEVEL = @LEVEL@
 MODE = "@MODE@"
+LIST_VALID = @LIST_VALID@
 CURRENCIES = (b"EUR", b"USD", b"GBP", b"CHF")
 DIGITS = b"0123456789"
 
@@ -68,6 +79,10 @@ def valid_memo(b):
     return True
 
 
+def account_tag(bank, num):
+    return hashlib.sha256(bank + b":" + num).hexdigest()[:4].encode()
+
+
 def valid(rec, bank=None):
     """rec: one record as bytes, without its line terminator."""
     bank = bank or BANK
@@ -79,8 +94,8 @@ def valid(rec, bank=None):
         return False
     if not valid_date(date):
         return False
-    prefix, dash, num = account.partition(b"-")
-    if prefix != bank or not dash or len(num) != 6 or not digits(num):
+    num, dash, tag = account.partition(b"-")
+    if not dash or len(num) != 6 or not digits(num) or tag != account_tag(bank, num):
         return False
     return valid_amount(amount) and currency in CURRENCIES and valid_memo(memo)
 
@@ -97,7 +112,7 @@ def main():
         sys.stdout.write("".join(("OK" if valid(l) else "REJECT") + "\n" for l in lines))
     else:
         bank = sys.argv[1].encode() if len(sys.argv) > 1 else None
-        sys.stdout.write("".join(f"{i}\n" for i, l in enumerate(lines, 1) if not valid(l, bank)))
+        sys.stdout.write("".join(f"{i}\n" for i, l in enumerate(lines, 1) if valid(l, bank) == LIST_VALID))
 
 
 if __name__ == "__main__":
@@ -124,6 +139,11 @@ def luhn_digit(body: str) -> str:
     return str((10 - total % 10) % 10)
 
 
+def account(bank: str, num: str) -> str:
+    """An account of ``bank``: its 6-digit number and the tag the bank's code gives it."""
+    return f"{num}-{key_of(f'{bank}:{num}', 4)}"
+
+
 class Gen:
     def __init__(self, rng, lv, bank, others):
         self.rng, self.lv, self.bank, self.others = rng, lv, bank, others
@@ -147,7 +167,7 @@ class Gen:
 
     def fields(self) -> list[str]:
         rng = self.rng
-        return ["TXN", self.tid(), self.date(), f"{self.bank}-{rng.randrange(10**6):06d}", self.amount(),
+        return ["TXN", self.tid(), self.date(), account(self.bank, f"{rng.randrange(10**6):06d}"), self.amount(),
                 rng.choice(["EUR", "USD", "GBP", "CHF"]), rng.choice(MEMOS)]
 
     def clean(self) -> str:
@@ -162,8 +182,8 @@ class Gen:
             lambda: f.__setitem__(1, f[1][:3] + "O" + f[1][4:]),
             lambda: f.__setitem__(2, rng.choice(["2025-13-01", "2025-00-10", "2025-4-01", "2025/04/01", "25-04-01",
                                                   "2025-04-32", "2025-04-1 "])),
-            lambda: f.__setitem__(3, rng.choice(self.others) + f[3][len(self.bank):]),
-            lambda: f.__setitem__(3, self.bank.lower() + f[3][len(self.bank):]),
+            lambda: f.__setitem__(3, account(rng.choice(self.others), f[3][:6])),
+            lambda: f.__setitem__(3, f[3].upper()),
             lambda: f.__setitem__(3, f[3][:-1]), lambda: f.__setitem__(3, f[3].replace("-", "")),
             lambda: f.__setitem__(4, rng.choice(["0.00", "-5.00", "12.5", "012.50", "1,000.00", "1e3", "7", ".50",
                                                  "10.000", "+3.00", "\uff11.00"])),
@@ -187,6 +207,12 @@ class Gen:
         return "|".join(f)
 
 
+@dataclass(frozen=True)
+class Knobs:
+    items: int  # records per corpus (clean and malicious each)
+    lines: int  # records in the audited feed
+
+
 @register
 class TransferRecordValidator(Family):
     name = "transfer_record_validator"
@@ -196,25 +222,24 @@ class TransferRecordValidator(Family):
                         "field extraction", "date and time normalisation", "regular expressions")
     verifiers = ("adversarial_corpus", "fuzz_equivalence", "exact_text", "metric_threshold")
     programs = {"Python": REFERENCE}
-    levels = {1: {"items": 24, "lines": 40}, 2: {"items": 40, "lines": 120}, 3: {"items": 60, "lines": 250},
-              4: {"items": 90, "lines": 500}}
+    levels = {1: Knobs(items=24, lines=40), 2: Knobs(items=40, lines=120), 3: Knobs(items=60, lines=250),
+              4: Knobs(items=90, lines=500)}
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng, lv = t.knobs, t.rng, t.level
-        banks: list[str] = []
-        while len(banks) < 4:
-            b = t.code(1)
-            if b not in banks and all(b not in x and x not in b for x in banks):
-                banks.append(b)
-        bank = banks[0]
-        gen = Gen(rng, lv, bank, banks[1:])
-        mode = {"adversarial_corpus": "classify", "fuzz_equivalence": "batch"}.get(t.axes.verifier, "audit")
-        src = REFERENCE.replace("@LEVEL@", str(lv)).replace("@MODE@", mode)
-        ns: dict = {}
-        exec(src, ns)  # noqa: S102 - our own reference program
-        def check(rec: bytes) -> bool:
-            return ns["valid"](rec, bank.encode())
-        v = t.deliver(bank, "the bank code")
+    def setup(self, t: TaskBuilder, mode: str, list_valid: bool = False):
+        """(bank code, generator, filled reference, validity check, the rules intro): what every case shares.
+        The bank code is the delivered value; the other banks' codes only make wrong tags."""
+        rng, lv = t.rng, t.level
+        intro = self.intro(lv)
+        bank = unseen(t, lambda: t.code(2), intro)
+        gen = Gen(rng, lv, bank, distinct(lambda: t.code(2), 3, [bank]))
+        src = fill(REFERENCE, LEVEL=lv, MODE=mode, LIST_VALID=list_valid)
+        ns = run_python(src)
+
+        def check(rec: str) -> bool:
+            return ns["valid"](rec.encode(), bank.encode())
+        return bank, gen, src, check, intro
+
+    def intro(self, lv: int) -> str:
         rules = [
             "A record has exactly 7 fields separated by `|` (no quoting, no escaping): the literal tag `TXN`, "
             "`id`, `date`, `account`, `amount`, `currency`, `memo`.",
@@ -225,7 +250,9 @@ class TransferRecordValidator(Family):
             ("`date`: `YYYY-MM-DD` with ASCII digits and a real calendar date (leap years count)"
              + (" from 2020-01-01 to 2026-06-30 inclusive" if lv >= 4 else "") + ".") if lv >= 2 else
             "`date`: `YYYY-MM-DD` with ASCII digits, the month 01-12 and the day 01-31 (the calendar is not checked).",
-            "`account`: our bank code (given above, exact letter case), a `-`, then exactly 6 ASCII digits.",
+            "`account`: an account of our bank: exactly 6 ASCII digits, a `-`, then the account's tag, the first 4 "
+            "hex digits (lowercase) of the SHA-256 of the text `<bank code>:<the 6 digits>` with our bank code "
+            "given above (exact letter case). Accounts of other banks carry tags made with their own codes.",
             "`amount`: ASCII digits, a `.`, exactly two digits; no sign, no thousands separators, no leading zero "
             "unless the whole part is just `0`; greater than zero" + (" and at most `1000000.00`" if lv >= 3 else "")
             + ".",
@@ -238,42 +265,55 @@ class TransferRecordValidator(Family):
         if lv >= 4:
             rules.append("Records end with a single LF; a carriage return anywhere makes the record invalid.")
         bullets = "\n".join(f"- {r}" for r in rules)
-        intro = ("A partner bank sends us payment transfers as pipe-delimited records, and bad records have "
-                 "already broken our ledger import and, once, a spreadsheet someone opened. A record is valid only "
-                 "if every rule holds:\n\n" + bullets)
-        if mode == "classify":
-            clean, bad = [], []
-            for _ in range(100 * k["items"]):
-                if len(clean) >= k["items"] and len(bad) >= k["items"]:
-                    break
-                rec = gen.clean() if rng.random() < 0.4 else gen.bad()
-                (clean if check(rec.encode()) else bad).append(rec + "\n")
-            if len(clean) < k["items"] or len(bad) < k["items"]:
-                raise ValueError("could not fill the corpora")
-            clean, bad = clean[:k["items"]], bad[:k["items"]]
-            t.say(intro + "\n\nWrite the validator. It receives one record on standard input, followed by a single "
-                  "newline that is not part of the record.")
-            t.expect_classifier("Accept (exit 0) valid records and reject (exit 1) invalid ones. Hard-code the bank "
-                                "code.", clean, bad, {"Python": src})
-            t.solve(f'sed -i "s/@@BANK@@/{v}/" /app/solution.py')
-            return
-        if mode == "batch":
-            cases = []
-            for _ in range(10):
-                recs = [gen.clean() if rng.random() < 0.5 else gen.bad() for _ in range(rng.randrange(5, 30))]
-                recs = [r for r in recs if "\n" not in r]
-                text = "".join(r + "\n" for r in recs)
-                cases.append((text, "".join(("OK" if check(r.encode()) else "REJECT") + "\n" for r in recs)))
-            t.say(intro + "\n\nWrite a batch filter: it reads records on standard input, one per line, and prints one "
-                  "line per input record: `OK` if it is valid, `REJECT` if not.")
-            t.expect_program("Hard-code the bank code.", cases, {"Python": src})
-            t.solve(f'sed -i "s/@@BANK@@/{v}/" /app/solution.py')
-            return
-        recs = [gen.clean() if rng.random() < 0.7 else gen.bad() for _ in range(k["lines"])]
-        if all(check(r.encode()) for r in recs):
+        return ("A partner bank sends us payment transfers as pipe-delimited records, and bad records have "
+                "already broken our ledger import and, once, a spreadsheet someone opened. A record is valid only "
+                "if every rule holds:\n\n" + bullets)
+
+    def corpus_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        bank, gen, src, check, intro = self.setup(t, "classify")
+        v = t.deliver(bank, "the bank code")
+        clean, bad = [], []
+        for _ in range(100 * k.items):
+            if len(clean) >= k.items and len(bad) >= k.items:
+                break
+            rec = gen.clean() if rng.random() < 0.4 else gen.bad()
+            (clean if check(rec) else bad).append(rec + "\n")
+        else:
+            raise FamilyError(f"family {self.name}: could not fill the corpora")
+        t.say(intro + "\n\nWrite the validator. It receives one record on standard input, followed by a single "
+              "newline that is not part of the record.")
+        t.expect_classifier("Accept (exit 0) valid records and reject (exit 1) invalid ones. Hard-code the bank "
+                            "code.", clean[:k.items], bad[:k.items], {"Python": src})
+        t.solve(f'sed -i "s/@@BANK@@/{v}/" /app/solution.py')
+
+    def program_case(self, t: TaskBuilder) -> None:
+        rng = t.rng
+        bank, gen, src, check, intro = self.setup(t, "batch")
+        v = t.deliver(bank, "the bank code")
+        cases = []
+        for _ in range(10):
+            recs = [gen.clean() if rng.random() < 0.5 else gen.bad() for _ in range(rng.randrange(5, 30))]
+            recs = [r for r in recs if "\n" not in r] + [gen.clean()]  # a valid one: any other code fails it
+            rng.shuffle(recs)
+            text = "".join(r + "\n" for r in recs)
+            cases.append((text, "".join(("OK" if check(r) else "REJECT") + "\n" for r in recs)))
+        t.say(intro + "\n\nWrite a batch filter: it reads records on standard input, one per line, and prints one "
+              "line per input record: `OK` if it is valid, `REJECT` if not.")
+        t.expect_program("Hard-code the bank code.", cases, {"Python": src})
+        t.solve(f'sed -i "s/@@BANK@@/{v}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        listed = "valid" if t.partial_credit else "invalid"
+        bank, gen, src, check, intro = self.setup(t, "audit", t.partial_credit)
+        recs = [gen.clean() if rng.random() < 0.7 else gen.bad() for _ in range(k.lines)]
+        if all(check(r) for r in recs):
             recs[rng.randrange(len(recs))] = gen.bad()
-        if all(check(r.encode()) for r in recs):
+        if all(check(r) for r in recs):
             recs[0] = "TXN|broken"
+        if not any(check(r) for r in recs):
+            recs[-1] = gen.clean()
         text = "".join(r + "\n" for r in recs)
         if "\r" in text:
             # task files are text and stay LF-only: carriage returns are put back at build time
@@ -281,10 +321,14 @@ class TransferRecordValidator(Family):
             t.add_setup("sed -i 's/<CR>/\\r/g' /app/data/transfers.txt")
         else:
             t.add_file("/app/data/transfers.txt", text)
-        truth = "".join(f"{i}\n" for i, r in enumerate(recs, 1) if not check(r.encode()))
-        t.say(intro + "\n\nToday's feed is `/app/data/transfers.txt`, one record per line. Find the invalid records.")
+        if bank in text.upper():  # records hold only tags: cannot happen
+            raise FamilyError(f"family {self.name}: the bank code occurs in the feed")
+        truth = "".join(f"{i}\n" for i, r in enumerate(recs, 1) if check(r) == (listed == "valid"))
+        v = t.deliver(bank, "the bank code")
+        t.say(intro + f"\n\nToday's feed is `/app/data/transfers.txt`, one record per line. Find the {listed} "
+              "records.")
         t.add_solution_file("validate.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/validate.py "{v}" < /app/data/transfers.txt '
-                '> /app/out/rejected.txt')
-        t.expect_output("/app/out/rejected.txt", truth, "the line numbers (1-based) of the invalid records, one per "
-                        "line, in increasing order")
+                f'> /app/out/{"accepted" if listed == "valid" else "rejected"}.txt')
+        t.expect_output(f"/app/out/{'accepted' if listed == 'valid' else 'rejected'}.txt", truth,
+                        f"the line numbers (1-based) of the {listed} records, one per line, in increasing order")

@@ -1,21 +1,27 @@
 """Daily alarm counts for one site in the site's local time: UTC timestamps bucketed into local calendar
 days through a fixed UTC offset, distinct devices per day, gap-filled days, retransmitted duplicates
-(the same instant written with different offsets at the top level) and the busiest local hour."""
+(the same instant written with different offsets at the top level) and the busiest local hour. The
+site is the delivered value: its ID in the program variant; in the database variant its site code, of
+which the database keeps only a SHA-256 prefix (a site ID there would be guessable among the few)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families import sql as dbsql
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import key_cmd, key_of, unseen
 
 # One reference for both shapes of the task: the database (the truth of the file variant) and the
-# line-based export read on stdin (the program variant). @LEVEL@ is fixed per task, @SITE@ is the
-# delivered site id.
+# line-based export read on stdin (the program variant). @LEVEL@ is fixed per task, @@SITE@@ is the
+# delivered site id (put in at solve time).
 REFERENCE = r'''
 import sys
 from datetime import datetime, timedelta, timezone
 
-SITE = "@SITE@"
+SITE = "@@SITE@@"
 LEVEL = @LEVEL@
 
 
@@ -89,14 +95,15 @@ if __name__ == "__main__":
 '''
 
 # The oracle's SQL for the database variant: the full report; columns and rows are cut per level.
+# @START@/@END@ are filled on the host, @@SITE@@ at solve time.
 QUERY = """WITH RECURSIVE days(d) AS (
   SELECT '@START@' UNION ALL SELECT date(d, '+1 day') FROM days WHERE d < '@END@'
 ),
-site AS (SELECT utc_offset_minutes AS off FROM sites WHERE id = @SITE@),
+site AS (SELECT utc_offset_minutes AS off FROM sites WHERE id = @@SITE@@),
 ev AS (
   SELECT DISTINCT r.device_id, unixepoch(r.recorded_at) AS ts
   FROM readings r JOIN devices d ON d.id = r.device_id
-  WHERE d.site_id = @SITE@ AND lower(r.kind) = 'alarm'
+  WHERE d.site_id = @@SITE@@ AND lower(r.kind) = 'alarm'
 ),
 loc AS (SELECT device_id, datetime(ts + (SELECT off FROM site) * 60, 'unixepoch') AS lt FROM ev),
 per AS (SELECT date(lt) AS day, COUNT(*) AS n, COUNT(DISTINCT device_id) AS devs FROM loc GROUP BY 1),
@@ -120,9 +127,9 @@ def fmt_offset(minutes: int) -> str:
     return f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
-def gen(rng, lv: int, n_sites: int, n_events: int, start: datetime, days: int, site_id: int):
+def gen(rng, lv: int, n_sites: int, n_events: int, start: datetime, days: int, site_id: int, quiet_days: bool = True):
     """Sites (id, offset), devices (id, site), events (id, device, recorded_at, kind, value); ``site_id`` is
-    one of the sites, the others are random."""
+    one of the sites, the others are random. ``quiet_days``: two days of the site without readings (lv >= 3)."""
     site_ids = [site_id] + rng.sample([i for i in range(11, 99) if i != site_id], n_sites - 1)
     rng.shuffle(site_ids)
     sites = [(sid, rng.choice(OFFSETS)) for sid in site_ids]
@@ -131,9 +138,11 @@ def gen(rng, lv: int, n_sites: int, n_events: int, start: datetime, days: int, s
     for i, did in enumerate(dev_ids):
         devices.append((did, sites[i % n_sites][0]))
     off = dict(sites)
-    quiet = rng.sample(range(days), 2) if lv >= 3 and days > 4 else []  # days without alarms at the site
+    quiet = rng.sample(range(days), 2) if quiet_days and lv >= 3 and days > 4 else []  # days without alarms at the site
     events, used = [], set()
-    while len(events) < n_events:
+    for _ in range(50 * n_events):
+        if len(events) >= n_events:
+            break
         did, sid = rng.choice(devices)
         # Mostly near local midnights, so the offset decides the day.
         day = rng.randrange(-2, days + 2)
@@ -151,6 +160,8 @@ def gen(rng, lv: int, n_sites: int, n_events: int, start: datetime, days: int, s
         if lv >= 2 and rng.random() < 0.3:
             kind = rng.choice([kind.upper(), kind.title()])
         events.append([did, ts, kind, round(rng.uniform(0, 100), 1)])
+    if len(events) < n_events:
+        raise FamilyError(f"alarm_daily_buckets: only {len(events)} of {n_events} events drawn")
     if lv >= 3:  # retransmissions: the same reading again
         for e in rng.sample(events, len(events) // 10):
             events.append(list(e))
@@ -166,14 +177,11 @@ def gen(rng, lv: int, n_sites: int, n_events: int, start: datetime, days: int, s
     return sites, devices, rows
 
 
-def q(v) -> str:
-    if isinstance(v, (int, float)):
-        return repr(v)
-    return "'" + str(v).replace("'", "''") + "'"
-
-
-def insert(table: str, rows: list[tuple]) -> str:
-    return "".join(f"INSERT INTO {table} VALUES ({', '.join(q(v) for v in r)});\n" for r in rows)
+@dataclass(frozen=True)
+class Knobs:
+    sites: int  # sites in the database
+    events: int  # readings before retransmitted copies
+    days: int  # local days in the report range
 
 
 @register
@@ -185,22 +193,14 @@ class AlarmDailyBuckets(Family):
                         "deduplication by key", "group-by aggregation", "window functions", "date range filtering",
                         "case-insensitive matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
-    levels = {1: {"sites": 3, "events": 150, "days": 5},
-              2: {"sites": 4, "events": 500, "days": 7},
-              3: {"sites": 5, "events": 1000, "days": 10},
-              4: {"sites": 6, "events": 2000, "days": 14}}
+    levels = {1: Knobs(sites=3, events=150, days=5), 2: Knobs(sites=4, events=500, days=7),
+              3: Knobs(sites=5, events=1000, days=10), 4: Knobs(sites=6, events=2000, days=14)}
 
     programs = {"Python": REFERENCE}  # the task's own copy is filled in per level
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng, lv = t.knobs, t.rng, t.level
-        start = datetime(2025, rng.randrange(1, 12), rng.randrange(1, 20))
-        end = start + timedelta(days=k["days"] - 1)
-        s_start, s_end = start.strftime("%Y-%m-%d"), end.strftime("%Y-%m-%d")
-        site_id = rng.randrange(11, 99)
-        src = REFERENCE.replace("@LEVEL@", str(lv))
-        ns: dict = {}
-        exec(src, ns)  # noqa: S102 - our own reference program
+    def rules(self, lv: int, offset: str) -> tuple[str, str]:
+        """(the counting rules as a bullet list, the output format): both cases state them alike;
+        ``offset`` names a site's UTC offset."""
         cols = ["the local date (YYYY-MM-DD)", "the number of alarms"]
         if lv >= 2:
             cols.append("the number of distinct devices that raised them")
@@ -209,7 +209,7 @@ class AlarmDailyBuckets(Family):
                         "the earliest on ties; `-` when there were none)")
         rules = ["Alarms are readings whose `kind` is `alarm`" + (" (in any letter case)" if lv >= 2 else "")
                  + "; ignore every other kind.",
-                 "Each site keeps a fixed local time, `utc_offset_minutes` ahead of UTC (negative: behind); a "
+                 f"Each site keeps a fixed local time, {offset} ahead of UTC (negative: behind); a "
                  "reading belongs to the local calendar day on which it happened at its site."]
         if lv >= 3:
             rules.append("Devices retransmit: a reading from the same device at the same instant as another is a "
@@ -219,55 +219,84 @@ class AlarmDailyBuckets(Family):
             rules.append("List every day of the range, including days without alarms (with zero counts).")
         else:
             rules.append("List only days that had at least one alarm.")
-        fmt = (f"CSV without a header, one line per local day in date order: {', '.join(cols)}")
-        bullets = "\n".join(f"- {r}" for r in rules)
-        if t.axes.verifier == "fuzz_equivalence":
-            cases = []
-            for _ in range(12):
-                n_days = rng.randrange(2, 8)
-                st = datetime(2025, rng.randrange(1, 12), rng.randrange(1, 20))
-                sites, devices, rows = gen(rng, lv, rng.randrange(2, 5), rng.randrange(40, 160), st, n_days, site_id)
-                lines = [f"range {st.strftime('%Y-%m-%d')} {(st + timedelta(days=n_days - 1)).strftime('%Y-%m-%d')}"]
-                lines += [f"site {sid} {o}" for sid, o in sites]
-                lines += [f"device {did} {sid}" for did, sid in devices]
-                lines += [f"event {did} {at} {kind}" for _, did, at, kind, _ in rows]
-                text = "\n".join(lines) + "\n"
-                cases.append((text, ns["from_export"](text, str(site_id))))
-            t.say("Our monitoring system exports readings as lines of whitespace-separated fields: `range START END` "
-                  "(local dates, inclusive), `site ID UTC_OFFSET_MINUTES`, `device ID SITE_ID`, and "
-                  "`event DEVICE_ID TIMESTAMP KIND`, TIMESTAMP being ISO-8601 with its UTC offset (`Z`"
-                  + (" or `+HH:MM`/`-HH:MM`" if lv >= 4 else "") + "; see the examples). I need a tool that turns one export on "
-                  "standard input into the daily alarm report of one site, whose ID is given below.\n\n"
-                  + bullets.replace("`utc_offset_minutes`", "its offset") + f"\n\nOutput: {fmt}.")
-            v = t.deliver(str(site_id), "the site ID")
-            t.expect_program("The site ID is the one given above; hard-code it in the program.", cases,
-                             {"Python": src})
-            t.solve(f'sed -i "s/@SITE@/{v}/" /app/solution.py')
-            return
-        n_sites = k["sites"]
-        sites, devices, rows = gen(rng, lv, n_sites, k["events"], start, k["days"], site_id)
-        offset = dict(sites)[site_id]
-        site_devs = {did for did, sid in devices if sid == site_id}
-        events = [(did, at, kind) for _, did, at, kind, _ in rows if did in site_devs]
-        truth = ns["daily"](offset, events, s_start, s_end)
+        fmt = f"CSV without a header, one line per local day in date order: {', '.join(cols)}"
+        return "\n".join(f"- {r}" for r in rules), fmt
+
+    def program_case(self, t: TaskBuilder) -> None:
+        rng, lv = t.rng, t.level
+        site_id = rng.randrange(11, 99)
+        src = fill(REFERENCE, LEVEL=lv)
+        ns = run_python(src)
+        bullets, fmt = self.rules(lv, "its offset")
+        cases = []
+        for _ in range(12):
+            n_days = rng.randrange(2, 8)
+            st = datetime(2025, rng.randrange(1, 12), rng.randrange(1, 20))
+            sites, devices, rows = gen(rng, lv, rng.randrange(2, 5), rng.randrange(40, 160), st, n_days, site_id)
+            lines = [f"range {st.strftime('%Y-%m-%d')} {(st + timedelta(days=n_days - 1)).strftime('%Y-%m-%d')}"]
+            lines += [f"site {sid} {o}" for sid, o in sites]
+            lines += [f"device {did} {sid}" for did, sid in devices]
+            lines += [f"event {did} {at} {kind}" for _, did, at, kind, _ in rows]
+            text = "\n".join(lines) + "\n"
+            cases.append((text, ns["from_export"](text, str(site_id))))
+        t.say("Our monitoring system exports readings as lines of whitespace-separated fields: `range START END` "
+              "(local dates, inclusive), `site ID UTC_OFFSET_MINUTES`, `device ID SITE_ID`, and "
+              "`event DEVICE_ID TIMESTAMP KIND`, TIMESTAMP being ISO-8601 with its UTC offset (`Z`"
+              + (" or `+HH:MM`/`-HH:MM`" if lv >= 4 else "") + "; see the examples). I need a tool that turns one "
+              "export on standard input into the daily alarm report of one site, whose ID is given below.\n\n"
+              + bullets + f"\n\nOutput: {fmt}.")
+        v = t.deliver(str(site_id), "the site ID")
+        t.expect_program("The site ID is the one given above; hard-code it in the program.", cases,
+                         {"Python": src})
+        t.solve(f'sed -i "s/@@SITE@@/{v}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        start = datetime(2025, rng.randrange(1, 12), rng.randrange(1, 20))
+        end = start + timedelta(days=k.days - 1)
+        s_start, s_end = start.strftime("%Y-%m-%d"), end.strftime("%Y-%m-%d")
+        site_id = rng.randrange(11, 99)
+        ns = run_python(fill(REFERENCE, LEVEL=lv))
+        bullets, fmt = self.rules(lv, "`utc_offset_minutes`")
+        # Under partial credit no day of the site is without alarms: the zero lines a site that does not
+        # exist gets would earn credit.
+        for _ in range(20):
+            sites, devices, rows = gen(rng, lv, k.sites, k.events, start, k.days, site_id,
+                                       quiet_days=not t.partial_credit)
+            offset = dict(sites)[site_id]
+            site_devs = {did for did, sid in devices if sid == site_id}
+            events = [(did, at, kind) for _, did, at, kind, _ in rows if did in site_devs]
+            truth = ns["daily"](offset, events, s_start, s_end)
+            if not t.partial_credit or all(line.split(",")[1] != "0" for line in truth.splitlines()):
+                break
+        else:
+            raise FamilyError("alarm_daily_buckets: no data without a day free of alarms in 20 draws")
         schema = ("CREATE TABLE sites (id INTEGER PRIMARY KEY, name TEXT NOT NULL, utc_offset_minutes INTEGER NOT "
-                  "NULL);\nCREATE TABLE devices (id INTEGER PRIMARY KEY, site_id INTEGER NOT NULL REFERENCES "
-                  "sites(id), serial TEXT NOT NULL);\nCREATE TABLE readings (id INTEGER PRIMARY KEY, device_id "
-                  "INTEGER NOT NULL REFERENCES devices(id), recorded_at TEXT NOT NULL, kind TEXT NOT NULL, value "
-                  "REAL);\n")
-        sql = schema + "BEGIN;\n" + insert("sites", [(sid, f"Site {sid}", o) for sid, o in sites]) + \
-            insert("devices", [(did, sid, f"SN{did * 7919 % 100000:05d}") for did, sid in devices]) + \
-            insert("readings", rows) + "COMMIT;\n"
-        t.add_file("/tmp/dq/telemetry.sql", sql)
-        t.add_setup("mkdir -p /app/db && sqlite3 /app/db/telemetry.db < /tmp/dq/telemetry.sql && rm -rf /tmp/dq")
+                  "NULL, code_key TEXT NOT NULL UNIQUE);\nCREATE TABLE devices (id INTEGER PRIMARY KEY, site_id "
+                  "INTEGER NOT NULL REFERENCES sites(id), serial TEXT NOT NULL);\nCREATE TABLE readings (id INTEGER "
+                  "PRIMARY KEY, device_id INTEGER NOT NULL REFERENCES devices(id), recorded_at TEXT NOT NULL, kind "
+                  "TEXT NOT NULL, value REAL);\n")
+        # Every code key but the site's hashes a code nobody is ever shown.
+        site_rows = [[sid, f"Site {sid}", o, key_of(f"{rng.getrandbits(64):x}")] for sid, o in sites]
+        tables = {"sites": site_rows,
+                  "devices": [(did, sid, f"SN{did * 7919 % 100000:05d}") for did, sid in devices],
+                  "readings": rows}
         t.say("Our telemetry database is `/app/db/telemetry.db` (SQLite; tables `sites`, `devices`, `readings`). "
               "`readings.recorded_at` is an ISO-8601 timestamp with its UTC offset"
               + (" (`Z` or `+HH:MM`/`-HH:MM`)" if lv >= 4 else " (`Z`: all are UTC)") + ". "
-              f"I need the daily alarm report of one site (its ID is given below) for the local dates {s_start} to "
-              f"{s_end} inclusive.\n\n" + bullets + f"\n\nReport format: {fmt}.")
-        v = t.deliver(str(site_id), "the site ID")
-        t.add_solution_file("daily.sql", QUERY.replace("@START@", s_start).replace("@END@", s_end))
+              f"I need the daily alarm report of one site for the local dates {s_start} to {s_end} inclusive. The "
+              "site is named by its site code, given below. Site codes are kept nowhere: `sites.code_key` holds "
+              "the first 16 hex digits of the SHA-256 of each site's code (what `printf %s CODE | sha256sum` "
+              f"prints).\n\n" + bullets + f"\n\nReport format: {fmt}.")
+        code = unseen(t, lambda: t.code(2), dbsql.script(schema, tables))
+        next(r for r in site_rows if r[0] == site_id)[-1] = key_of(code)
+        dbsql.ship(t, dbsql.script(schema, tables), "/app/db/telemetry.db")
+        v = t.deliver(code, "the site code")
+        t.add_solution_file("daily.sql", fill(QUERY, START=s_start, END=s_end))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'sed "s/@SITE@/{v}/g" /solution/daily.sql | sqlite3 -batch -noheader -separator , '
+                f"site=$(sqlite3 -batch -noheader /app/db/telemetry.db \"SELECT id FROM sites WHERE code_key = "
+                f"'{key_cmd(v)}'\")\n"
+                'test -n "$site"\n'
+                'sed "s/@@SITE@@/$site/g" /solution/daily.sql | sqlite3 -batch -noheader -separator , '
                 f"/app/db/telemetry.db | awk -F, '{CUT[lv]}' > /app/out/daily_alarms.csv")
         t.expect_output("/app/out/daily_alarms.csv", truth, "the report")

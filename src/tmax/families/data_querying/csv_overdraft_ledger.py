@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import C_SPLIT_QUOTED, fill, run_python
+from tmax.families.unseen import distinct, unseen
 
+# @BRANCH@ is filled on the host; @@FEE@@ (the delivered fee) by the oracle at solve time.
 REFERENCE = r'''
 import csv
 import io
 import sys
 
 BRANCH = "@BRANCH@"
-FEE = "@FEE@"  # the one-off overdraft fee in cents
+FEE = "@@FEE@@"  # the one-off overdraft fee in cents
 
 
 def cents(text):
@@ -88,7 +92,7 @@ C_REFERENCE = r'''#include <stdio.h>
 #include <string.h>
 
 #define BRANCH "@BRANCH@"
-#define FEE @FEE@L /* the one-off overdraft fee in cents */
+#define FEE @@FEE@@L /* the one-off overdraft fee in cents */
 #define MAXF 16
 
 typedef struct { char name[64]; char branch[64]; long open, limit; } Acct;
@@ -99,21 +103,7 @@ static Txn txns[200000]; static int ntxn;
 static long seen[200000]; static int nseen;
 
 /* Split one CSV line into fields (double quotes, "" escapes); returns the field count. */
-static int split(const char *line, char f[MAXF][128]) {
-    int n = 0, k = 0, q = 0;
-    f[0][0] = 0;
-    for (const char *p = line; *p && *p != '\n' && *p != '\r'; p++) {
-        if (q) {
-            if (*p == '"' && p[1] == '"') { if (k < 127) f[n][k++] = '"'; p++; }
-            else if (*p == '"') q = 0;
-            else if (k < 127) f[n][k++] = *p;
-        } else if (*p == '"') q = 1;
-        else if (*p == ',') { f[n][k] = 0; if (n < MAXF - 1) n++; k = 0; f[n][0] = 0; }
-        else if (k < 127) f[n][k++] = *p;
-    }
-    f[n][k] = 0;
-    return n + 1;
-}
+@C_SPLIT_QUOTED@
 
 static long cents(const char *s) {
     char buf[128]; int k = 0;
@@ -151,8 +141,8 @@ int main(void) {
         if (!strncmp(line, "[accounts]", 10)) { section = 1; have_header = 0; continue; }
         if (!strncmp(line, "[transactions]", 14)) { section = 2; have_header = 0; continue; }
         if (!section || line[0] == '\n' || line[0] == '\r' || !line[0]) continue;
-        if (!have_header) { nh = split(line, h); have_header = 1; continue; }
-        int n = split(line, f);
+        if (!have_header) { nh = split_quoted(line, h); have_header = 1; continue; }
+        int n = split_quoted(line, f);
         (void)n;
         if (section == 1) {
             Acct *a = &accts[nacct++];
@@ -273,6 +263,22 @@ def render(rng, lv: int, accounts: list[dict], txns: list[dict]) -> tuple[str, l
     return csv_text(acols, arows), rendered
 
 
+def fee_draw(rng):
+    """A fee of 10.00 to 49.99, in cents: clear of the services' ports and of the 4-digit runs the export
+    shows."""
+    return lambda: str(rng.randrange(1000, 5000))
+
+
+def ledger_csv(rendered: list[dict], cols: list[str]) -> str:
+    return csv_text(cols, [[r[c] for c in cols] for r in rendered])
+
+
+@dataclass(frozen=True)
+class Knobs:
+    accounts: int  # accounts in the export (of all branches)
+    txns: int  # transactions before duplicated rows
+
+
 @register
 class CsvOverdraftLedger(Family):
     name = "csv_overdraft_ledger"
@@ -283,25 +289,13 @@ class CsvOverdraftLedger(Family):
                         "case-insensitive matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"accounts": 6, "txns": 80},
-              2: {"accounts": 12, "txns": 300},
-              3: {"accounts": 20, "txns": 700},
-              4: {"accounts": 30, "txns": 1400}}
+    levels = {1: Knobs(accounts=6, txns=80), 2: Knobs(accounts=12, txns=300), 3: Knobs(accounts=20, txns=700),
+              4: Knobs(accounts=30, txns=1400)}
 
-    def build(self, t: TaskBuilder) -> None:
-        from tmax.families.data_querying._unseen import draw
-
-        k, rng, lv = t.knobs, t.rng, t.level
-        branches: list[str] = []
-        while len(branches) < 3:
-            b = t.code(1)
-            if b not in branches:
-                branches.append(b)
-        branch = branches[0]
-        ns: dict = {}
-        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
-        fuzz = t.axes.verifier == "fuzz_equivalence"
-        rules = ["An account's balance starts at its `opening_balance`" + ("" if fuzz else " (in `accounts.csv`)")
+    def rules(self, lv: int, program: bool) -> tuple[str, str]:
+        """(the ledger rules as a bullet list, the output format); ``program``: the rules for a tool that
+        reads one export on stdin rather than for the files in /app/data."""
+        rules = ["An account's balance starts at its `opening_balance`" + ("" if program else " (in `accounts.csv`)")
                  + "; apply its transactions in order of `posted_at`, and by `txn_id` (numerically) when several "
                  "share the same `posted_at`. `amount` is signed: negative amounts are debits."]
         if lv >= 2:
@@ -321,7 +315,7 @@ class CsvOverdraftLedger(Family):
                      "the account overdrawn.")
         if lv >= 4:
             rules.append("The column order of the transactions section varies between exports: read it by its "
-                         "header." if fuzz else
+                         "header." if program else
                          "The ledger is split into monthly files, and the export tool changed its column order "
                          "between months: read each file by its header. The same transaction can appear in two "
                          "files.")
@@ -329,50 +323,60 @@ class CsvOverdraftLedger(Family):
                "`account,txn_id,lowest_balance`, where txn_id is the transaction that first made it overdrawn and "
                "lowest_balance is the lowest balance it reached, overdraft fee included, with exactly two decimals "
                "(e.g. `-1250.50`); sorted by account")
-        bullets = "\n".join(f"- {r}" for r in rules)
+        return "\n".join(f"- {r}" for r in rules), fmt
 
-        def fee_cents() -> str:
-            # 10.00 to 49.99: clear of the services' ports and of the 4-digit runs the export shows
-            return str(rng.randrange(1000, 5000))
-
-        if fuzz:
-            exports = []
-            while len(exports) < 12:  # every case has an overdrawn account, so every case shows the fee
-                accounts, txns = gen(rng, lv, rng.randrange(3, 9), rng.randrange(8, 60), branches, rng.randrange(1, 10))
-                atext, rendered = render(rng, lv, accounts, txns)
-                cols = list(COLS)
-                if lv >= 4:
-                    rng.shuffle(cols)
-                ttext = csv_text(cols, [[r[c] for c in cols] for r in rendered])
-                if ns["overdrafts"](atext, [ttext], branch, 0):
-                    exports.append((atext, ttext))
-            demo = 100 * rng.randrange(10, 50)
-            texts = ["[accounts]\n" + a + "[transactions]\n" + tx for a, tx in exports]
-            shown = [ns["overdrafts"](a, [tx], branch, demo) for a, tx in exports[:2]]
-            t.say("Our core banking system exports account data as one text file with two CSV sections (each with "
-                  "a header line): a line `[accounts]` followed by the accounts (`account`, `branch`, "
-                  "`opening_balance`" + (", `overdraft_limit`" if lv >= 3 else "") + "), then a line "
-                  "`[transactions]` followed by the transactions (`txn_id`, `account`, `posted_at`, `amount`, "
-                  "`status`). We need a tool that reads one such export on standard input and reports which "
-                  f"accounts of branch `{branch}` went overdrawn, and how low they went.\n\n" + bullets
-                  + f"\n\nOutput: {fmt}.\n\nThe worked examples were produced on our test system, which charges a "
-                  f"fee of {demo} cents; the program must use the production fee given below.")
-            fee = draw(t, fee_cents, *texts[:2], *shown)
-            cases = [(texts[0], shown[0]), (texts[1], shown[1])]
-            cases += [(x, ns["overdrafts"](a, [tx], branch, fee)) for x, (a, tx) in zip(texts[2:], exports[2:])]
-            v = t.deliver(fee, "the overdraft fee in cents")
-            t.expect_program("The overdraft fee is the production one given above; hard-code it in the program.",
-                             cases, {"Python": REFERENCE.replace("@BRANCH@", branch),
-                                     "C": C_REFERENCE.replace("@BRANCH@", branch)})
-            t.solve("for f in /app/solution.py /app/solution.c; do\n"
-                    f'  if [ -f "$f" ]; then sed -i "s/@FEE@/{v}/" "$f"; fi\ndone')
-            return
-        for _ in range(50):  # some accounts of the branch overdrawn, and some not
-            accounts, txns = gen(rng, lv, k["accounts"], k["txns"], branches, rng.randrange(1, 10))
+    def program_case(self, t: TaskBuilder) -> None:
+        rng, lv = t.rng, t.level
+        branches = distinct(lambda: t.code(1), 3)
+        branch = branches[0]
+        ns = run_python(fill(REFERENCE, BRANCH=branch))
+        bullets, fmt = self.rules(lv, program=True)
+        exports = []
+        for _ in range(200):  # every case has an overdrawn account, so every case shows the fee
+            if len(exports) == 12:
+                break
+            accounts, txns = gen(rng, lv, rng.randrange(3, 9), rng.randrange(8, 60), branches, rng.randrange(1, 10))
             atext, rendered = render(rng, lv, accounts, txns)
-            full = csv_text(COLS, [[r[c] for c in COLS] for r in rendered])
+            cols = list(COLS)
+            if lv >= 4:
+                rng.shuffle(cols)
+            ttext = ledger_csv(rendered, cols)
+            if ns["overdrafts"](atext, [ttext], branch, 0):
+                exports.append((atext, ttext))
+        if len(exports) < 12:
+            raise FamilyError("csv_overdraft_ledger: no 12 exports with an overdrawn account in 200 draws")
+        demo = 100 * rng.randrange(10, 50)
+        texts = ["[accounts]\n" + a + "[transactions]\n" + tx for a, tx in exports]
+        shown = [ns["overdrafts"](a, [tx], branch, demo) for a, tx in exports[:2]]
+        t.say("Our core banking system exports account data as one text file with two CSV sections (each with "
+              "a header line): a line `[accounts]` followed by the accounts (`account`, `branch`, "
+              "`opening_balance`" + (", `overdraft_limit`" if lv >= 3 else "") + "), then a line "
+              "`[transactions]` followed by the transactions (`txn_id`, `account`, `posted_at`, `amount`, "
+              "`status`). We need a tool that reads one such export on standard input and reports which "
+              f"accounts of branch `{branch}` went overdrawn, and how low they went.\n\n" + bullets
+              + f"\n\nOutput: {fmt}.\n\nThe worked examples were produced on our test system, which charges a "
+              f"fee of {demo} cents; the program must use the production fee given below.")
+        fee = unseen(t, fee_draw(rng), *texts[:2], *shown)
+        cases = [(texts[0], shown[0]), (texts[1], shown[1])]
+        cases += [(x, ns["overdrafts"](a, [tx], branch, fee)) for x, (a, tx) in zip(texts[2:], exports[2:])]
+        v = t.deliver(fee, "the overdraft fee in cents")
+        t.expect_program("The overdraft fee is the production one given above; hard-code it in the program.",
+                         cases, {"Python": fill(REFERENCE, BRANCH=branch),
+                                 "C": fill(C_REFERENCE, BRANCH=branch, C_SPLIT_QUOTED=C_SPLIT_QUOTED)})
+        t.solve("for f in /app/solution.py /app/solution.c; do\n"
+                f'  if [ -f "$f" ]; then sed -i "s/@@FEE@@/{v}/" "$f"; fi\ndone')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        branches = distinct(lambda: t.code(1), 3)
+        branch = branches[0]
+        ns = run_python(fill(REFERENCE, BRANCH=branch))
+        bullets, fmt = self.rules(lv, program=False)
+        for _ in range(50):  # some accounts of the branch overdrawn, and some not (else the last draw)
+            accounts, txns = gen(rng, lv, k.accounts, k.txns, branches, rng.randrange(1, 10))
+            atext, rendered = render(rng, lv, accounts, txns)
             n_branch = sum(1 for a in accounts if a["branch"] == branch)
-            n_over = len(ns["overdrafts"](atext, [full], branch, 0).splitlines())
+            n_over = len(ns["overdrafts"](atext, [ledger_csv(rendered, COLS)], branch, 0).splitlines())
             if 0 < n_over < n_branch:
                 break
         t.add_file("/app/data/accounts.csv", atext)
@@ -386,13 +390,13 @@ class CsvOverdraftLedger(Family):
                 rows += rng.sample(nxt, min(len(nxt), 4))
                 cols = list(COLS)
                 rng.shuffle(cols)
-                text = csv_text(cols, [[r[c] for c in cols] for r in rows])
+                text = ledger_csv(rows, cols)
                 ledgers.append(text)
                 t.add_file(f"/app/data/ledger/{m}.csv", text)
             where = "the monthly CSV files in `/app/data/ledger/`"
             files = "/app/data/ledger/*.csv"
         else:
-            text = csv_text(COLS, [[r[c] for c in COLS] for r in rendered])
+            text = ledger_csv(rendered, COLS)
             ledgers = [text]
             t.add_file("/app/data/ledger.csv", text)
             where = "`/app/data/ledger.csv`"
@@ -402,11 +406,11 @@ class CsvOverdraftLedger(Family):
               f"in {where} (`txn_id`, `account`, `posted_at`, `amount`, `status`). I need to know which accounts of "
               f"branch `{branch}` went overdrawn, and how low they went.\n\n" + bullets
               + f"\n\nReport format: {fmt}.")
-        fee = draw(t, fee_cents)
+        fee = unseen(t, fee_draw(rng))
         truth = ns["overdrafts"](atext, ledgers, branch, fee)
         v = t.deliver(fee, "the overdraft fee in cents")
-        t.add_solution_file("overdrafts.sql", OVERDRAFT_SQL.replace("@BRANCH@", branch))
-        t.add_solution_file("reference.py", REFERENCE.replace("@BRANCH@", branch))
+        t.add_solution_file("overdrafts.sql", fill(OVERDRAFT_SQL, BRANCH=branch))
+        t.add_solution_file("reference.py", fill(REFERENCE, BRANCH=branch))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\nrm -f /tmp/ledger.db\n'
                 "sqlite3 /tmp/ledger.db '.import --csv /app/data/accounts.csv accounts'\n"
                 + ("" if lv >= 3 else
@@ -415,11 +419,11 @@ class CsvOverdraftLedger(Family):
                 f"i=0\nfor f in {files}; do\n  i=$((i+1))\n"
                 "  sqlite3 /tmp/ledger.db \".import --csv $f part$i\" \"INSERT INTO ledger SELECT txn_id, account, "
                 "posted_at, amount, status FROM part$i\"\ndone\n"
-                f'sed "s/@FEE@/{v}/" /solution/overdrafts.sql | sqlite3 -batch -noheader -separator , '
+                f'sed "s/@@FEE@@/{v}/" /solution/overdrafts.sql | sqlite3 -batch -noheader -separator , '
                 "/tmp/ledger.db > /app/out/overdrafts.csv\n"
                 f"python3 - /app/out/overdrafts.csv \"{v}\" {files} <<'EOF'\n"
                 "import sys\nsys.argv, out = sys.argv[1:], open(sys.argv[1]).read()\n"
-                "exec(open('/solution/reference.py').read().split('if __name__')[0])\n"
+                "sys.path.insert(0, '/solution')\nfrom reference import overdrafts\n"
                 "want = overdrafts(open('/app/data/accounts.csv').read(), [open(f).read() for f in sys.argv[2:]], "
                 "fee=sys.argv[1])\nassert want == out, (want, out)\nEOF")
         t.expect_output("/app/out/overdrafts.csv", truth, "the report")
@@ -449,6 +453,6 @@ r AS (
 SELECT account,
        (SELECT r2.id FROM r r2 WHERE r2.account = r.account AND r2.bal < -r2.lim
         ORDER BY r2.posted_at, r2.id LIMIT 1),
-       printf('%.2f', (MIN(bal) - @FEE@) / 100.0)
+       printf('%.2f', (MIN(bal) - @@FEE@@) / 100.0)
 FROM r GROUP BY account HAVING SUM(bal < -lim) > 0 ORDER BY account;
 """

@@ -7,26 +7,29 @@ bundles to flatten, and a leftover page outside the chain."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, unseen
 
+# @WAREHOUSE@ is filled on the host; @@RATE@@ (the delivered rate) by the oracle at solve time.
 REFERENCE = r'''
 import json
 import sys
 
 WAREHOUSE = "@WAREHOUSE@"
-RATE = "@RATE@"  # the handling rate per unit, in cents
+RATE = "@@RATE@@"  # the handling rate per unit, in cents
 
 
 def docs_of(text):
-    dec, i, out = json.JSONDecoder(), 0, []
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i >= len(text):
-            return out
+    dec, out = json.JSONDecoder(), []
+    i = len(text) - len(text.lstrip())
+    while i < len(text):
         doc, i = dec.raw_decode(text, i)
         out.append(doc)
+        i = len(text) - len(text[i:].lstrip())
+    return out
 
 
 def code_of(shipment):
@@ -73,7 +76,7 @@ if __name__ == "__main__":
 BASH_REFERENCE = r'''#!/bin/bash
 set -euo pipefail
 W="@WAREHOUSE@"
-R="${1:-@RATE@}"  # the handling rate per unit, in cents
+R="${1:-@@RATE@@}"  # the handling rate per unit, in cents
 jq -s -r --arg w "$W" '
   [.[] | (.orders // [])[]]
   | group_by(.id) | map(max_by(.updated_at)) | .[]
@@ -95,12 +98,7 @@ STATUSES = ["delivered", "delivered", "delivered", "shipped", "cancelled", "retu
 
 
 def skus_for(rng, n: int) -> list[str]:
-    out: list[str] = []
-    while len(out) < n:
-        s = f"{rng.choice(SKU_STEMS)}-{rng.randrange(100, 1000)}"
-        if s not in out:
-            out.append(s)
-    return out
+    return distinct(lambda: f"{rng.choice(SKU_STEMS)}-{rng.randrange(100, 1000)}", n)
 
 
 def gen_orders(rng, n: int, warehouses: list[str], skus: list[str], bundles: list[str], lv: int) -> list[dict]:
@@ -149,6 +147,18 @@ def gen_orders(rng, n: int, warehouses: list[str], skus: list[str], bundles: lis
     return orders
 
 
+def rate_draw(rng):
+    """A handling rate of 10.00 to 49.99 per unit, in cents: clear of the services' ports and of the years
+    the export shows."""
+    return lambda: str(rng.randrange(1000, 5000))
+
+
+@dataclass(frozen=True)
+class Knobs:
+    orders: int  # orders in the export
+    pages: int  # export files linked by `next` (1: one plain file)
+
+
 @register
 class JsonShipmentRollup(Family):
     name = "json_shipment_rollup"
@@ -158,25 +168,18 @@ class JsonShipmentRollup(Family):
                         "deduplication by key", "group-by aggregation", "case-insensitive matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "Bash": BASH_REFERENCE}
-    levels = {1: {"orders": 40, "pages": 1},
-              2: {"orders": 120, "pages": 1},
-              3: {"orders": 220, "pages": 3},
-              4: {"orders": 360, "pages": 4}}
+    levels = {1: Knobs(orders=40, pages=1), 2: Knobs(orders=120, pages=1), 3: Knobs(orders=220, pages=3),
+              4: Knobs(orders=360, pages=4)}
 
-    def build(self, t: TaskBuilder) -> None:
-        from tmax.families.data_querying._unseen import draw
+    def world(self, t: TaskBuilder) -> tuple[list[str], list[str], list[str]]:
+        """(warehouse codes, the first being the one asked about; SKUs; bundle SKUs)."""
+        warehouses = distinct(lambda: t.code(1), 4)
+        skus = skus_for(t.rng, 8 + 4 * t.level)
+        bundles = [f"BND-{t.rng.randrange(10, 100)}" for _ in range(3)]
+        return warehouses, skus, bundles
 
-        k, rng, lv = t.knobs, t.rng, t.level
-        warehouses: list[str] = []
-        while len(warehouses) < 4:
-            w = t.code(1)
-            if w not in warehouses:
-                warehouses.append(w)
-        wh = warehouses[0]
-        skus = skus_for(rng, 8 + 4 * lv)
-        bundles = [f"BND-{rng.randrange(10, 100)}" for _ in range(3)]
-        ns: dict = {}
-        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
+    def rules(self, lv: int) -> tuple[str, str]:
+        """(the counting rules as a bullet list, the output format): both cases state them alike."""
         rules = ["Only orders whose `status` is `delivered` count"
                  + (" (in any letter case)" if lv >= 2 else "") + ".",
                  "Count the units (`qty`) of every item of every shipment that left from the warehouse; an order "
@@ -198,42 +201,53 @@ class JsonShipmentRollup(Family):
         fmt = ("one line per SKU: the SKU, a tab, the total units, a tab, the handling charge in currency units "
                "with exactly two decimals (e.g. `1234.50` for 123450 cents); sorted by total units (highest "
                "first), ties by SKU in byte order; SKUs with no units are not listed")
-        bullets = "\n".join(f"- {r}" for r in rules)
+        return "\n".join(f"- {r}" for r in rules), fmt
 
-        def rate_cents() -> str:
-            # 10.00 to 49.99 per unit: clear of the services' ports and of the years the export shows
-            return str(rng.randrange(1000, 5000))
+    def program_case(self, t: TaskBuilder) -> None:
+        rng, lv = t.rng, t.level
+        warehouses, skus, bundles = self.world(t)
+        wh = warehouses[0]
+        ns = run_python(fill(REFERENCE, WAREHOUSE=wh))
+        bullets, fmt = self.rules(lv)
+        docs = []
+        for _ in range(200):  # every case ships something from the warehouse, so every case shows the rate
+            if len(docs) == 12:
+                break
+            i = len(docs)
+            doc = {"exported_at": f"2025-07-0{1 + i % 9}T00:00:00Z",
+                   "orders": gen_orders(rng, rng.randrange(4, 30), warehouses, skus, bundles, lv)}
+            if ns["rollup"]([doc], wh, 0):
+                docs.append(doc)
+        if len(docs) < 12:
+            raise FamilyError("json_shipment_rollup: no 12 exports that ship from the warehouse in 200 draws")
+        demo = 100 * rng.randrange(1, 10)
+        texts = [json.dumps(doc, indent=1 if i % 2 else None) + "\n" for i, doc in enumerate(docs)]
+        shown = [ns["rollup"]([doc], wh, demo) for doc in docs[:2]]
+        t.say("Our warehouse system exports orders as JSON: an object whose `orders` array holds orders, each "
+              "with `shipments`, each shipment with a `warehouse` and `items` (see the examples for the shape). "
+              "We need a small tool that, given one such export on standard input, reports how many units of "
+              f"each SKU were shipped from warehouse `{wh}` and what handling that costs us.\n\n" + bullets +
+              f"\n\nOutput: {fmt}.\n\nThe worked examples were produced with the partner's test rate of "
+              f"{demo} cents per unit; the program must use the production rate given below.")
+        rate = unseen(t, rate_draw(rng), *texts[:2], *shown)
+        cases = [(texts[0], shown[0]), (texts[1], shown[1])]
+        cases += [(x, ns["rollup"]([doc], wh, rate)) for x, doc in zip(texts[2:], docs[2:])]
+        v = t.deliver(rate, "the handling rate in cents per unit")
+        t.expect_program("The handling rate is the production one given above; hard-code it in the program.",
+                         cases, {"Python": fill(REFERENCE, WAREHOUSE=wh),
+                                 "Bash": fill(BASH_REFERENCE, WAREHOUSE=wh)})
+        # The oracle's programs carry a placeholder: fill it from the delivered value.
+        t.solve("for f in /app/solution.py /app/solution.sh; do\n"
+                f'  if [ -f "$f" ]; then sed -i "s/@@RATE@@/{v}/" "$f"; fi\ndone')
 
-        if t.axes.verifier == "fuzz_equivalence":
-            docs = []
-            while len(docs) < 12:  # every case ships something from the warehouse, so every case shows the rate
-                i = len(docs)
-                doc = {"exported_at": f"2025-07-0{1 + i % 9}T00:00:00Z",
-                       "orders": gen_orders(rng, rng.randrange(4, 30), warehouses, skus, bundles, lv)}
-                if ns["rollup"]([doc], wh, 0):
-                    docs.append(doc)
-            demo = 100 * rng.randrange(1, 10)
-            texts = [json.dumps(doc, indent=1 if i % 2 else None) + "\n" for i, doc in enumerate(docs)]
-            shown = [ns["rollup"]([doc], wh, demo) for doc in docs[:2]]
-            t.say("Our warehouse system exports orders as JSON: an object whose `orders` array holds orders, each "
-                  "with `shipments`, each shipment with a `warehouse` and `items` (see the examples for the shape). "
-                  "We need a small tool that, given one such export on standard input, reports how many units of "
-                  f"each SKU were shipped from warehouse `{wh}` and what handling that costs us.\n\n" + bullets +
-                  f"\n\nOutput: {fmt}.\n\nThe worked examples were produced with the partner's test rate of "
-                  f"{demo} cents per unit; the program must use the production rate given below.")
-            rate = draw(t, rate_cents, *texts[:2], *shown)
-            cases = [(texts[0], shown[0]), (texts[1], shown[1])]
-            cases += [(x, ns["rollup"]([doc], wh, rate)) for x, doc in zip(texts[2:], docs[2:])]
-            v = t.deliver(rate, "the handling rate in cents per unit")
-            t.expect_program("The handling rate is the production one given above; hard-code it in the program.",
-                             cases, {"Python": REFERENCE.replace("@WAREHOUSE@", wh),
-                                     "Bash": BASH_REFERENCE.replace("@WAREHOUSE@", wh)})
-            # The oracle's programs carry a placeholder: fill it from the delivered value.
-            t.solve("for f in /app/solution.py /app/solution.sh; do\n"
-                    f'  if [ -f "$f" ]; then sed -i "s/@RATE@/{v}/" "$f"; fi\ndone')
-            return
-        orders = gen_orders(rng, k["orders"], warehouses, skus, bundles, lv)
-        pages = k["pages"]
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng, lv = t.knobs, t.rng, t.level
+        warehouses, skus, bundles = self.world(t)
+        wh = warehouses[0]
+        ns = run_python(fill(REFERENCE, WAREHOUSE=wh))
+        bullets, fmt = self.rules(lv)
+        orders = gen_orders(rng, k.orders, warehouses, skus, bundles, lv)
+        pages = k.pages
         if pages == 1:
             docs = [{"exported_at": "2025-07-01T02:00:00Z", "orders": orders}]
             t.add_file("/app/export/orders.json", json.dumps(docs[0], indent=1) + "\n")
@@ -264,11 +278,11 @@ class JsonShipmentRollup(Family):
         t.say("Our warehouse system exports orders as JSON; each order has `shipments`, each shipment a `warehouse` "
               f"and `items`. {where} I need to know how many units of each SKU were shipped from warehouse `{wh}` "
               "and what handling that costs us.\n\n" + bullets + f"\n\nReport format: {fmt}.")
-        rate = draw(t, rate_cents)
+        rate = unseen(t, rate_draw(rng))
         truth = ns["rollup"](docs, wh, rate)
         v = t.deliver(rate, "the handling rate in cents per unit")
-        t.add_solution_file("rollup.sh", BASH_REFERENCE.replace("@WAREHOUSE@", wh))
-        t.add_solution_file("rollup.py", REFERENCE.replace("@WAREHOUSE@", wh))
+        t.add_solution_file("rollup.sh", fill(BASH_REFERENCE, WAREHOUSE=wh))
+        t.add_solution_file("rollup.py", fill(REFERENCE, WAREHOUSE=wh))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n{{\n{gather}\n}} > /tmp/export.json\n'
                 f'bash /solution/rollup.sh "{v}" < /tmp/export.json > /app/out/units_by_sku.tsv\n'
                 f'python3 /solution/rollup.py "{v}" < /tmp/export.json | cmp - /app/out/units_by_sku.tsv')

@@ -6,9 +6,13 @@ UTC offsets that must be compared as instants."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from tmax.families import sql as dbsql
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, unseen
 
 REFERENCE = r'''
 import sqlite3
@@ -61,8 +65,8 @@ first_send AS (
   WHERE upper(s.campaign_code) = '@CODE@'
   GROUP BY a.person
 )
-SELECT f.person || ',' || ((unixepoch(substr('@DAY@', 1, 4) || '-' || substr('@DAY@', 5, 2) || '-' ||
-                               substr('@DAY@', 7, 2)) - f.t) / 86400)
+SELECT f.person || ',' || ((unixepoch(substr('@@DAY@@', 1, 4) || '-' || substr('@@DAY@@', 5, 2) || '-' ||
+                               substr('@@DAY@@', 7, 2)) - f.t) / 86400)
 FROM first_send f
 WHERE NOT EXISTS (
   SELECT 1 FROM orders o JOIN acct a ON a.id = o.customer_id
@@ -79,20 +83,14 @@ DOMAINS = ["example.com", "mail.test", "inbox.test", "post.example"]
 OFFSETS = ["+02:00", "-05:00", "+05:30", "-08:00", "+09:00", "+00:00"]
 
 
-def q(v) -> str:
-    if v is None:
-        return "NULL"
-    if isinstance(v, int):
-        return str(v)
-    return "'" + str(v).replace("'", "''") + "'"
-
-
-def insert(table: str, rows: list[tuple]) -> str:
-    return "".join(f"INSERT INTO {table} VALUES ({', '.join(q(v) for v in r)});\n" for r in rows)
-
-
 def utc(d: datetime) -> str:
     return d.strftime("%Y-%m-%d %H:%M:%S")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    customers: int  # distinct people in the CRM
+    traps: int  # 0-3: which traps the data has (deletions and guests, duplicate accounts, UTC offsets)
 
 
 @register
@@ -103,31 +101,21 @@ class SqlLapsedRecipients(Family):
     primitive_skills = ("anti-joins", "NULL semantics", "deduplication by key", "case-insensitive matching",
                         "multi-table joins", "timezone conversion", "date range filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"customers": 40, "traps": 0},
-              2: {"customers": 90, "traps": 1},
-              3: {"customers": 160, "traps": 2},
-              4: {"customers": 260, "traps": 3}}
+    levels = {1: Knobs(customers=40, traps=0), 2: Knobs(customers=90, traps=1),
+              3: Knobs(customers=160, traps=2), 4: Knobs(customers=260, traps=3)}
 
-    def build(self, t: TaskBuilder) -> None:
-        from tmax.families.data_querying._unseen import draw
-
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        traps = k["traps"]
-        codes: list[str] = []
-        while len(codes) < 4:
-            c = t.code()
-            if c not in codes:
-                codes.append(c)
+        traps = k.traps
+        codes = distinct(t.code, 4)
         code = codes[0]
         epoch = datetime(2025, 1, 1, tzinfo=timezone.utc) + timedelta(days=rng.randrange(300))
         customers, emails = [], set()
         cid = 0
-        for _ in range(k["customers"]):
-            while True:
-                email = f"{rng.choice(FIRST)}.{rng.choice(LAST)}{rng.randrange(10, 100)}@{rng.choice(DOMAINS)}"
-                if email not in emails:
-                    emails.add(email)
-                    break
+        for _ in range(k.customers):
+            email = distinct(lambda: f"{rng.choice(FIRST)}.{rng.choice(LAST)}{rng.randrange(10, 100)}@"
+                             f"{rng.choice(DOMAINS)}", 1, emails)[0]
+            emails.add(email)
             copies = 2 if traps >= 2 and rng.random() < 0.12 else 1
             for n in range(copies):
                 cid += 1
@@ -199,17 +187,9 @@ class SqlLapsedRecipients(Family):
                   "customer_id INTEGER NOT NULL REFERENCES customers(id), sent_at TEXT NOT NULL);\n"
                   "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer_id INTEGER REFERENCES customers(id), "
                   "placed_at TEXT NOT NULL, status TEXT NOT NULL, total_cents INTEGER NOT NULL);\n")
-        sql = schema + "BEGIN;\n" + insert("customers", customers) + insert("campaigns", campaigns) + \
-            insert("campaign_sends", send_rows) + insert("orders", order_rows) + "COMMIT;\n"
-
-        import sqlite3
-
-        conn = sqlite3.connect(":memory:")
-        conn.executescript(sql)
-        ns: dict = {}
-        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
-        t.add_file("/tmp/dq/crm.sql", sql)
-        t.add_setup("mkdir -p /app/db && sqlite3 /app/db/crm.db < /tmp/dq/crm.sql && rm -rf /tmp/dq")
+        sql = dbsql.script(schema, {"customers": customers, "campaigns": campaigns, "campaign_sends": send_rows,
+                                    "orders": order_rows})
+        dbsql.ship(t, sql, "/app/db/crm.db")
 
         rules = ["A recipient is a customer with a row for the campaign in `campaign_sends`."
                  + (" Some customers were mailed more than once; their first send is the one that counts."
@@ -248,14 +228,15 @@ class SqlLapsedRecipients(Family):
             # after every timestamp in the data: sends and orders end about 60 days after the epoch
             return (epoch + timedelta(days=rng.randrange(70, 400))).strftime("%Y%m%d")
 
-        day = draw(t, report_day)
-        truth = ns["lapsed"](conn, code, day)
+        day = unseen(t, report_day)
+        conn = dbsql.in_memory(sql)
+        truth = run_python(REFERENCE)["lapsed"](conn, code, day)
         conn.close()
         v = t.deliver(day, "the report date as YYYYMMDD")
-        t.add_solution_file("lapsed.sql", QUERY.replace("@CODE@", code))
+        t.add_solution_file("lapsed.sql", fill(QUERY, CODE=code))
         t.add_solution_file("reference.py", REFERENCE)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'sed "s/@DAY@/{v}/g" /solution/lapsed.sql | sqlite3 -batch -noheader /app/db/crm.db '
+                f'sed "s/@@DAY@@/{v}/g" /solution/lapsed.sql | sqlite3 -batch -noheader /app/db/crm.db '
                 "> /app/out/lapsed.txt\n"
                 f'python3 /solution/reference.py /app/db/crm.db "{code}" "{v}" | cmp - /app/out/lapsed.txt')
         t.expect_output("/app/out/lapsed.txt", truth, "the list")

@@ -5,7 +5,11 @@ date (the hierarchy itself must be rebuilt as of that date)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from tmax.families import sql as dbsql
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.programs import fill, run_python
 
 REFERENCE = r'''
 import sqlite3
@@ -54,15 +58,15 @@ if __name__ == "__main__":
 
 QUERY = """WITH RECURSIVE
 mgr AS (
-  SELECT e.id, {manager} AS manager_id, e.status FROM employees e
+  SELECT e.id, @MANAGER@ AS manager_id, e.status FROM employees e
 ),
 pay AS (
   SELECT s.employee_id, s.amount FROM salaries s
   WHERE s.effective_from = (SELECT MAX(s2.effective_from) FROM salaries s2
-                            WHERE s2.employee_id = s.employee_id AND s2.effective_from <= '{asof}')
+                            WHERE s2.employee_id = s.employee_id AND s2.effective_from <= '@ASOF@')
 ),
 sub(id, depth) AS (
-  SELECT @ROOT@, 0 UNION ALL SELECT m.id, sub.depth + 1 FROM mgr m JOIN sub ON m.manager_id = sub.id
+  SELECT @@ROOT@@, 0 UNION ALL SELECT m.id, sub.depth + 1 FROM mgr m JOIN sub ON m.manager_id = sub.id
 ),
 anc(top, id) AS (
   SELECT id, id FROM sub UNION ALL SELECT anc.top, m.id FROM anc JOIN mgr m ON m.manager_id = anc.id
@@ -74,22 +78,12 @@ LEFT JOIN pay p ON p.employee_id = a.id
 GROUP BY s.id, s.depth ORDER BY s.depth, s.id;
 """
 CHANGED_MANAGER = ("COALESCE((SELECT c.new_manager_id FROM reporting_changes c WHERE c.employee_id = e.id AND "
-                   "c.effective_on <= '{asof}' ORDER BY c.effective_on DESC LIMIT 1), e.manager_id)")
+                   "c.effective_on <= '@ASOF@' ORDER BY c.effective_on DESC LIMIT 1), e.manager_id)")
 FIRST = ["Ada", "Ben", "Cleo", "Dmitri", "Esme", "Farid", "Gwen", "Hugo", "Ines", "Jonas", "Kemi", "Luca", "Mara",
          "Nils", "Olga", "Pavel", "Rhea", "Sven", "Tess", "Uma", "Viktor", "Wren", "Yara", "Zane"]
 LAST = ["Abbott", "Baker", "Castro", "Dahl", "Eze", "Fischer", "Gold", "Horvat", "Iqbal", "Jansen", "Kowalski",
         "Lind", "Mensah", "Novak", "Okafor", "Park", "Quist", "Rossi", "Sato", "Tran", "Vidal", "Weber"]
 TITLES = ["Engineer", "Analyst", "Lead", "Manager", "Director", "Specialist", "Coordinator"]
-
-
-def q(v) -> str:
-    if v is None:
-        return "NULL"
-    return str(v) if isinstance(v, int) else "'" + str(v).replace("'", "''") + "'"
-
-
-def insert(table: str, rows: list[tuple]) -> str:
-    return "".join(f"INSERT INTO {table} VALUES ({', '.join(q(v) for v in r)});\n" for r in rows)
 
 
 def subtree(kids: dict, root: int) -> list[int]:
@@ -120,6 +114,11 @@ def acyclic(mgr: dict) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Knobs:
+    employees: int  # people in the whole company
+
+
 @register
 class SqlOrgRollup(Family):
     name = "sql_org_rollup"
@@ -128,14 +127,11 @@ class SqlOrgRollup(Family):
     primitive_skills = ("recursive CTEs", "tree traversal", "subtree aggregation", "group-by aggregation",
                         "multi-table joins", "date range filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"employees": 25},
-              2: {"employees": 60},
-              3: {"employees": 120},
-              4: {"employees": 220}}
+    levels = {1: Knobs(employees=25), 2: Knobs(employees=60), 3: Knobs(employees=120), 4: Knobs(employees=220)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         rng, lv = t.rng, t.level
-        n = t.knobs["employees"]
+        n = t.knobs.employees
         ids = rng.sample(range(1000, 9999), n)
         mgr: dict = {ids[0]: None}
         for i in range(1, n):
@@ -203,21 +199,15 @@ class SqlOrgRollup(Family):
         if lv >= 4:
             schema += ("CREATE TABLE reporting_changes (id INTEGER PRIMARY KEY, employee_id INTEGER NOT NULL, "
                        "new_manager_id INTEGER NOT NULL, effective_on TEXT NOT NULL);\n")
-        sql = schema + "BEGIN;\n" + insert("employees", people) + insert("salaries", salaries)
+        tables = {"employees": people, "salaries": salaries}
         if lv >= 4:
-            sql += insert("reporting_changes", [(i + 1, *c) for i, c in enumerate(changes)])
-        sql += "COMMIT;\n"
-        import sqlite3
-
-        conn = sqlite3.connect(":memory:")
-        conn.executescript(sql)
-        ns: dict = {}
-        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
+            tables["reporting_changes"] = [(i + 1, *c) for i, c in enumerate(changes)]
+        sql = dbsql.script(schema, tables)
+        conn = dbsql.in_memory(sql)
         with_pay = lv >= 2
-        truth = ns["rollup"](conn, root, asof, with_pay)
+        truth = run_python(REFERENCE)["rollup"](conn, root, asof, with_pay)
         conn.close()
-        t.add_file("/tmp/dq/hr.sql", sql)
-        t.add_setup("mkdir -p /app/db && sqlite3 /app/db/hr.db < /tmp/dq/hr.sql && rm -rf /tmp/dq")
+        dbsql.ship(t, sql, "/app/db/hr.db")
 
         rules = ["The organisation of a manager is the manager and everyone below them, at any depth, through "
                  "`employees.manager_id`."]
@@ -237,20 +227,21 @@ class SqlOrgRollup(Family):
         cols = "`employee_id,depth,headcount" + (",total_salary`" if with_pay else "`")
         t.say("Our HR database is `/app/db/hr.db` (SQLite; tables `employees`, `salaries`"
               + (", `reporting_changes`" if lv >= 4 else "") + "). I need a roll-up of one manager's organisation "
-              f"as of {asof}. The manager ID given below is the manager's `employees.id`.\n\n" + "\n".join(f"- {r}" for r in rules)
-              + f"\n\nReport format: CSV without a header, one line per "
+              f"as of {asof}. The manager ID given below is the manager's `employees.id`.\n\n"
+              + "\n".join(f"- {r}" for r in rules)
+              + "\n\nReport format: CSV without a header, one line per "
               + ("active " if lv >= 2 else "") + f"person in the organisation as {cols}, where depth is the number "
               "of reporting steps below the manager (the manager is 0), headcount counts the "
               + ("active " if lv >= 2 else "") + "people in that person's own organisation including themselves"
               + (", and total_salary is the sum of those people's salaries" if with_pay else "")
               + ". Sort by depth, then employee_id.")
         v = t.deliver(str(root), "the manager ID")
-        manager = CHANGED_MANAGER.format(asof=asof) if lv >= 4 else "e.manager_id"
-        t.add_solution_file("rollup.sql", QUERY.format(manager=manager, asof=asof))
+        manager = fill(CHANGED_MANAGER, ASOF=asof) if lv >= 4 else "e.manager_id"
+        t.add_solution_file("rollup.sql", fill(QUERY, MANAGER=manager, ASOF=asof))
         t.add_solution_file("reference.py", REFERENCE)
         cut = "" if with_pay else " | cut -d, -f1-3"
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'sed "s/@ROOT@/{v}/" /solution/rollup.sql | sqlite3 -batch -noheader -separator , /app/db/hr.db'
+                f'sed "s/@@ROOT@@/{v}/" /solution/rollup.sql | sqlite3 -batch -noheader -separator , /app/db/hr.db'
                 f"{cut} > /app/out/org_rollup.csv\n"
                 f'python3 /solution/reference.py /app/db/hr.db "{v}" {asof} {"pay" if with_pay else "nopay"} | '
                 "cmp - /app/out/org_rollup.csv")

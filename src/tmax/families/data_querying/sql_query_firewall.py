@@ -9,9 +9,14 @@ restricted tables, SQLite's internal tables, column names that contain keywords.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families import sql as dbsql
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import run_python
+from tmax.families.unseen import distinct, visible
 
 REFERENCE = r'''
 import hashlib
@@ -19,7 +24,7 @@ import json
 import sqlite3
 import sys
 
-KEY = "@KEY@"  # the submitter's API key: it names the role through api_keys
+KEY = "@@KEY@@"  # the submitter's API key (put in at solve time): it names the role through api_keys
 DB = "/app/db/analytics.db"
 ALLOW = (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE)
 
@@ -106,8 +111,10 @@ FKS = [("orders", "customer_id", "customers"), ("order_items", "order_id", "orde
        ("invoices", "customer_id", "customers"), ("shipments", "order_id", "orders"),
        ("employees", "manager_id", "employees")]
 WORDS = ["NL", "DE", "shipped", "pending", "Widgets", "Sales", "ops", "login", "DHL", "Gadgets", "refund", "FR"]
-TRAP_STRINGS = ["Robert''); DROP TABLE {t};--", "x; DELETE FROM {t}", "UPDATE {t} SET", "1 OR 1=1 --",
-                "/* not a comment */", "-- still a string", "a'';INSERT INTO {t} VALUES(1);--"]
+# String literals that look like attacks, given a table name.
+TRAP_STRINGS = [lambda t: f"Robert''); DROP TABLE {t};--", lambda t: f"x; DELETE FROM {t}",
+                lambda t: f"UPDATE {t} SET", lambda t: "1 OR 1=1 --", lambda t: "/* not a comment */", lambda t: "-- still a string",
+                lambda t: f"a'';INSERT INTO {t} VALUES(1);--"]
 
 
 class Gen:
@@ -130,7 +137,7 @@ class Gen:
         if typ == "INTEGER":
             return str(self.rng.randrange(1, 500))
         if trap:
-            return "'" + self.rng.choice(TRAP_STRINGS).format(t=self.rng.choice(self.granted + self.restricted)) + "'"
+            return "'" + self.rng.choice(TRAP_STRINGS)(self.rng.choice(self.granted + self.restricted)) + "'"
         return "'" + self.rng.choice(WORDS) + "'"
 
     def col(self, table: str) -> tuple[str, str]:
@@ -285,30 +292,145 @@ def schema_sql() -> str:
     return "\n".join(out) + "\n"
 
 
-def q(v) -> str:
-    return str(v) if isinstance(v, int) else "'" + str(v).replace("'", "''") + "'"
-
-
 SERVICE_OWNERS = ["etl", "dashboards", "backup", "monitoring", "exporter", "scheduler", "notebook", "replica"]
 
 
-def data_sql(rng, digests: list[tuple[str, str]]) -> str:
-    """Filler rows, except in api_keys: one key digest per role (``digests``), then service keys."""
-    out = ["BEGIN;"]
+def data_rows(rng, digests: list[tuple[str, str]]) -> dict[str, list[tuple]]:
+    """Filler rows by table, except in api_keys: one key digest per role (``digests``), then service keys."""
+    tables: dict[str, list[tuple]] = {}
     for t, cols in TABLES.items():
         if t == "api_keys":
             rows = list(digests)
             for owner in rng.sample(SERVICE_OWNERS, max(0, 12 - len(rows))):
-                rows.append((owner, "%064x" % rng.getrandbits(256)))
+                rows.append((owner, f"{rng.getrandbits(256):064x}"))
             rng.shuffle(rows)
-            for i, (owner, digest) in enumerate(rows, 1):
-                made = f"2024-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}"
-                out.append(f"INSERT INTO {t} VALUES ({i}, {q(owner)}, {q(digest)}, {q(made)});")
+            tables[t] = [(i, owner, digest, f"2024-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}")
+                         for i, (owner, digest) in enumerate(rows, 1)]
             continue
-        for i in range(1, 13):
-            vals = [q(rng.randrange(1, 13) if typ == "INTEGER" else f"{rng.choice(WORDS)}") for _, typ in cols]
-            out.append(f"INSERT INTO {t} VALUES ({i}, {', '.join(vals)});")
-    return "\n".join(out) + "\n"
+        tables[t] = [(i, *(rng.randrange(1, 13) if typ == "INTEGER" else rng.choice(WORDS) for _, typ in cols))
+                     for i in range(1, 13)]
+    return tables
+
+
+INTRO = ("Our analysts share the SQLite database `/app/db/analytics.db`. Who may read what is in its "
+         "`access_grants` table (`role`, `table_name`). Submitters authenticate with an API key, and a "
+         "key names its role: the `api_keys` table holds one row per key, with the role (or service) "
+         "that holds it in `owner` and the SHA-256 digest of the key (of its digits as text, in "
+         "lower-case hex) in `key_hash`; the keys themselves are kept nowhere. ")
+POLICY = ("A submitted query is acceptable only if all of these hold:\n"
+          "- it is exactly one SQL statement (surrounding whitespace, comments and one trailing `;` are "
+          "fine);\n"
+          "- that statement is a read-only `SELECT` query (a `WITH ... SELECT`, joins, subqueries, `UNION` "
+          "and window functions are all fine); anything that writes, changes the schema, attaches "
+          "databases, runs a PRAGMA or controls transactions is not;\n"
+          "- it would compile against the database's schema as it is (no unknown tables or columns, no "
+          "syntax errors);\n"
+          "- every table it reads, wherever it appears (FROM, JOIN, subqueries, CTEs, UNION arms), is granted "
+          "to the role in the `access_grants` table (table names are case-insensitive, however they are "
+          "quoted); SQLite's own tables (`sqlite_master`, `sqlite_schema`, ...) and table-valued PRAGMA "
+          "functions are never granted.\n"
+          "Keywords that only appear inside string literals or comments do not make a query unacceptable.")
+
+
+@dataclass
+class Shop:
+    """One task's database and roles: ``role`` (the first of ``roles``) is the one whose key is delivered."""
+
+    roles: list[str]
+    grants: dict[str, list[str]]
+    keys: dict[str, str]
+    ns: dict  # the reference's namespace
+    conn: object  # the reference's sandbox: the schema, empty
+
+    @property
+    def role(self) -> str:
+        return self.roles[0]
+
+
+def make_shop(t: TaskBuilder) -> Shop:
+    """Roles with distinct grants, their API keys, and the database (shipped to /app/db/analytics.db)."""
+    k, rng, lv = t.knobs, t.rng, t.level
+    roles = distinct(lambda: t.code(1), k.roles)
+    names = list(TABLES)
+    grants: dict[str, list[str]] = {}
+    for rl in roles:
+        for _ in range(200):  # no two roles with the same grants: the wrong role must judge some query otherwise
+            pair = rng.choice(FKS[:6])
+            extra = [n for n in names if n not in pair]
+            chosen = sorted({pair[0], pair[2], *rng.sample(extra, rng.randint(2, 4))})
+            if chosen not in grants.values():
+                break
+        else:
+            raise FamilyError("sql_query_firewall: no new set of grants in 200 draws")
+        grants[rl] = chosen
+    # API keys: 14 digits, too many to try against the digests; only the role's own is ever delivered.
+    keys = {rl: str(rng.randrange(10 ** 13, 10 ** 14)) for rl in roles}
+    digests = [(rl, hashlib.sha256(keys[rl].encode()).hexdigest()) for rl in roles]
+    grant_rows = []
+    for rl in roles:
+        for tb in grants[rl]:
+            stored = tb.title() if lv >= 4 and rng.random() < 0.3 else tb
+            grant_rows.append((rl, stored))
+    rng.shuffle(grant_rows)
+    sql = dbsql.script(schema_sql(), {**data_rows(rng, digests), "access_grants": grant_rows})
+    dbsql.ship(t, sql, "/app/db/analytics.db")
+    ns = run_python(REFERENCE)
+    conn, _, owners = ns["sandbox_from"](dbsql.in_memory(sql))
+    if ns["role_of"](owners, keys[roles[0]]) != roles[0]:
+        raise FamilyError("sql_query_firewall: the reference does not find the role by its key")
+    return Shop(roles, grants, keys, ns, conn)
+
+
+def corpus(t: TaskBuilder, shop: Shop, rl: str, n: int) -> tuple[list[str], list[str]]:
+    """``n`` different benign and ``n`` malicious queries for role ``rl``, checked by the reference; for the
+    delivered role, also one that a guessed role would judge otherwise."""
+    rng, verdict = t.rng, shop.ns["verdict"]
+    allowed = {x: True for x in shop.grants[rl]}
+    restricted = [x for x in TABLES if x not in shop.grants[rl]]
+    g = Gen(rng, t.level, shop.grants[rl], restricted)
+    clean: list[str] = []
+    bad: list[str] = []
+    for _ in range(100 * n):
+        if len(clean) >= n and len(bad) >= n:
+            break
+        if len(clean) < n:
+            item = g.benign()
+            if item not in clean:
+                if not verdict(shop.conn, item, allowed):
+                    raise FamilyError(f"sql_query_firewall: benign item rejected by the reference: {item!r}")
+                clean.append(item)
+        if len(bad) < n:
+            item = g.malicious()
+            if item not in bad:
+                if verdict(shop.conn, item, allowed):
+                    raise FamilyError(f"sql_query_firewall: malicious item accepted by the reference: {item!r}")
+                bad.append(item)
+    if len(clean) < n or len(bad) < n:
+        raise FamilyError(f"sql_query_firewall: fewer than {n} different queries of each kind")
+    if rl == shop.role:  # a guessed role judges at least one item otherwise
+        for other in shop.roles[1:]:
+            theirs = {x: True for x in shop.grants[other]}
+            if all(verdict(shop.conn, i, theirs) for i in clean) and \
+                    not any(verdict(shop.conn, i, theirs) for i in bad):
+                mine = [x for x in shop.grants[rl] if x not in theirs]
+                if mine:
+                    clean.append(g.simple(rng.choice(mine)))
+                else:
+                    bad.append(g.simple(rng.choice([x for x in shop.grants[other] if x not in allowed])))
+    return clean, bad
+
+
+def deliver_key(t: TaskBuilder, shop: Shop) -> str:
+    """Deliver the role's key, once everything else the agent sees is in place: only its digest may show."""
+    if visible(t, shop.keys[shop.role]):
+        raise FamilyError("sql_query_firewall: the API key shows in the task")
+    return t.deliver(shop.keys[shop.role], "the API key")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    items: int  # queries of the delivered role (each kind, for the corpus; in all, for the log)
+    roles: int  # roles with grants; the key names one of them
 
 
 @register
@@ -321,120 +443,29 @@ class SqlQueryFirewall(Family):
     verifiers = ("adversarial_corpus", "exact_text", "metric_threshold", "multi_protocol")
     programs = {"Python": REFERENCE}
     # Many roles: the key names one of them, and a guess among the roles should rarely pay.
-    levels = {1: {"items": 14, "roles": 6},
-              2: {"items": 24, "roles": 7},
-              3: {"items": 36, "roles": 8},
-              4: {"items": 50, "roles": 10}}
+    levels = {1: Knobs(items=14, roles=6), 2: Knobs(items=24, roles=7), 3: Knobs(items=36, roles=8),
+              4: Knobs(items=50, roles=10)}
 
-    def build(self, t: TaskBuilder) -> None:
-        import hashlib
-        import sqlite3
+    def corpus_case(self, t: TaskBuilder) -> None:
+        shop = make_shop(t)
+        clean, bad = corpus(t, shop, shop.role, t.knobs.items)
+        t.say(INTRO + "We are putting a firewall in front of it for one submitter, whose API key is given "
+              "below: every SQL text it submits must be checked, against the grants of the role its key "
+              "names, before it reaches the database.\n\n" + POLICY)
+        v = deliver_key(t, shop)
+        t.expect_classifier("The firewall program judges one submitted SQL text, read whole from standard "
+                            "input, for the submitter whose API key is given above (hard-code the key or its "
+                            "role; the program may read `/app/db/analytics.db`, but must never change it).",
+                            clean, bad, {"Python": REFERENCE})
+        t.solve(f'sed -i "s/@@KEY@@/{v}/" /app/solution.py')
 
-        from tmax.families.data_querying._unseen import seen
-
-        k, rng, lv = t.knobs, t.rng, t.level
-        roles: list[str] = []
-        while len(roles) < k["roles"]:
-            w = t.code(1)
-            if w not in roles:
-                roles.append(w)
-        role = roles[0]
-        names = list(TABLES)
-        grants: dict[str, list[str]] = {}
-        for rl in roles:
-            while True:  # no two roles with the same grants: the wrong role must judge some query otherwise
-                pair = rng.choice(FKS[:6])
-                extra = [n for n in names if n not in pair]
-                chosen = sorted({pair[0], pair[2], *rng.sample(extra, rng.randint(2, 4))})
-                if chosen not in grants.values():
-                    break
-            grants[rl] = chosen
-        # API keys: 14 digits, too many to try against the digests; only the role's own is ever shown.
-        keys = {rl: str(rng.randrange(10 ** 13, 10 ** 14)) for rl in roles}
-        digests = [(rl, hashlib.sha256(keys[rl].encode()).hexdigest()) for rl in roles]
-        grant_rows = []
-        for rl in roles:
-            for tb in grants[rl]:
-                stored = tb.title() if lv >= 4 and rng.random() < 0.3 else tb
-                grant_rows.append((rl, stored))
-        rng.shuffle(grant_rows)
-        sql = schema_sql() + data_sql(rng, digests) + "".join(
-            f"INSERT INTO access_grants VALUES ({q(a)}, {q(b)});\n" for a, b in grant_rows) + "COMMIT;\n"
-        src = sqlite3.connect(":memory:")
-        src.executescript(sql)
-        ns: dict = {}
-        exec(REFERENCE, ns)  # noqa: S102 - our own reference program
-        conn, _, owners = ns["sandbox_from"](src)
-        assert ns["role_of"](owners, keys[role]) == role
-
-        def corpus(rl: str, n: int) -> tuple[list[str], list[str]]:
-            allowed = {x: True for x in grants[rl]}
-            restricted = [x for x in names if x not in grants[rl]]
-            g = Gen(rng, lv, grants[rl], restricted)
-            clean: list[str] = []
-            bad: list[str] = []
-            while len(clean) < n or len(bad) < n:
-                if len(clean) < n:
-                    item = g.benign()
-                    if item not in clean:
-                        if not ns["verdict"](conn, item, allowed):
-                            raise AssertionError(f"benign item rejected by the reference: {item!r}")
-                        clean.append(item)
-                if len(bad) < n:
-                    item = g.malicious()
-                    if item not in bad:
-                        if ns["verdict"](conn, item, allowed):
-                            raise AssertionError(f"malicious item accepted by the reference: {item!r}")
-                        bad.append(item)
-            if rl == role:  # a guessed role judges at least one item otherwise
-                for other in roles[1:]:
-                    theirs = {x: True for x in grants[other]}
-                    if all(ns["verdict"](conn, i, theirs) for i in clean) and \
-                            not any(ns["verdict"](conn, i, theirs) for i in bad):
-                        mine = [x for x in grants[rl] if x not in theirs]
-                        if mine:
-                            clean.append(g.simple(rng.choice(mine)))
-                        else:
-                            bad.append(g.simple(rng.choice([x for x in grants[other] if x not in allowed])))
-            return clean, bad
-
-        t.add_file("/tmp/dq/analytics.sql", sql)
-        t.add_setup("mkdir -p /app/db && sqlite3 /app/db/analytics.db < /tmp/dq/analytics.sql && rm -rf /tmp/dq")
-        policy = ("A submitted query is acceptable only if all of these hold:\n"
-                  "- it is exactly one SQL statement (surrounding whitespace, comments and one trailing `;` are "
-                  "fine);\n"
-                  "- that statement is a read-only `SELECT` query (a `WITH ... SELECT`, joins, subqueries, `UNION` "
-                  "and window functions are all fine); anything that writes, changes the schema, attaches "
-                  "databases, runs a PRAGMA or controls transactions is not;\n"
-                  "- it would compile against the database's schema as it is (no unknown tables or columns, no "
-                  "syntax errors);\n"
-                  "- every table it reads, wherever it appears (FROM, JOIN, subqueries, CTEs, UNION arms), is granted "
-                  "to the role in the `access_grants` table (table names are case-insensitive, however they are "
-                  "quoted); SQLite's own tables (`sqlite_master`, `sqlite_schema`, ...) and table-valued PRAGMA "
-                  "functions are never granted.\n"
-                  "Keywords that only appear inside string literals or comments do not make a query unacceptable.")
-        intro = ("Our analysts share the SQLite database `/app/db/analytics.db`. Who may read what is in its "
-                 "`access_grants` table (`role`, `table_name`). Submitters authenticate with an API key, and a "
-                 "key names its role: the `api_keys` table holds one row per key, with the role (or service) "
-                 "that holds it in `owner` and the SHA-256 digest of the key (of its digits as text, in "
-                 "lower-case hex) in `key_hash`; the keys themselves are kept nowhere. ")
-        if t.axes.verifier == "adversarial_corpus":
-            clean, bad = corpus(role, k["items"])
-            t.say(intro + "We are putting a firewall in front of it for one submitter, whose API key is given "
-                  "below: every SQL text it submits must be checked, against the grants of the role its key "
-                  "names, before it reaches the database.\n\n" + policy)
-            assert keys[role] not in seen(t)
-            v = t.deliver(keys[role], "the API key")
-            t.expect_classifier("The firewall program judges one submitted SQL text, read whole from standard "
-                                "input, for the submitter whose API key is given above (hard-code the key or its "
-                                "role; the program may read `/app/db/analytics.db`, but must never change it).",
-                                clean, bad, {"Python": REFERENCE})
-            t.solve(f'sed -i "s/@KEY@/{v}/" /app/solution.py')
-            return
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        shop = make_shop(t)
         entries = []
-        for rl in roles:
-            n = k["items"] // 2 if rl == role else max(3, k["items"] // 6)
-            clean, bad = corpus(rl, n)
+        for rl in shop.roles:
+            n = k.items // 2 if rl == shop.role else max(3, k.items // 6)
+            clean, bad = corpus(t, shop, rl, n)
             for s in clean + bad:
                 entries.append({"role": rl, "sql": s})
         rng.shuffle(entries)
@@ -446,17 +477,16 @@ class SqlQueryFirewall(Family):
             log.append(json.dumps({"id": qid, "submitted_at": f"2025-05-{day:02d}T{sec // 3600:02d}:"
                                    f"{sec // 60 % 60:02d}:{sec % 60:02d}Z", "role": e["role"], "sql": e["sql"]}))
         text = "\n".join(log) + "\n"
-        grants_of = {rl: {x: True for x in grants[rl]} for rl in roles}
-        truth = ns["audit"](conn, grants_of, text.splitlines(), role)
+        grants_of = {rl: {x: True for x in shop.grants[rl]} for rl in shop.roles}
+        truth = shop.ns["audit"](shop.conn, grants_of, text.splitlines(), shop.role)
         t.add_file("/app/logs/query_log.jsonl", text)
-        t.say(intro + "Before we put a firewall in front of it, I need an audit of yesterday's query log, "
+        t.say(INTRO + "Before we put a firewall in front of it, I need an audit of yesterday's query log, "
               "`/app/logs/query_log.jsonl` (one JSON object per line: `id`, `submitted_at`, `role`, `sql`), for "
               "one role: the one named by the API key given below. Which of the queries that role submitted break "
-              "the policy?\n\n" + policy
+              "the policy?\n\n" + POLICY
               + "\n\nOutput: the `id`s of that role's unacceptable queries, one per line, in ascending numeric "
               "order (nothing else; queries of other roles are not part of this audit).")
-        assert keys[role] not in seen(t)
-        v = t.deliver(keys[role], "the API key")
+        v = deliver_key(t, shop)
         t.add_solution_file("firewall.py", REFERENCE)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/firewall.py --audit /app/logs/query_log.jsonl "{v}" > /app/out/violations.txt')

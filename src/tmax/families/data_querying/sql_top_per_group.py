@@ -4,7 +4,11 @@ ROW_NUMBER), NULL categories grouped, mixed-case statuses and regions at higher 
 
 from __future__ import annotations
 
-from tmax.families.base import Family, TaskBuilder, register
+from dataclasses import dataclass
+
+from tmax.families import sql as dbsql
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
 
 # The truth, computed in plain Python from the database rows (the oracle uses SQL instead, so the gate
 # cross-checks two independent implementations).
@@ -62,17 +66,17 @@ if __name__ == "__main__":
     sys.stdout.write(top_products(sqlite3.connect(db), month, top_n, region))
 '''
 
-# The oracle's query; @MONTH@ is replaced by the delivered month at solve time.
+# The oracle's query; @@MONTH@@ is replaced by the delivered month at solve time.
 QUERY = """WITH paid AS (
-  SELECT o.id FROM orders o {store_join}
-  WHERE lower(o.status) = 'paid' AND strftime('%Y%m', o.ordered_at) = '@MONTH@'
+  SELECT o.id FROM orders o @STORE_JOIN@
+  WHERE lower(o.status) = 'paid' AND strftime('%Y%m', o.ordered_at) = '@@MONTH@@'
 ),
 sold AS (
   SELECT i.product_id, SUM(i.qty * i.unit_price_cents) AS cents
   FROM order_items i JOIN paid p ON p.id = i.order_id GROUP BY i.product_id
 ),
 refunded AS (
-  {refunded}
+  @REFUNDED@
 ),
 net AS (
   SELECT s.product_id, s.cents - COALESCE(f.cents, 0) AS cents FROM sold s LEFT JOIN refunded f USING (product_id)
@@ -84,7 +88,7 @@ ranked AS (
   WHERE n.cents > 0
 )
 SELECT category, rnk, sku, printf('%d.%02d', cents / 100, cents % 100) FROM ranked
-WHERE rnk <= {top_n} ORDER BY category, rnk, sku;
+WHERE rnk <= @TOP_N@ ORDER BY category, rnk, sku;
 """
 REFUNDED_SQL = ("SELECT r.product_id, SUM(r.qty * i.unit_price_cents) AS cents FROM refunds r\n"
                 "  JOIN order_items i ON i.order_id = r.order_id AND i.product_id = r.product_id\n"
@@ -96,16 +100,13 @@ REGIONS = ["North", "South", "East", "West"]
 MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 
 
-def q(v) -> str:
-    if v is None:
-        return "NULL"
-    if isinstance(v, int):
-        return str(v)
-    return "'" + str(v).replace("'", "''") + "'"
-
-
-def insert(table: str, rows: list[tuple]) -> str:
-    return "".join(f"INSERT INTO {table} VALUES ({', '.join(q(v) for v in r)});\n" for r in rows)
+@dataclass(frozen=True)
+class Knobs:
+    categories: int  # categories that have products
+    products: int  # products in the catalogue
+    orders: int  # orders over three months around the reporting month
+    top: int  # products listed per category (rank cut-off)
+    traps: int  # 0-3: which traps the data has (mixed case, NULL categories, refunds, regions)
 
 
 @register
@@ -116,18 +117,18 @@ class SqlTopPerGroup(Family):
     primitive_skills = ("window functions", "top-N per group", "ranking with ties", "multi-table joins",
                         "group-by aggregation", "NULL semantics", "case-insensitive matching", "date range filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"categories": 4, "products": 16, "orders": 60, "top": 1, "traps": 0},
-              2: {"categories": 5, "products": 28, "orders": 180, "top": 3, "traps": 1},
-              3: {"categories": 6, "products": 40, "orders": 350, "top": 3, "traps": 2},
-              4: {"categories": 7, "products": 55, "orders": 600, "top": 3, "traps": 3}}
+    levels = {1: Knobs(categories=4, products=16, orders=60, top=1, traps=0),
+              2: Knobs(categories=5, products=28, orders=180, top=3, traps=1),
+              3: Knobs(categories=6, products=40, orders=350, top=3, traps=2),
+              4: Knobs(categories=7, products=55, orders=600, top=3, traps=3)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        traps = k["traps"]
+        traps = k.traps
         month_no = rng.randrange(2, 12)
         month = f"2025{month_no:02d}"
         region = rng.choice(REGIONS) if traps >= 3 else None
-        cats = sorted(rng.sample(CATEGORIES, k["categories"]))
+        cats = sorted(rng.sample(CATEGORIES, k.categories))
         cat_rows = [(i + 1, c) for i, c in enumerate(cats)]
         if traps >= 2:  # a category with no products at all, and ids not in name order
             extra = next(c for c in CATEGORIES if c not in cats)
@@ -136,15 +137,17 @@ class SqlTopPerGroup(Family):
         cat_rows = [(i + 1, name) for i, (_, name) in enumerate(cat_rows)]
         cat_id = {name: i for i, name in cat_rows}
         products, skus = [], set()
-        for pid in range(1, k["products"] + 1):
+        for pid in range(1, k.products + 1):
             uncategorised = traps >= 2 and rng.random() < 0.12
             cname = None if uncategorised else cats[(pid - 1) % len(cats)] if pid <= len(cats) else rng.choice(cats)
             prefix = "MSC" if cname is None else cname[:3].upper()
-            while True:
+            for _ in range(1000):
                 sku = f"{prefix}-{rng.randrange(1000, 10000)}"
                 if sku not in skus:
                     skus.add(sku)
                     break
+            else:
+                raise FamilyError("sql_top_per_group: no new SKU in 1000 draws")
             products.append((pid, sku, f"{prefix.title()} item {pid}", None if cname is None else cat_id[cname]))
         base_price = {p[0]: rng.choice([499, 999, 1250, 1999, 2450, 3999, 4999, 7900, 12900]) for p in products}
         stores = [(i + 1, f"Store {i + 1}", REGIONS[i % 4]) for i in range(8)]
@@ -163,7 +166,7 @@ class SqlTopPerGroup(Family):
             return f"2025-{m:02d}-{day:02d} {hh:02d}:{mm:02d}:{ss:02d}"
 
         orders, items, refunds = [], [], []
-        for oid in range(1, k["orders"] + 1):
+        for oid in range(1, k.orders + 1):
             m = rng.choice([month_no - 1, month_no, month_no, month_no, month_no + 1])
             status = rng.choice(statuses)
             if traps >= 2:
@@ -178,8 +181,7 @@ class SqlTopPerGroup(Family):
                         refunds.append((oid, p[0], 1))
                         back -= 1
                     refunds.append((oid, p[0], back))
-        ref_ns: dict = {}
-        exec(REFERENCE, ref_ns)  # noqa: S102 - our own reference program
+        ref_ns = run_python(REFERENCE)
         schema = ("CREATE TABLE categories (id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n"
                   "CREATE TABLE products (id INTEGER PRIMARY KEY, sku TEXT NOT NULL UNIQUE, name TEXT NOT NULL, "
                   "category_id INTEGER REFERENCES categories(id));\n"
@@ -193,18 +195,16 @@ class SqlTopPerGroup(Family):
             schema += ("CREATE TABLE refunds (id INTEGER PRIMARY KEY, order_id INTEGER NOT NULL, product_id INTEGER "
                        "NOT NULL, qty INTEGER NOT NULL);\n")
 
-        def load() -> object:
-            import sqlite3
-
-            conn = sqlite3.connect(":memory:")
-            conn.executescript(schema + insert("categories", cat_rows) + insert("products", products)
-                               + insert("stores", stores) + insert("orders", orders) + insert("order_items", items)
-                               + (insert("refunds", [(i + 1, *r) for i, r in enumerate(refunds)]) if traps >= 3 else ""))
-            return conn
+        def database() -> str:
+            tables = {"categories": cat_rows, "products": products, "stores": stores, "orders": orders,
+                      "order_items": items}
+            if traps >= 3:
+                tables["refunds"] = [(i + 1, *r) for i, r in enumerate(refunds)]
+            return dbsql.script(schema, tables)
 
         # Plant ties: in a few categories, top the runner-up up to the leader's exact revenue.
         for _ in range(1 + (traps >= 2)):
-            conn = load()
+            conn = dbsql.in_memory(database())
             report = ref_ns["top_products"](conn, month, 99, region)
             by_cat: dict = {}
             for line in report.splitlines():
@@ -222,16 +222,11 @@ class SqlTopPerGroup(Family):
                            "paid"))
             items.append((oid, pid2, 1, lead - second))
         rng.shuffle(items)
-        truth = ref_ns["top_products"](load(), month, k["top"], region)
-        sql = schema + "BEGIN;\n" + insert("categories", cat_rows) + insert("products", products) + \
-            insert("stores", stores) + insert("orders", orders) + insert("order_items", items)
-        if traps >= 3:
-            sql += insert("refunds", [(i + 1, *r) for i, r in enumerate(refunds)])
-        sql += "COMMIT;\n"
-        t.add_file("/tmp/dq/shop.sql", sql)
-        t.add_setup("mkdir -p /app/db && sqlite3 /app/db/shop.db < /tmp/dq/shop.sql && rm -rf /tmp/dq")
+        sql = database()
+        truth = ref_ns["top_products"](dbsql.in_memory(sql), month, k.top, region)
+        dbsql.ship(t, sql, "/app/db/shop.db")
 
-        top = k["top"]
+        top = k.top
         which = "best-selling product" if top == 1 else f"top {top} products"
         rules = ["Revenue of a product is the sum of `qty * unit_price_cents` over its order lines, counting only "
                  "orders whose status is `paid`"
@@ -260,14 +255,14 @@ class SqlTopPerGroup(Family):
               "(byte order), then rank, then sku.")
         v = t.deliver(month, "the reporting month")
         fmt = "the report"
-        query = QUERY.format(
-            store_join=(f"JOIN stores s ON s.id = o.store_id AND lower(s.region) = lower('{region}')"
-                        if region else ""),
-            refunded=REFUNDED_SQL if traps >= 3 else NO_REFUNDS_SQL, top_n=top)
+        query = fill(QUERY,
+                     STORE_JOIN=(f"JOIN stores s ON s.id = o.store_id AND lower(s.region) = lower('{region}')"
+                                 if region else ""),
+                     REFUNDED=REFUNDED_SQL if traps >= 3 else NO_REFUNDS_SQL, TOP_N=top)
         t.add_solution_file("top.sql", query)
         t.add_solution_file("reference.py", REFERENCE)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'sed "s/@MONTH@/{v}/" /solution/top.sql | sqlite3 -batch -noheader -separator , /app/db/shop.db '
+                f'sed "s/@@MONTH@@/{v}/" /solution/top.sql | sqlite3 -batch -noheader -separator , /app/db/shop.db '
                 "> /app/out/top_products.csv\n"
                 f'python3 /solution/reference.py /app/db/shop.db "{v}" {top}{" " + region if region else ""} | '
                 "cmp - /app/out/top_products.csv")

@@ -4,20 +4,25 @@ conversion window, mixed timestamp units at higher levels) and report a pooled t
 
 from __future__ import annotations
 
-from tmax.families.base import Family, TaskBuilder, register
+from dataclasses import dataclass
+
+from tmax.families import unseen
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import C_SPLIT, C_TRIM, fill, run_python
 
 # One source of truth: the oracle ships it, the truth is computed with it on the host, and the
-# program-writing variant uses it as the hidden reference. Placeholders are replaced per task.
+# program-writing variant uses it as the hidden reference. @NAME@ is filled per task; the oracle puts the
+# delivered restart time in for @@RESTART@@ (the output case passes it on the command line instead).
 REFERENCE = r'''
 import calendar
 import math
 import sys
 import time
 
-ARM = "__ARM__"
-RESTART = "__RESTART__"  # YYYYMMDDHHMM (UTC): users first exposed before then are out of the analysis
-WINDOW_DAYS = __WINDOW__  # 0: no conversion window
-SRM = __SRM__  # also report the sample-ratio-mismatch statistic
+ARM = "@ARM@"
+RESTART = "@@RESTART@@"  # YYYYMMDDHHMM (UTC): users first exposed before then are out of the analysis
+WINDOW_DAYS = @WINDOW@  # 0: no conversion window
+SRM = @SRM@  # also report the sample-ratio-mismatch statistic
 QA_PREFIX = "qa_"
 
 
@@ -120,10 +125,10 @@ C_REFERENCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
-#define WINDOW_DAYS __WINDOW__
-#define SRM __SRM__
-static const char *ARM = "__ARM__";
-static const char *RESTART = "__RESTART__"; /* YYYYMMDDHHMM, UTC */
+#define WINDOW_DAYS @WINDOW@
+#define SRM @SRM@
+static const char *ARM = "@ARM@";
+static const char *RESTART = "@@RESTART@@"; /* YYYYMMDDHHMM, UTC */
 
 typedef struct {
     char *id;
@@ -133,12 +138,9 @@ typedef struct {
     int converted;
 } User;
 
-static char *trim(char *s) {
-    while (isspace((unsigned char)*s)) s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
-    return s;
-}
+@C_TRIM@
+
+@C_SPLIT@
 
 static long long days_from_civil(long long y, unsigned m, unsigned d) {
     y -= m <= 2;
@@ -166,16 +168,7 @@ static void rows(char *text, void (*fn)(char **)) {
         if (nl) *nl = 0;
         if (line++ > 0) {
             char *f[3];
-            int n = 0;
-            char *q = p;
-            for (;;) {
-                char *c = strchr(q, ',');
-                if (c) *c = 0;
-                if (n < 3) f[n] = trim(q);
-                n++;
-                if (!c) break;
-                q = c + 1;
-            }
+            int n = split(p, f, 3);
             if (n == 3 && *f[0] && *f[1] && *f[2]) fn(f);
         }
         p = nl ? nl + 1 : NULL;
@@ -277,6 +270,17 @@ int main(void) {
 '''
 
 EVENTS = ("page_view", "page_view", "add_to_cart", "search")
+RESTART_WHAT = "the restart time (YYYYMMDDHHMM, UTC)"
+
+
+@dataclass(frozen=True)
+class Knobs:
+    users: int  # users in the output case's assignment log
+    arms: int  # treatment arms besides CONTROL
+    traps: int  # 1: re-exposures; 2: + purchases before exposure, shuffled events; 3: + contamination, qa_ testers
+    window: int  # conversion window in days (0: none)
+    epoch: bool  # some event timestamps written as epoch seconds
+    srm: bool  # also report the sample-ratio-mismatch statistic
 
 
 def iso(ts: int) -> str:
@@ -291,53 +295,47 @@ def stamp12(ts: int) -> str:
     return time.strftime("%Y%m%d%H%M", time.gmtime(ts))
 
 
-def make_data(rng, k: dict, arms: list[str], n_users: int, start: int, first_day: int = 0) -> tuple[str, str]:
+def make_data(rng, k: Knobs, arms: list[str], n_users: int, start: int, first_day: int = 0) -> tuple[str, str]:
     """Assignment and event CSVs with the level's traps; exposures from ``first_day`` days after ``start``
     (midnight UTC) to the end of the 14-day run."""
     base = rng.uniform(0.08, 0.2)
     rates = {a: (base if a == "CONTROL" else max(0.02, base + rng.uniform(-0.03, 0.07))) for a in arms}
     assign: list[tuple[int, str, str]] = []
     events: list[tuple[int, str, str]] = []
-    used = set()
-    for _ in range(n_users):
-        while True:
-            uid = f"u{rng.randrange(100000, 999999)}"
-            if uid not in used:
-                used.add(uid)
-                break
-        if k["traps"] >= 3 and rng.random() < 0.03:
+    for uid in (f"u{i}" for i in rng.sample(range(100000, 999999), n_users)):
+        if k.traps >= 3 and rng.random() < 0.03:
             uid = "qa_" + uid[1:]
         arm = rng.choice(arms)
         t0 = start + rng.randrange(first_day * 86400, 14 * 86400)
         assign.append((t0, uid, arm))
         if rng.random() < 0.06:  # re-exposure: same arm, later (or identical) row
-            assign.append((t0 + (rng.randrange(3600, 5 * 86400) if k["traps"] >= 3 else 0), uid, arm))
-        if k["traps"] >= 3 and rng.random() < 0.03:  # contaminated: also exposed to another arm
+            assign.append((t0 + (rng.randrange(3600, 5 * 86400) if k.traps >= 3 else 0), uid, arm))
+        if k.traps >= 3 and rng.random() < 0.03:  # contaminated: also exposed to another arm
             other = rng.choice([a for a in arms if a != arm])
             assign.append((t0 + rng.randrange(600, 3 * 86400), uid, other))
         for _ in range(rng.randrange(0, 4)):
             events.append((t0 + rng.randrange(0, 10 * 86400), uid, rng.choice(EVENTS)))
         rate = rates[arm] * (3 if uid.startswith("qa_") else 1)
         if rng.random() < rate:
-            if k["window"]:
+            if k.window:
                 delay = rng.randrange(0, 6 * 86400) if rng.random() < 0.8 else rng.randrange(7 * 86400, 20 * 86400)
             else:
                 delay = rng.randrange(0, 9 * 86400)
             events.append((t0 + delay, uid, "purchase"))
             if rng.random() < 0.2:
                 events.append((t0 + delay + rng.randrange(60, 86400), uid, "purchase"))
-        if k["traps"] >= 2 and rng.random() < 0.05:  # bought before being exposed: not a conversion
+        if k.traps >= 2 and rng.random() < 0.05:  # bought before being exposed: not a conversion
             events.append((t0 - rng.randrange(3600, 5 * 86400), uid, "purchase"))
     # A few events from users outside the experiment.
     for _ in range(max(3, n_users // 40)):
         events.append((start + rng.randrange(0, 14 * 86400), f"u{rng.randrange(100000, 999999)}", "purchase"))
     assign.sort()
     events.sort()
-    if k["traps"] >= 2:
+    if k.traps >= 2:
         rng.shuffle(events)
 
     def stamp(ts: int) -> str:
-        return str(ts) if k["epoch"] and rng.random() < 0.12 else iso(ts)
+        return str(ts) if k.epoch and rng.random() < 0.12 else iso(ts)
 
     a_text = "user_id,arm,assigned_at\n" + "".join(f"{u},{a},{iso(ts)}\n" for ts, u, a in assign)
     e_text = "user_id,event,ts\n" + "".join(f"{u},{e},{stamp(ts)}\n" for ts, u, e in events)
@@ -353,48 +351,48 @@ class AbTestReadout(Family):
                         "cohort filtering", "sample ratio mismatch check", "group-by aggregation")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"users": 300, "arms": 1, "traps": 1, "window": 0, "epoch": False, "srm": True},
-              2: {"users": 800, "arms": 2, "traps": 2, "window": 0, "epoch": False, "srm": True},
-              3: {"users": 1500, "arms": 3, "traps": 3, "window": 0, "epoch": False, "srm": True},
-              4: {"users": 2500, "arms": 3, "traps": 3, "window": 7, "epoch": True, "srm": True}}
+    levels = {1: Knobs(users=300, arms=1, traps=1, window=0, epoch=False, srm=True),
+              2: Knobs(users=800, arms=2, traps=2, window=0, epoch=False, srm=True),
+              3: Knobs(users=1500, arms=3, traps=3, window=0, epoch=False, srm=True),
+              4: Knobs(users=2500, arms=3, traps=3, window=7, epoch=True, srm=True)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def setup(self, t: TaskBuilder) -> tuple[list[str], str, int, str, dict]:
+        """(the arms, the compared treatment arm, the run's first day, the filled Python reference, its
+        namespace)."""
         k, rng = t.knobs, t.rng
-        arms = ["CONTROL"]
-        while len(arms) < k["arms"] + 1:
-            c = t.code(1)
-            if c not in arms:
-                arms.append(c)
-        arm = arms[1 + rng.randrange(k["arms"])]
+        arms = ["CONTROL", *unseen.distinct(lambda: t.code(1), k.arms, taken=("CONTROL",))]
+        arm = arms[1 + rng.randrange(k.arms)]
         start = 1704067200 + rng.randrange(0, 300) * 86400  # the run's first day (midnight UTC), 2024-2025
-        src = (REFERENCE.replace("__WINDOW__", str(k["window"])).replace("__SRM__", str(k["srm"]))
-               .replace("__ARM__", arm))
-        ns: dict = {}
-        exec(src, ns)  # noqa: S102 - our own reference program
+        src = fill(REFERENCE, WINDOW=k.window, SRM=k.srm, ARM=arm)
+        return arms, arm, start, src, run_python(src)
 
-        def restart_at(day: int) -> int:
-            return start + day * 86400 + rng.randrange(0, 1440) * 60
+    @staticmethod
+    def restart_at(t: TaskBuilder, start: int, day: int) -> int:
+        return start + day * 86400 + t.rng.randrange(0, 1440) * 60
 
-        def alternatives(at: int) -> list[str]:
-            # Restart times a guess would land on: hours and days around the true one, and none at all.
-            return [stamp12(at + d) for d in (-86400, -21600, 21600, 86400)] + [stamp12(start - 86400)]
+    @staticmethod
+    def alternatives(start: int, at: int) -> list[str]:
+        """Restart times a guess would land on: hours and days around the true one, and none at all."""
+        return [stamp12(at + d) for d in (-86400, -21600, 21600, 86400)] + [stamp12(start - 86400)]
 
+    def rules(self, k: Knobs, arm: str) -> tuple[str, str]:
+        """(the analysis rules, the output format): both cases state them alike."""
         rules = [f"Only `{arm}` and `CONTROL` are compared. A user counts once, in the arm they were assigned to; "
                  "their assignment time is their earliest row in the assignment log (it has repeated rows for some "
                  "users: re-exposures)."]
         rules.append("The experiment was restarted after a bug fix at the restart time given below (UTC, written "
                      "`YYYYMMDDHHMM`, to the minute): only users whose assignment time is at or after that moment are "
                      "in the analysis; users first assigned earlier are dropped entirely, whatever they did later.")
-        if k["traps"] >= 3:
+        if k.traps >= 3:
             rules.append("Users who were assigned to more than one arm are contaminated: drop them entirely. "
                          "Accounts whose `user_id` starts with `qa_` are internal testers: drop them too.")
         conv = "A user converts if they have at least one `purchase` event at or after their assignment time"
-        if k["window"]:
-            conv += (f" and strictly less than {k['window']} days ({k['window'] * 86400} seconds) after it "
+        if k.window:
+            conv += (f" and strictly less than {k.window} days ({k.window * 86400} seconds) after it "
                      "(the conversion window)")
         rules.append(conv + ". Other event types never count, and events of users who are not in the "
                      "analysis are ignored.")
-        if k["epoch"]:
+        if k.epoch:
             rules.append("Beware: the event exporter wrote some `ts` values as Unix epoch seconds instead of "
                          "ISO 8601; both denote UTC.")
         fields = ("`key=value` lines in exactly this order: `control_users`, `control_conversions`, "
@@ -403,70 +401,83 @@ class AbTestReadout(Family):
                   "minus control rate, from the unrounded rates), `z_score` (pooled two-proportion z statistic, "
                   "treatment minus control; 0 if the pooled standard error is 0) and `p_value` (two-sided, from "
                   "the standard normal distribution; 1 if the standard error is 0)")
-        if k["srm"]:
+        if k.srm:
             fields += (", and last `srm_chi2`: the sample-ratio-mismatch chi-square statistic of the two arms' "
                        "user counts against an even 50/50 split")
         fields += (". Every non-integer value is rounded to exactly 4 decimal places (e.g. `0.1250`; write "
                    "`0.0000`, never `-0.0000`)")
-        what = "the readout (format above)"
+        return " ".join(rules), fields
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        arms, arm, start, src, ns = self.setup(t)
+        rules, fields = self.rules(k, arm)
         names = ", ".join(f"`{a}`" for a in arms[1:])
+        intro = ("We run a lot of conversion experiments with a control arm called `CONTROL` and one or more "
+                 f"treatment arms ({names}), and I want a reusable readout tool. Its input (standard input) is one "
+                 "stream: the assignment log (CSV with header `user_id,arm,assigned_at`), a line holding just `---`, "
+                 "then the event log (CSV with header `user_id,event,ts`). Times are UTC, written "
+                 f"`YYYY-MM-DDTHH:MM:SS`. The tool compares the treatment arm `{arm}` with CONTROL, for the "
+                 "experiment whose restart time is given below.")
+        for _ in range(50):
+            day = rng.randrange(3, 9)
+            at = self.restart_at(t, start, day)
+            restart = stamp12(at)
+            # The worked examples only hold users exposed after the restart: they show the rules, not the time.
+            cases = [make_data(rng, k, arms, rng.randrange(25, 80), start, day + 1) for _ in range(2)]
+            cases += [make_data(rng, k, arms, rng.randrange(60, 160), start) for _ in range(8)]
+            cases = [(a + "---\n" + e, ns["readout"](a, e, restart)) for a, e in cases]
+            hidden = [c[0].partition("\n---\n") for c in cases[2:]]
+            if unseen.visible(t, restart, intro, rules, fields, *(x for c in cases[:2] for x in c)):
+                continue
+            if all(any(ns["readout"](a + "\n", e, alt) != out for (a, _, e), (_, out) in zip(hidden, cases[2:]))
+                   for alt in self.alternatives(start, at)):
+                break
+        else:
+            raise FamilyError("ab_test_readout: no restart time that every near miss gets wrong in 50 draws")
+        t.say(intro)
+        v = t.deliver(restart, RESTART_WHAT)
+        t.say(f"{rules} The output is {fields}.")
+        c_src = fill(C_REFERENCE, WINDOW=str(k.window), SRM="1" if k.srm else "0", ARM=arm, C_TRIM=C_TRIM,
+                     C_SPLIT=C_SPLIT)
+        t.expect_program("The restart time is always the one given above: hard-code it.", cases,
+                         {"Python": src, "C": c_src})
+        # The shipped references have a placeholder; the oracle fills it with the delivered time.
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@RESTART@@/{v}/" "$f"; done')
 
-        if t.axes.verifier == "fuzz_equivalence":
-            while True:
-                day = rng.randrange(3, 9)
-                at = restart_at(day)
-                restart = stamp12(at)
-                # The worked examples only hold users exposed after the restart: they show the rules, not the time.
-                cases = [make_data(rng, k, arms, rng.randrange(25, 80), start, day + 1) for _ in range(2)]
-                cases += [make_data(rng, k, arms, rng.randrange(60, 160), start) for _ in range(8)]
-                cases = [(a + "---\n" + e, ns["readout"](a, e, restart)) for a, e in cases]
-                hidden = [c[0].partition("\n---\n") for c in cases[2:]]
-                if all(any(ns["readout"](a + "\n", e, alt) != out for (a, _, e), (_, out) in zip(hidden, cases[2:]))
-                       for alt in alternatives(at)):
-                    break
-            t.say("We run a lot of conversion experiments with a control arm called `CONTROL` and one or more "
-                  f"treatment arms ({names}), and I want a reusable readout tool. Its input (standard input) is one "
-                  "stream: the assignment log (CSV with header `user_id,arm,assigned_at`), a line holding just `---`, "
-                  "then the event log (CSV with header `user_id,event,ts`). Times are UTC, written "
-                  f"`YYYY-MM-DDTHH:MM:SS`. The tool compares the treatment arm `{arm}` with CONTROL, for the "
-                  "experiment whose restart time is given below.")
-            v = t.deliver(restart, "the restart time (YYYYMMDDHHMM, UTC)")
-            t.say(" ".join(rules) + f" The output is {fields}.")
-            c_src = (C_REFERENCE.replace("__WINDOW__", str(k["window"])).replace("__SRM__", str(int(k["srm"])))
-                     .replace("__ARM__", arm))
-            t.expect_program("The restart time is always the one given above: hard-code it.", cases,
-                             {"Python": src, "C": c_src})
-            # The shipped references have a placeholder; the oracle fills it with the delivered time.
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__RESTART__/{v}/" "$f"; done')
-            return
-
-        while True:
-            a_text, e_text = make_data(rng, k, arms, k["users"], start)
-            days = list(range(3, 9))
-            rng.shuffle(days)
-            for day in days:
-                at = restart_at(day)
-                restart = stamp12(at)
-                truth = ns["readout"](a_text, e_text, restart)
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        arms, arm, start, src, ns = self.setup(t)
+        rules, fields = self.rules(k, arm)
+        names = ", ".join(f"`{a}`" for a in arms[1:])
+        for _ in range(20):
+            a_text, e_text = make_data(rng, k, arms, k.users, start)
+            good = []
+            for day in range(3, 9):
+                at = self.restart_at(t, start, day)
+                truth = ns["readout"](a_text, e_text, stamp12(at))
                 # Every line must move under a near-miss time, or a guess would earn line credit.
                 if all(not set(truth.splitlines()) & set(ns["readout"](a_text, e_text, alt).splitlines())
-                       for alt in alternatives(at)):
-                    break
-            else:
-                continue
-            break
+                       for alt in self.alternatives(start, at)):
+                    good.append(stamp12(at))
+            if good:
+                break
+        else:
+            raise FamilyError("ab_test_readout: no restart time that every near miss gets wrong in 20 data draws")
         t.add_file("/app/data/assignments.csv", a_text)
         t.add_file("/app/data/events.csv", e_text)
         t.say(f"Our checkout experiment split users between a control arm (`CONTROL`) and "
-              f"{'a treatment arm' if k['arms'] == 1 else 'several treatment arms'} ({names}). The exposure log is "
+              f"{'a treatment arm' if k.arms == 1 else 'several treatment arms'} ({names}). The exposure log is "
               "`/app/data/assignments.csv` (`user_id,arm,assigned_at`) and the product events are in "
               "`/app/data/events.csv` (`user_id,event,ts`); times are UTC, written `YYYY-MM-DDTHH:MM:SS`. "
               f"I need the readout of `{arm}` against CONTROL since the experiment's restart.")
-        v = t.deliver(restart, "the restart time (YYYYMMDDHHMM, UTC)")
-        t.say("Rules: " + " ".join(rules))
+        restart = unseen.unseen(t, lambda: rng.choice(good), f"Rules: {rules}", f"Output format: {fields}.")
+        truth = ns["readout"](a_text, e_text, restart)
+        v = t.deliver(restart, RESTART_WHAT)
+        t.say(f"Rules: {rules}")
         t.say(f"Output format: {fields}.")
-        t.add_solution_file("readout.py", src.replace('"__RESTART__"', '""'))
+        t.add_solution_file("readout.py", src)  # the restart time comes on the command line
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/readout.py /app/data/assignments.csv /app/data/events.csv "{v}" '
                 '> /app/out/readout.txt')
-        t.expect_output("/app/out/readout.txt", truth, what)
+        t.expect_output("/app/out/readout.txt", truth, "the readout (format above)")

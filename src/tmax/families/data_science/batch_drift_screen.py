@@ -4,22 +4,34 @@ or a feature whose batch mean drifted too many standard errors from the referenc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-import re
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families import unseen
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import C_SPLIT, C_TRIM, fill, run_python
 
+# @@ZMILLI@@ is the delivered threshold: the oracle puts it in (the report mode takes it as an argument).
 REFERENCE = r'''
 import json
 import math
 import sys
 
-PROFILE = __PROFILE__
-Z_LIMIT = __ZMILLI__ / 1000  # the drift threshold Z, configured in thousandths
-CHI2_LIMIT = __CHI2__
-CHECK_INVALID = __INVALID__
-CHECK_DUPES = __DUPES__
+PROFILE = @PROFILE@
+ZMILLI = "@@ZMILLI@@"  # the drift threshold Z in thousandths (digits)
+CHI2_LIMIT = @CHI2@
+CHECK_INVALID = @INVALID@
+CHECK_DUPES = @DUPES@
+SCREEN = @SCREEN@  # always screen one batch from standard input (exit 0 = ok)
+
+
+def z_limit(zmilli=None):
+    text = zmilli or ZMILLI
+    if not text.isdigit():
+        raise SystemExit("Z must be given in thousandths (digits), got %r" % text)
+    return int(text) / 1000
 
 
 def parse(text, prof):
@@ -61,13 +73,13 @@ def fmt(x):
     return "0.000" if s == "-0.000" else s
 
 
-def headroom(text, profile=None):
+def headroom(text, profile=None, zmilli=None):
     """Z minus the largest feature z of the valid rows: how far the batch is from drifting."""
     prof = profile or PROFILE
-    return Z_LIMIT - stats(parse(text, prof)[1], prof)[1]
+    return z_limit(zmilli) - stats(parse(text, prof)[1], prof)[1]
 
 
-def verdict(text, profile=None):
+def verdict(text, profile=None, zmilli=None):
     prof = profile or PROFILE
     ids, valid = parse(text, prof)
     if CHECK_DUPES and len(set(ids)) != len(ids):
@@ -77,24 +89,21 @@ def verdict(text, profile=None):
     chi2, z = stats(valid, prof)
     if chi2 > CHI2_LIMIT:
         return "label_shift"
-    if z > Z_LIMIT:
+    if z > z_limit(zmilli):
         return "feature_drift"
     return "ok"
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--screen":
+    if SCREEN or (len(sys.argv) > 1 and sys.argv[1] == "--screen"):
         sys.exit(0 if verdict(sys.stdin.read()) == "ok" else 1)
     if len(sys.argv) > 1:
-        if not sys.argv[2].isdigit():
-            sys.exit("Z must be given in thousandths (digits), got %r" % sys.argv[2])
-        Z_LIMIT = int(sys.argv[2]) / 1000
         with open(sys.argv[1]) as f:
             prof = json.load(f)
         for path in sys.argv[3:]:
             with open(path) as f:
                 text = f.read()
-            print(path.rsplit("/", 1)[-1], verdict(text, prof), fmt(headroom(text, prof)))
+            print(path.rsplit("/", 1)[-1], verdict(text, prof, sys.argv[2]), fmt(headroom(text, prof, sys.argv[2])))
 '''
 
 # The screen in C, for program-writing variants in C or in two languages; the profile is filled in per task.
@@ -106,41 +115,22 @@ C_REFERENCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
-#define Z_LIMIT (__ZMILLI__ / 1000.0)
-#define CHI2_LIMIT __CHI2__
-#define CHECK_INVALID __INVALID__
-#define CHECK_DUPES __DUPES__
-#define NFEAT __NFEAT__
-#define NCLASS __NCLASS__
-static const char *FEATURES[NFEAT] = {__FEATNAMES__};
-static const double MEANS[NFEAT] = {__MEANS__};
-static const double STDS[NFEAT] = {__STDS__};
-static const char *CLASSES[NCLASS] = {__CLASSES__};
-static const double PROPS[NCLASS] = {__PROPS__};
+#define Z_LIMIT (@@ZMILLI@@ / 1000.0)
+#define CHI2_LIMIT @CHI2@
+#define CHECK_INVALID @INVALID@
+#define CHECK_DUPES @DUPES@
+#define NFEAT @NFEAT@
+#define NCLASS @NCLASS@
+#define MAXF 64
+static const char *FEATURES[NFEAT] = {@FEATNAMES@};
+static const double MEANS[NFEAT] = {@MEANS@};
+static const double STDS[NFEAT] = {@STDS@};
+static const char *CLASSES[NCLASS] = {@CLASSES@};
+static const double PROPS[NCLASS] = {@PROPS@};
 
-static char *trim(char *s) {
-    while (isspace((unsigned char)*s)) s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
-    return s;
-}
+@C_TRIM@
 
-static int split(char *line, char ***out) {
-    int n = 1;
-    for (char *p = line; *p; p++) n += *p == ',';
-    char **f = malloc(n * sizeof(char *));
-    int i = 0;
-    char *p = line;
-    for (;;) {
-        char *c = strchr(p, ',');
-        if (c) *c = 0;
-        f[i++] = trim(p);
-        if (!c) break;
-        p = c + 1;
-    }
-    *out = f;
-    return n;
-}
+@C_SPLIT@
 
 static int is_blank(const char *s) {
     for (; *s; s++)
@@ -170,8 +160,9 @@ int main(void) {
         p = nl ? nl + 1 : NULL;
     }
     if (nlines == 0) return 1;
-    char **header;
-    int nh = split(lines[0], &header), col[NFEAT], lab_col = -1;
+    char *header[MAXF];
+    int nh = split(lines[0], header, MAXF), col[NFEAT], lab_col = -1;
+    if (nh > MAXF) return 1;
     for (int j = 0; j < nh; j++)
         if (!strcmp(header[j], "label")) { lab_col = j; break; }
     for (int f = 0; f < NFEAT; f++) {
@@ -185,8 +176,8 @@ int main(void) {
     double *x = malloc(((size_t)nrows * NFEAT + 1) * sizeof(double));
     int *lab = malloc((nrows + 1) * sizeof(int));
     for (int i = 0; i < nrows; i++) {
-        char **f;
-        int n = split(lines[i + 1], &f);
+        char *f[MAXF];
+        int n = split(lines[i + 1], f, MAXF);
         ids[i] = f[0];
         if (n != nh) continue;
         int c = -1;
@@ -232,41 +223,48 @@ int main(void) {
 
 def c_screen(prof: dict, chi2: float, invalid: bool, dupes: bool) -> str:
     feats, classes = list(prof["features"]), list(prof["labels"])
-    fill = {"__CHI2__": repr(chi2), "__INVALID__": str(int(invalid)), "__DUPES__": str(int(dupes)),
-            "__NFEAT__": str(len(feats)), "__NCLASS__": str(len(classes)),
-            "__FEATNAMES__": ", ".join(f'"{f}"' for f in feats),
-            "__MEANS__": ", ".join(repr(float(prof["features"][f]["mean"])) for f in feats),
-            "__STDS__": ", ".join(repr(float(prof["features"][f]["std"])) for f in feats),
-            "__CLASSES__": ", ".join(f'"{c}"' for c in classes),
-            "__PROPS__": ", ".join(repr(float(prof["labels"][c])) for c in classes)}
-    src = C_REFERENCE
-    for key, value in fill.items():
-        src = src.replace(key, value)
-    return src
+    return fill(C_REFERENCE, CHI2=repr(chi2), INVALID="1" if invalid else "0", DUPES="1" if dupes else "0",
+                NFEAT=str(len(feats)), NCLASS=str(len(classes)), FEATNAMES=", ".join(f'"{f}"' for f in feats),
+                MEANS=", ".join(repr(float(prof["features"][f]["mean"])) for f in feats),
+                STDS=", ".join(repr(float(prof["features"][f]["std"])) for f in feats),
+                CLASSES=", ".join(f'"{c}"' for c in classes),
+                PROPS=", ".join(repr(float(prof["labels"][c])) for c in classes), C_TRIM=C_TRIM, C_SPLIT=C_SPLIT)
 
 
-SCREEN = REFERENCE.replace('if len(sys.argv) > 1 and sys.argv[1] == "--screen":', "if True:")
 FEATURES = ("brightness", "contrast", "blur_score", "edge_density", "saturation", "aspect_ratio")
 CLASSES = ("cat", "dog", "bird", "fish")
 CHI2_CRIT = {2: 13.816, 3: 16.266}  # chi-square critical values at alpha = 0.001 for 2 and 3 degrees of freedom
+Z_WHAT = "the drift threshold Z in thousandths (e.g. 2500 means Z = 2.500)"
 
 
-def make_profile(rng, k: dict) -> dict:
-    classes = list(CLASSES[:k["classes"]])
+@dataclass(frozen=True)
+class Knobs:
+    batches: int  # batch files in the output case
+    rows: tuple[int, int]  # data lines per batch: [low, high)
+    classes: int  # label classes in the profile
+    features: int  # features in the profile
+    invalid: bool  # invalid rows, and the `invalid` check
+    dupes: bool  # padded duplicate ids, and the `duplicates` check
+    z: float  # the drift threshold Z is drawn within 0.3 of this
+
+
+def make_profile(rng, k: Knobs) -> dict:
+    classes = list(CLASSES[:k.classes])
     weights = [rng.uniform(1, 3) for _ in classes]
     props = [round(w / sum(weights), 2) for w in weights]
     props[-1] = round(1 - sum(props[:-1]), 2)
-    feats = rng.sample(FEATURES, k["features"])
+    feats = rng.sample(FEATURES, k.features)
     return {"labels": dict(zip(classes, props)),
             "features": {f: {"mean": round(rng.uniform(0.5, 120), 2), "std": round(rng.uniform(0.2, 25), 2)}
                          for f in feats}}
 
 
-def make_batch(rng, prof: dict, k: dict, kind: str) -> str:
+def make_batch(rng, prof: dict, k: Knobs, kind: str) -> str:
     """kind: ok, ok_noisy (clean but wider spread / a few invalid rows), label_shift, feature_drift, invalid,
-    duplicates."""
+    duplicates. Ids have six digits (padding rows seven), so no four-digit run a threshold could be read
+    from comes with them."""
     classes, feats = list(prof["labels"]), list(prof["features"])
-    n = rng.randrange(k["rows"][0], k["rows"][1])
+    n = rng.randrange(k.rows[0], k.rows[1])
     props = [prof["labels"][c] for c in classes]
     if kind == "label_shift":
         boost = rng.randrange(len(classes))
@@ -275,19 +273,19 @@ def make_batch(rng, prof: dict, k: dict, kind: str) -> str:
     if kind == "feature_drift":
         f = rng.choice(feats)
         se = prof["features"][f]["std"] / math.sqrt(n)
-        shift[f] = rng.choice([-1, 1]) * rng.uniform(k["z"] + 0.8, k["z"] + 4) * se
+        shift[f] = rng.choice([-1, 1]) * rng.uniform(k.z + 0.8, k.z + 4) * se
     spread = rng.uniform(1.0, 1.4) if kind == "ok_noisy" else 1.0
     rows = []
-    for i in rng.sample(range(10000, 99999), n):
+    for i in rng.sample(range(100000, 999999), n):
         lab = rng.choices(classes, props)[0]
         xs = [rng.gauss(prof["features"][f]["mean"] + shift.get(f, 0.0), prof["features"][f]["std"] * spread)
               for f in feats]
         rows.append([f"s{i}"] + [f"{x:.3f}" for x in xs] + [lab])
-    if k["invalid"]:
+    if k.invalid:
         share = rng.uniform(0.13, 0.3) if kind == "invalid" else rng.uniform(0.0, 0.07)
         for _ in range(int(n * share)):
             r = list(rows[rng.randrange(n)])
-            r[0] = f"s{rng.randrange(100000, 999999)}"
+            r[0] = f"s{rng.randrange(1000000, 9999999)}"
             fault = rng.randrange(3)
             if fault == 0:
                 r[-1] = rng.choice(["", "unknown", "Cat?", "n/a"])
@@ -303,6 +301,108 @@ def make_batch(rng, prof: dict, k: dict, kind: str) -> str:
     return "id," + ",".join(feats) + ",label\n" + "".join(",".join(r) + "\n" for r in rows)
 
 
+class Screen:
+    """One task's profile, threshold and reference, and the batches drawn against them."""
+
+    def __init__(self, t: TaskBuilder, knobs: Knobs):
+        rng = self.rng = t.rng
+        self.prof = make_profile(rng, knobs)
+        self.chi2_lim = CHI2_CRIT[knobs.classes - 1]
+        self.milli = round(knobs.z * 1000) + rng.randrange(-300, 300)
+        self.zlim = self.milli / 1000
+        self.k = dataclasses.replace(knobs, z=self.zlim)
+        self.src = fill(REFERENCE, PROFILE=self.prof, CHI2=self.chi2_lim, INVALID=knobs.invalid,
+                        DUPES=knobs.dupes, SCREEN=False)
+        self.ns = run_python(self.src)
+        self.kinds = ["label_shift", "feature_drift"] + (["invalid"] if knobs.invalid else []) + \
+            (["duplicates"] if knobs.dupes else [])
+
+    def stats(self, text: str) -> tuple[float, float]:
+        return self.ns["stats"](self.ns["parse"](text, self.prof)[1], self.prof)
+
+    def verdict(self, text: str) -> str:
+        return self.ns["verdict"](text, None, str(self.milli))
+
+    def headroom(self, text: str) -> float:
+        return self.ns["headroom"](text, None, str(self.milli))
+
+    def batch(self, kind: str, k: Knobs | None = None) -> str:
+        """A batch whose verdict is ``kind`` with a margin on every statistic (floats cannot flip it)."""
+        k = k or self.k
+        chi2_lim, zlim = self.chi2_lim, self.zlim
+        for _ in range(500):
+            text = make_batch(self.rng, self.prof, k, kind)
+            chi2, z = self.stats(text)
+            want = "ok" if kind.startswith("ok") else kind
+            if self.verdict(text) != want:
+                continue
+            if kind.startswith("ok") and (chi2 > 0.8 * chi2_lim or z > zlim - 0.4):
+                continue
+            if kind == "label_shift" and chi2 < 1.2 * chi2_lim:
+                continue
+            if kind == "feature_drift" and (z < zlim + 0.4 or chi2 > 0.8 * chi2_lim):
+                continue
+            if abs(abs(zlim - z) * 1000 % 1 - 0.5) < 1e-6:  # the headroom would sit on a rounding tie
+                continue
+            return text
+        raise FamilyError(f"batch_drift_screen: no {kind} batch with a clear margin in 500 draws")
+
+    def edge(self, drifted: bool) -> str:
+        """A clean batch with one feature's mean moved to within 0.001 of Z, just past it (drifted) or just
+        inside: any other threshold misjudges it."""
+        rng, prof, zlim = self.rng, self.prof, self.zlim
+        for _ in range(200):
+            text = self.batch("ok", dataclasses.replace(self.k, invalid=False))
+            lines = text.splitlines()
+            feats = list(prof["features"])
+            j = rng.randrange(len(feats))
+            f = prof["features"][feats[j]]
+            rows = [line.split(",") for line in lines[1:]]
+            n = len(rows)
+            target = f["mean"] + rng.choice([-1, 1]) * (zlim + (0.0005 if drifted else -0.0005)) * f["std"] / \
+                math.sqrt(n)
+            vals = [float(r[1 + j]) for r in rows]
+            delta = round(target - sum(vals) / n, 3)
+            vals = [v + delta for v in vals]
+            vals[0] += round((target - sum(vals) / n) * n, 3)  # the remainder on one row
+            for r, v in zip(rows, vals):
+                r[1 + j] = f"{v:.3f}"
+            text = lines[0] + "\n" + "".join(",".join(r) + "\n" for r in rows)
+            chi2, z = self.stats(text)
+            if chi2 > 0.8 * self.chi2_lim or self.verdict(text) != ("feature_drift" if drifted else "ok"):
+                continue
+            if (drifted and zlim < z < zlim + 0.0009) or (not drifted and zlim - 0.0009 < z < zlim):
+                return text
+        raise FamilyError("batch_drift_screen: no batch within 0.001 of the threshold in 200 draws")
+
+    def checks(self) -> str:
+        k, out = self.k, []
+        if k.dupes:
+            out.append("`duplicates`: some `id` occurs on more than one data line (vendors pad batches by "
+                       "repeating rows).")
+        if k.invalid:
+            out.append("`invalid`: more than 10% of the batch's data lines are invalid. A line is invalid if it "
+                       "has the wrong number of fields, a label that is not one of the profile's classes (exact, "
+                       "lower case), or a feature value that is not a finite number. The remaining lines are the "
+                       "valid rows.")
+        out.append("`label_shift`: the chi-square goodness-of-fit statistic of the label counts of the valid rows "
+                   "against the profile's class proportions (sum over classes of (observed - expected)^2 / "
+                   f"expected, expected = number of valid rows x proportion) exceeds {self.chi2_lim}.")
+        out.append("`feature_drift`: for at least one feature, its z statistic |mean over the valid rows - profile "
+                   "mean| / (profile std / sqrt(number of valid rows)) exceeds the drift threshold Z given below.")
+        return " ".join(f"({i}) {c}" for i, c in enumerate(out, 1))
+
+    def intro(self) -> str:
+        intro = ("Our vendors deliver labelled image-feature batches as CSV (header `id,<features...>,label`; a "
+                 "data line is any line after the header). The reference profile of the clean training data is "
+                 "`/app/reference/profile.json`: each class's expected proportion and each feature's mean and "
+                 "standard deviation. A batch is screened with these checks, in order; the first one that fires is "
+                 "its verdict, and a batch none of them fires on is `ok`.")
+        if not self.k.invalid:
+            intro += " In these batches every data line is a valid row."
+        return intro
+
+
 @register
 class BatchDriftScreen(Family):
     name = "batch_drift_screen"
@@ -312,164 +412,73 @@ class BatchDriftScreen(Family):
                         "descriptive statistics")
     verifiers = ("adversarial_corpus", "exact_text", "metric_threshold", "multi_protocol")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"batches": 8, "rows": (80, 160), "classes": 3, "features": 2, "invalid": False, "dupes": False,
-                  "z": 4},
-              2: {"batches": 14, "rows": (120, 260), "classes": 3, "features": 3, "invalid": False, "dupes": False,
-                  "z": 4},
-              3: {"batches": 20, "rows": (150, 300), "classes": 4, "features": 4, "invalid": True, "dupes": False,
-                  "z": 5},
-              4: {"batches": 24, "rows": (120, 240), "classes": 4, "features": 5, "invalid": True, "dupes": True,
-                  "z": 5}}
+    levels = {1: Knobs(batches=8, rows=(80, 160), classes=3, features=2, invalid=False, dupes=False, z=4.0),
+              2: Knobs(batches=14, rows=(120, 260), classes=3, features=3, invalid=False, dupes=False, z=4.0),
+              3: Knobs(batches=20, rows=(150, 300), classes=4, features=4, invalid=True, dupes=False, z=5.0),
+              4: Knobs(batches=24, rows=(120, 240), classes=4, features=5, invalid=True, dupes=True, z=5.0)}
 
-    def build(self, t: TaskBuilder) -> None:
-        while not self.attempt(t):  # the threshold turned up in the data: draw again
-            pass
+    @staticmethod
+    def draw(t: TaskBuilder, fixtures) -> Screen:
+        """A screen whose threshold (the delivered value) shows nowhere in the fixtures ``fixtures(t, screen)``
+        adds; the threshold is drawn before the batches (they depend on it), so a clash means a fresh draw."""
+        for _ in range(10):
+            s = Screen(t, t.knobs)
+            t.add_file("/app/reference/profile.json", json.dumps(s.prof, indent=1, sort_keys=True) + "\n")
+            fixtures(s)
+            if not unseen.visible(t, str(s.milli), s.intro(), s.checks()):
+                return s
+            t.env_files.clear()
+        raise FamilyError("batch_drift_screen: the threshold showed in the fixtures in 10 draws")
 
-    def attempt(self, t: TaskBuilder) -> bool:
-        k, rng = t.knobs, t.rng
-        prof = make_profile(rng, k)
-        chi2_lim = CHI2_CRIT[k["classes"] - 1]
-        milli = round(k["z"] * 1000) + rng.randrange(-300, 300)
-        zlim = milli / 1000
-        k = dict(k, z=zlim)
-        src = (REFERENCE.replace("__PROFILE__", repr(prof)).replace("__CHI2__", repr(chi2_lim))
-               .replace("__INVALID__", str(k["invalid"])).replace("__DUPES__", str(k["dupes"])))
-        ns: dict = {}
-        exec(src.replace("__ZMILLI__", str(milli)), ns)  # noqa: S102 - our own reference program
-        kinds = ["label_shift", "feature_drift"] + (["invalid"] if k["invalid"] else []) + \
-            (["duplicates"] if k["dupes"] else [])
-
-        def batch(kind: str) -> str:
-            """A batch whose verdict is ``kind`` with a margin on every statistic (floats cannot flip it)."""
-            while True:
-                text = make_batch(rng, prof, k, kind)
-                chi2, z = ns["stats"](ns["parse"](text, prof)[1], prof)
-                want = "ok" if kind.startswith("ok") else kind
-                if ns["verdict"](text) != want:
-                    continue
-                if kind.startswith("ok") and (chi2 > 0.8 * chi2_lim or z > zlim - 0.4):
-                    continue
-                if kind == "label_shift" and chi2 < 1.2 * chi2_lim:
-                    continue
-                if kind == "feature_drift" and (z < zlim + 0.4 or chi2 > 0.8 * chi2_lim):
-                    continue
-                if abs(abs(zlim - z) * 1000 % 1 - 0.5) < 1e-6:  # the headroom would sit on a rounding tie
-                    continue
-                return text
-
-        def edge(drifted: bool) -> str:
-            """A clean batch with one feature's mean moved to within 0.001 of Z, just past it (drifted) or just
-            inside: any other threshold misjudges it."""
-            kc = dict(k, invalid=False)
-            while True:
-                text = batch_clean(kc)
-                lines = text.splitlines()
-                feats = list(prof["features"])
-                j = rng.randrange(len(feats))
-                f = prof["features"][feats[j]]
-                rows = [line.split(",") for line in lines[1:]]
-                n = len(rows)
-                target = f["mean"] + rng.choice([-1, 1]) * (zlim + (0.0005 if drifted else -0.0005)) * f["std"] / \
-                    math.sqrt(n)
-                vals = [float(r[1 + j]) for r in rows]
-                delta = round(target - sum(vals) / n, 3)
-                vals = [v + delta for v in vals]
-                vals[0] += round((target - sum(vals) / n) * n, 3)  # the remainder on one row
-                for r, v in zip(rows, vals):
-                    r[1 + j] = f"{v:.3f}"
-                text = lines[0] + "\n" + "".join(",".join(r) + "\n" for r in rows)
-                chi2, z = ns["stats"](ns["parse"](text, prof)[1], prof)
-                if chi2 > 0.8 * chi2_lim or ns["verdict"](text) != ("feature_drift" if drifted else "ok"):
-                    continue
-                if (drifted and zlim < z < zlim + 0.0009) or (not drifted and zlim - 0.0009 < z < zlim):
-                    return text
-
-        def batch_clean(kc: dict) -> str:
-            while True:
-                text = make_batch(rng, prof, kc, "ok")
-                chi2, z = ns["stats"](ns["parse"](text, prof)[1], prof)
-                if ns["verdict"](text) == "ok" and chi2 < 0.8 * chi2_lim and z < zlim - 0.4:
-                    return text
-
-        checks = []
-        if k["dupes"]:
-            checks.append("`duplicates`: some `id` occurs on more than one data line (vendors pad batches by "
-                          "repeating rows).")
-        if k["invalid"]:
-            checks.append("`invalid`: more than 10% of the batch's data lines are invalid. A line is invalid if it "
-                          "has the wrong number of fields, a label that is not one of the profile's classes (exact, "
-                          "lower case), or a feature value that is not a finite number. The remaining lines are the "
-                          "valid rows.")
-        checks.append("`label_shift`: the chi-square goodness-of-fit statistic of the label counts of the valid rows "
-                      "against the profile's class proportions (sum over classes of (observed - expected)^2 / "
-                      f"expected, expected = number of valid rows x proportion) exceeds {chi2_lim}.")
-        checks.append("`feature_drift`: for at least one feature, its z statistic |mean over the valid rows - profile "
-                      "mean| / (profile std / sqrt(number of valid rows)) exceeds the drift threshold Z given below.")
-        intro = ("Our vendors deliver labelled image-feature batches as CSV (header `id,<features...>,label`; a data "
-                 "line is any line after the header). The reference profile of the clean training data is "
-                 "`/app/reference/profile.json`: each class's expected proportion and each feature's mean and "
-                 "standard deviation. A batch is screened with these checks, in order; the first one that fires is "
-                 "its verdict, and a batch none of them fires on is `ok`.")
-        if not k["invalid"]:
-            intro += " In these batches every data line is a valid row."
-        t.add_file("/app/reference/profile.json", json.dumps(prof, indent=1, sort_keys=True) + "\n")
-        z_what = "the drift threshold Z in thousandths (e.g. 2500 means Z = 2.500)"
-
-        if t.axes.verifier == "adversarial_corpus":
-            k = dict(k, rows=(k["rows"][0] // 2, k["rows"][1] // 2))  # smaller batches keep the corpora light
-            clean = [batch(rng.choice(["ok", "ok", "ok_noisy"])) for _ in range(19)] + [edge(False)]
-            malicious = [batch(kinds[i % len(kinds)]) for i in range(19)] + [edge(True)]
-            rng.shuffle(clean)
-            rng.shuffle(malicious)
-            for i, kind in enumerate(["ok", "ok_noisy"] + kinds, 1):
+    def corpus_case(self, t: TaskBuilder) -> None:
+        def fixtures(s: Screen) -> None:
+            s.k = dataclasses.replace(s.k, rows=(s.k.rows[0] // 2, s.k.rows[1] // 2))  # keeps the corpora light
+            for i, kind in enumerate(["ok", "ok_noisy"] + s.kinds, 1):
                 t.add_file(f"/app/samples/batch{i}_{'accepted' if kind.startswith('ok') else 'rejected'}.csv",
-                           batch(kind))
-            if self.seen(t, milli):
-                return False
-            t.say(intro)
-            t.say(" ".join(f"({i}) {c}" for i, c in enumerate(checks, 1)))
-            v = t.deliver(str(milli), z_what)
-            t.say("A batch is accepted only if its verdict is `ok`. Some past batches with their outcome are in "
-                  "`/app/samples/`.")
-            screen = (SCREEN.replace("__PROFILE__", repr(prof)).replace("__CHI2__", repr(chi2_lim))
-                      .replace("__INVALID__", str(k["invalid"])).replace("__DUPES__", str(k["dupes"])))
-            t.expect_classifier("Write the screen as a program (hard-code Z; the profile may be hard-coded too or "
-                                "read from `/app/reference/profile.json`): one batch arrives on standard input.",
-                                clean, malicious,
-                                {"Python": screen, "C": c_screen(prof, chi2_lim, k["invalid"], k["dupes"])})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__ZMILLI__/{v}/" "$f"; done')
-            return True
+                           s.batch(kind))
 
-        pool = ["ok", "ok_noisy"] * max(2, k["batches"] // 4) + kinds * 2
-        pool += [rng.choice(["ok", "ok_noisy"] + kinds) for _ in range(k["batches"] - len(pool))]
-        pool = pool[:k["batches"]]
-        rng.shuffle(pool)  # the verdicts are spread over the file names
-        truth = []
-        for i, kind in enumerate(pool, 1):
-            text = batch(kind)
-            t.add_file(f"/app/incoming/batch_{i:03d}.csv", text)
-            truth.append(f"batch_{i:03d}.csv {ns['verdict'](text)} {ns['fmt'](ns['headroom'](text))}")
-        if self.seen(t, milli):
-            return False
-        t.say(intro)
-        t.say(" ".join(f"({i}) {c}" for i, c in enumerate(checks, 1)))
-        v = t.deliver(str(milli), z_what)
+        s = self.draw(t, fixtures)
+        rng = t.rng
+        clean = [s.batch(rng.choice(["ok", "ok", "ok_noisy"])) for _ in range(19)] + [s.edge(False)]
+        malicious = [s.batch(s.kinds[i % len(s.kinds)]) for i in range(19)] + [s.edge(True)]
+        rng.shuffle(clean)
+        rng.shuffle(malicious)
+        t.say(s.intro())
+        t.say(s.checks())
+        v = t.deliver(str(s.milli), Z_WHAT)
+        t.say("A batch is accepted only if its verdict is `ok`. Some past batches with their outcome are in "
+              "`/app/samples/`.")
+        k = s.k
+        screen = fill(REFERENCE, PROFILE=s.prof, CHI2=s.chi2_lim, INVALID=k.invalid, DUPES=k.dupes, SCREEN=True)
+        t.expect_classifier("Write the screen as a program (hard-code Z; the profile may be hard-coded too or "
+                            "read from `/app/reference/profile.json`): one batch arrives on standard input.",
+                            clean, malicious, {"Python": screen, "C": c_screen(s.prof, s.chi2_lim, k.invalid, k.dupes)})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@ZMILLI@@/{v}/" "$f"; done')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        truth: list[str] = []
+
+        def fixtures(s: Screen) -> None:
+            k, rng = s.k, s.rng
+            pool = ["ok", "ok_noisy"] * max(2, k.batches // 4) + s.kinds * 2
+            pool += [rng.choice(["ok", "ok_noisy"] + s.kinds) for _ in range(k.batches - len(pool))]
+            pool = pool[:k.batches]
+            rng.shuffle(pool)  # the verdicts are spread over the file names
+            truth.clear()
+            for i, kind in enumerate(pool, 1):
+                text = s.batch(kind)
+                t.add_file(f"/app/incoming/batch_{i:03d}.csv", text)
+                truth.append(f"batch_{i:03d}.csv {s.verdict(text)} {s.ns['fmt'](s.headroom(text))}")
+
+        s = self.draw(t, fixtures)
+        t.say(s.intro())
+        t.say(s.checks())
+        v = t.deliver(str(s.milli), Z_WHAT)
         t.say("Screen every batch in `/app/incoming/`. Output format: one line per batch file, sorted by file "
               "name: the file name, a space, its verdict (`ok` or the name of the check that fired), a space, and "
               "its drift headroom: Z minus the largest feature z statistic of its valid rows, rounded to 3 decimals "
               "(negative when a feature drifted past Z; never `-0.000`).")
-        t.add_solution_file("screen.py", src.replace("__ZMILLI__", "0"))
+        t.add_solution_file("screen.py", s.src)  # Z comes on the command line
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/screen.py /app/reference/profile.json "{v}" '
                 '$(ls /app/incoming/*.csv | sort) > /app/out/screening.txt')
         t.expect_output("/app/out/screening.txt", "\n".join(truth) + "\n", "the screening report (format above)")
-        return True
-
-    @staticmethod
-    def seen(t: TaskBuilder, milli: int) -> bool:
-        """Does the threshold occur as a number in the fixtures? Then start over with a fresh draw."""
-        # A digit run counts with a repeated digit trimmed off either end too ("s43981" shows 3981).
-        runs = [r for text in t.env_files.values() for r in re.findall(r"[0-9]+", text)]
-        if str(milli) in {v for r in runs for v in (r, r.lstrip(r[0]), r.rstrip(r[-1]))}:
-            t.env_files.clear()
-            return True
-        return False

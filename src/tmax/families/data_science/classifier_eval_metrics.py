@@ -5,13 +5,19 @@ F1-optimal threshold."""
 
 from __future__ import annotations
 
-from tmax.families.base import Family, TaskBuilder, register
+from dataclasses import dataclass
+
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import C_TRIM, fill, run_python
+
+# @@PCT@@ is the delivered threshold: the oracle puts it in (the output case passes it on the command line).
 
 REFERENCE = r'''
 import sys
 
-THRESHOLD_PCT = __PCT__  # a score >= THRESHOLD_PCT / 100 is a positive prediction
-BEST = __BEST__  # also report the F1-optimal threshold
+THRESHOLD_PCT = "@@PCT@@"  # a score >= THRESHOLD_PCT / 100 is a positive prediction (put in by the oracle)
+BEST = @BEST@  # also report the F1-optimal threshold
+THRESHOLD_ONLY = @THRESHOLD_ONLY@  # report only the threshold's counts and rates, one line each (no n, auc, best)
 POSITIVE = ("1", "yes", "true", "pos", "positive")
 NEGATIVE = ("0", "no", "false", "neg", "negative")
 
@@ -48,7 +54,7 @@ def counts(pairs, thr):
 
 
 def evaluate(pred_text, label_text, pct=None):
-    thr = (pct or THRESHOLD_PCT) * 100
+    thr = int(pct or THRESHOLD_PCT) * 100
     scores = {}
     for pid, s in table(pred_text):
         scores[pid] = score_of(s)  # a later row re-scores the id
@@ -79,6 +85,8 @@ def evaluate(pred_text, label_text, pct=None):
     auc = twice / (2 * len(pos) * len(neg)) if pos and neg else 0.0
     out = ["n=%d" % n, "tp=%d" % tp, "fp=%d" % fp, "fn=%d" % fn, "tn=%d" % tn, "accuracy=" + f4((tp + tn) / n),
            "precision=" + f4(precision), "recall=" + f4(recall), "f1=" + f4(f1), "auc=" + f4(auc)]
+    if THRESHOLD_ONLY:
+        return " ".join(out[1:5]) + "\n" + " ".join(out[5:9]) + "\n"
     if BEST:
         best = None  # (2tp, 2tp + fp + fn, threshold): compare F1 exactly as fractions
         for cand in sorted(set(s for s, _ in pairs), reverse=True):
@@ -107,17 +115,12 @@ C_REFERENCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
-#define THRESHOLD_PCT __PCT__
-#define BEST __BEST__
+#define THRESHOLD_PCT @@PCT@@
+#define BEST @BEST@
 
 typedef struct { char *id; long v; } Entry;
 
-static char *trim(char *s) {
-    while (isspace((unsigned char)*s)) s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
-    return s;
-}
+@C_TRIM@
 
 /* Parses "id,value" data lines of a CSV section (header skipped) into id / text pairs. */
 static int table(char *text, char ***ids, char ***vals) {
@@ -266,6 +269,18 @@ int main(void) {
 
 POS_WORDS = ("1", "yes", "true", "pos", "positive")
 NEG_WORDS = ("0", "no", "false", "neg", "negative")
+PCT_WHAT = "the decision threshold percentage"
+
+
+@dataclass(frozen=True)
+class Knobs:
+    n: int  # examples in the output case
+    messy: bool  # hand-typed label spellings, ids on one side only
+    ties: bool  # repeated scores
+    rescored: bool  # ids scored twice (the last row wins)
+    percent: bool  # some scores written as percentages
+    unusable: bool  # unusable labels to drop
+    best: bool  # also report the F1-optimal threshold
 
 
 def spell(rng, word: str) -> str:
@@ -273,7 +288,16 @@ def spell(rng, word: str) -> str:
     return rng.choice(["", " "]) + w + rng.choice(["", " ", "  "])
 
 
-def make_data(rng, k: dict, n: int, pct: int) -> tuple[str, str]:
+def off_threshold(draw, thr: float) -> float:
+    """A score from ``draw()`` that does not sit exactly on the threshold."""
+    for _ in range(100):
+        s = draw()
+        if abs(s - thr) > 1e-6:
+            return s
+    raise FamilyError("classifier_eval_metrics: 100 scores all on the threshold")
+
+
+def make_data(rng, k: Knobs, n: int, pct: int) -> tuple[str, str]:
     thr = pct / 100
     prevalence = rng.uniform(0.2, 0.5)
     sep = rng.uniform(0.15, 0.35)
@@ -281,40 +305,70 @@ def make_data(rng, k: dict, n: int, pct: int) -> tuple[str, str]:
     preds, labels = [], []
     for i in ids:
         y = 1 if rng.random() < prevalence else 0
-        while True:
-            s = round(min(1.0, max(0.0, rng.gauss(0.5 + (sep if y else -sep), 0.2))), 4)
-            if abs(s - thr) > 1e-6:  # no score sits exactly on the threshold
-                break
-        if k["ties"] and preds and rng.random() < 0.05:
+        s = off_threshold(lambda: round(min(1.0, max(0.0, rng.gauss(0.5 + (sep if y else -sep), 0.2))), 4), thr)
+        if k.ties and preds and rng.random() < 0.05:
             s = preds[rng.randrange(len(preds))][1]
         preds.append([i, s])
-        if k["messy"]:
+        if k.messy:
             lab = spell(rng, rng.choice(POS_WORDS if y else NEG_WORDS))
         else:
             lab = str(y)
-        if k["unusable"] and rng.random() < 0.03:
+        if k.unusable and rng.random() < 0.03:
             lab = rng.choice(["", "?", "unknown", "n/a"])
         labels.append([i, lab])
-    if k["rescored"]:
+    if k.rescored:
         for _ in range(max(2, n // 30)):
             pos = rng.randrange(len(preds))
-            while True:
-                s = round(rng.uniform(0, 1), 4)
-                if abs(s - thr) > 1e-6:
-                    break
+            s = off_threshold(lambda: round(rng.uniform(0, 1), 4), thr)
             preds.insert(rng.randrange(pos + 1, len(preds) + 1), [preds[pos][0], s])
-    if k["messy"]:  # some ids only on one side
+    if k.messy:  # some ids only on one side
         for _ in range(max(2, n // 40)):
             preds.append([f"ex{rng.randrange(100000, 200000)}", round(rng.uniform(0, 1), 4)])
             labels.append([f"ex{rng.randrange(200000, 300000)}", str(rng.randrange(2))])
     rng.shuffle(labels)  # the two files are never in the same order
 
     def show(s: float) -> str:
-        return f"{s * 100:.2f}%" if k["percent"] and rng.random() < 0.15 else f"{s:.4f}"
+        return f"{s * 100:.2f}%" if k.percent and rng.random() < 0.15 else f"{s:.4f}"
 
     p_text = "id,score\n" + "".join(f"{i},{show(s)}\n" for i, s in preds)
     l_text = "id,label\n" + "".join(f"{i},{lab}\n" for i, lab in labels)
     return p_text, l_text
+
+
+def rules_text(k: Knobs, threshold_only: bool = False) -> tuple[str, str]:
+    """(the evaluation rules, the output format): both cases state them alike. ``threshold_only``: two
+    lines that both move with the threshold (under partial credit, lines that do not, such as `n` or
+    `auc`, or single counts that a near threshold shares, would earn credit without it)."""
+    rules = ["Only ids present in both files count."]
+    if k.messy:
+        rules.append("Labels were typed by hand: ignoring case and surrounding spaces, `1`, `yes`, `true`, `pos` "
+                     "and `positive` mean positive; `0`, `no`, `false`, `neg` and `negative` mean negative.")
+    else:
+        rules.append("Labels are `1` (positive) or `0` (negative).")
+    if k.unusable:
+        rules.append("Any other label (empty, `?`, `unknown`, ...) is unusable: drop that id.")
+    if k.rescored:
+        rules.append("Some ids were scored more than once: the last row for an id in the predictions file "
+                     "replaces the earlier ones.")
+    if k.percent:
+        rules.append("A few scores were written as percentages (`87.50%` means 0.875).")
+    rules.append("A prediction is positive when its score is greater than or equal to the decision threshold "
+                 "(given above as a percentage: 40 means 0.40).")
+    if threshold_only:
+        return " ".join(rules), ("two lines of space-separated `key=value` pairs: first `tp=<n> fp=<n> fn=<n> "
+                                 "tn=<n>`, then `accuracy=<x> precision=<x> recall=<x> f1=<x>` (precision is 0 if "
+                                 "nothing is predicted positive, f1 is 0 if tp is 0). Counts are integers; every "
+                                 "other value is rounded to 4 decimals.")
+    fields = ("`key=value` lines in this order: `n` (examples evaluated), `tp`, `fp`, `fn`, `tn`, then "
+              "`accuracy`, `precision` (0 if nothing is predicted positive), `recall`, `f1` (0 if tp is 0) and "
+              "`auc` (ROC AUC of the raw scores: the probability that a random positive scores higher than a "
+              "random negative, ties counting one half)")
+    if k.best:
+        fields += (", then `best_threshold`: among the distinct scores, the one that, used as the threshold "
+                   "(score >= it is positive), gives the highest F1 (if several tie, the highest such score), "
+                   "and `best_f1`, that F1")
+    fields += ". Counts are integers; every other value is rounded to 4 decimals."
+    return " ".join(rules), fields
 
 
 @register
@@ -325,74 +379,57 @@ class ClassifierEvalMetrics(Family):
     primitive_skills = ("confusion matrix", "precision recall and F1", "ROC AUC", "joining predictions to labels")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"n": 200, "messy": False, "ties": False, "rescored": False, "percent": False, "unusable": False,
-                  "best": False},
-              2: {"n": 500, "messy": True, "ties": True, "rescored": False, "percent": False, "unusable": False,
-                  "best": False},
-              3: {"n": 1000, "messy": True, "ties": True, "rescored": True, "percent": True, "unusable": True,
-                  "best": False},
-              4: {"n": 1500, "messy": True, "ties": True, "rescored": True, "percent": True, "unusable": True,
-                  "best": True}}
+    levels = {1: Knobs(n=200, messy=False, ties=False, rescored=False, percent=False, unusable=False, best=False),
+              2: Knobs(n=500, messy=True, ties=True, rescored=False, percent=False, unusable=False, best=False),
+              3: Knobs(n=1000, messy=True, ties=True, rescored=True, percent=True, unusable=True, best=False),
+              4: Knobs(n=1500, messy=True, ties=True, rescored=True, percent=True, unusable=True, best=True)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def program_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         pct = rng.randrange(30, 76)
-        src = REFERENCE.replace("__BEST__", str(k["best"]))
-        ns: dict = {}
-        exec(src.replace("__PCT__", str(pct)), ns)  # noqa: S102 - our own reference program
+        src = fill(REFERENCE, BEST=k.best, THRESHOLD_ONLY=False)
+        ns = run_python(src)
+        rules, fields = rules_text(k)
+        cases = []
+        for _ in range(10):
+            p_text, l_text = make_data(rng, k, rng.randrange(20, 90), pct)
+            cases.append((p_text + "---\n" + l_text, ns["evaluate"](p_text, l_text, pct)))
+        t.say("I evaluate a lot of model versions and want a small, exact evaluation tool. It reads one stream "
+              "on standard input: the predictions CSV (header `id,score`), a line holding just `---`, then the "
+              "labels CSV (header `id,label`).")
+        v = t.deliver(str(pct), PCT_WHAT)
+        t.say(f"{rules} The output is {fields}")
+        c_src = fill(C_REFERENCE, BEST="1" if k.best else "0", C_TRIM=C_TRIM)
+        t.expect_program("The threshold is always the one given above: hard-code it.", cases,
+                         {"Python": src, "C": c_src})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@PCT@@/{v}/" "$f"; done')
 
-        rules = ["Only ids present in both files count."]
-        if k["messy"]:
-            rules.append("Labels were typed by hand: ignoring case and surrounding spaces, `1`, `yes`, `true`, `pos` "
-                         "and `positive` mean positive; `0`, `no`, `false`, `neg` and `negative` mean negative.")
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        src = fill(REFERENCE, BEST=k.best, THRESHOLD_ONLY=t.partial_credit)
+        ns = run_python(src)
+        rules, fields = rules_text(k, t.partial_credit)
+        for _ in range(60):
+            pct = rng.randrange(30, 76)
+            p_text, l_text = make_data(rng, k, k.n, pct)
+            truth = ns["evaluate"](p_text, l_text, pct)
+            # Under partial credit no line may survive another threshold (a two-digit value shows everywhere;
+            # 0 is no threshold at all, and every threshold from 101 on gives what 101 gives).
+            lines = set(truth.splitlines())
+            if not t.partial_credit or all(not lines & set(ns["evaluate"](p_text, l_text, alt).splitlines())
+                                           for alt in range(1, 102) if alt != pct):
+                break
         else:
-            rules.append("Labels are `1` (positive) or `0` (negative).")
-        if k["unusable"]:
-            rules.append("Any other label (empty, `?`, `unknown`, ...) is unusable: drop that id.")
-        if k["rescored"]:
-            rules.append("Some ids were scored more than once: the last row for an id in the predictions file "
-                         "replaces the earlier ones.")
-        if k["percent"]:
-            rules.append("A few scores were written as percentages (`87.50%` means 0.875).")
-        rules.append("A prediction is positive when its score is greater than or equal to the decision threshold "
-                     "(given above as a percentage: 40 means 0.40).")
-        fields = ("`key=value` lines in this order: `n` (examples evaluated), `tp`, `fp`, `fn`, `tn`, then "
-                  "`accuracy`, `precision` (0 if nothing is predicted positive), `recall`, `f1` (0 if tp is 0) and "
-                  "`auc` (ROC AUC of the raw scores: the probability that a random positive scores higher than a "
-                  "random negative, ties counting one half)")
-        if k["best"]:
-            fields += (", then `best_threshold`: among the distinct scores, the one that, used as the threshold "
-                       "(score >= it is positive), gives the highest F1 (if several tie, the highest such score), "
-                       "and `best_f1`, that F1")
-        fields += ". Counts are integers; every other value is rounded to 4 decimals."
-
-        if t.axes.verifier == "fuzz_equivalence":
-            cases = []
-            for _ in range(10):
-                p_text, l_text = make_data(rng, k, rng.randrange(20, 90), pct)
-                cases.append((p_text + "---\n" + l_text, ns["evaluate"](p_text, l_text)))
-            t.say("I evaluate a lot of model versions and want a small, exact evaluation tool. It reads one stream "
-                  "on standard input: the predictions CSV (header `id,score`), a line holding just `---`, then the "
-                  "labels CSV (header `id,label`).")
-            v = t.deliver(str(pct), "the decision threshold percentage")
-            t.say(" ".join(rules) + f" The output is {fields}")
-            c_src = C_REFERENCE.replace("__BEST__", str(int(k["best"])))
-            t.expect_program("The threshold is always the one given above: hard-code it.", cases,
-                             {"Python": src, "C": c_src})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__PCT__/{v}/" "$f"; done')
-            return
-
-        p_text, l_text = make_data(rng, k, k["n"], pct)
+            raise FamilyError("classifier_eval_metrics: no threshold that every other one gets wrong in 60 draws")
         t.add_file("/app/data/predictions.csv", p_text)
         t.add_file("/app/data/labels.csv", l_text)
-        truth = ns["evaluate"](p_text, l_text)
         t.say("Our fraud model's scores for the evaluation set are in `/app/data/predictions.csv` (`id,score`, "
               "scores in [0, 1]) and the ground truth is in `/app/data/labels.csv` (`id,label`). I need its "
               "evaluation metrics at the decision threshold given below.")
-        v = t.deliver(str(pct), "the decision threshold percentage")
-        t.say("Rules: " + " ".join(rules))
+        v = t.deliver(str(pct), PCT_WHAT)
+        t.say(f"Rules: {rules}")
         t.say(f"Output format: {fields}")
-        t.add_solution_file("evaluate.py", src.replace("__PCT__", "0"))
+        t.add_solution_file("evaluate.py", src)  # the threshold comes on the command line
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/evaluate.py /app/data/predictions.csv '
                 f'/app/data/labels.csv "{v}" > /app/out/metrics.txt')
         t.expect_output("/app/out/metrics.txt", truth, "the metrics (format above)")

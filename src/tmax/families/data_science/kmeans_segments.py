@@ -5,16 +5,20 @@ Lloyd's algorithm from a fixed initialisation and report every customer's segmen
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import C_SPLIT, C_TRIM, fill, run_python
+
+# @@K@@ is the delivered k: the oracle puts it in (the output case passes it on the command line).
 
 REFERENCE = r'''
 import math
 import sys
 
-K = __K__
-FEATURES = __FEATURES__
-LOG_SPEND = __LOG__  # use ln(1 + annual_spend) instead of annual_spend
+K = "@@K@@"  # the number of segments (put in by the oracle)
+FEATURES = @FEATURES@
+LOG_SPEND = @LOG@  # use ln(1 + annual_spend) instead of annual_spend
 MAX_ITER = 100
 GAP = [math.inf]  # smallest relative gap between the two nearest centroids seen (a host-side sanity check)
 
@@ -76,8 +80,7 @@ def nearest(p, cents):
     return best
 
 
-def kmeans(points, k=None):
-    k = k or K
+def kmeans(points, k):
     cents = [p[:] for p in points[:k]]
     assign = None
     for _ in range(MAX_ITER):
@@ -92,18 +95,32 @@ def kmeans(points, k=None):
     return assign
 
 
-def segments(text):
+def segments(text, k=None):
     ids, raw = load(text)
-    assign = kmeans(prepare(raw))
+    assign = kmeans(prepare(raw), int(k or K))
     return "".join("%s,%d\n" % (i, a + 1) for i, a in zip(ids, assign))
 
 
+def inertia(text, k=None):
+    """The within-segment sum of squares: squared distances of the standardised vectors to their final
+    segment's mean."""
+    points = prepare(load(text)[1])
+    assign = kmeans(points, int(k or K))
+    total = 0.0
+    for c in sorted(set(assign)):
+        members = [p for p, a in zip(points, assign) if a == c]
+        mean = [sum(col) / len(members) for col in zip(*members)]
+        total += sum(sum((x - m) ** 2 for x, m in zip(p, mean)) for p in members)
+    return total
+
+
 if __name__ == "__main__":
-    if len(sys.argv) > 1:
+    if len(sys.argv) > 1 and sys.argv[1] == "--inertia":
+        with open(sys.argv[2]) as f:
+            print("%.12g" % inertia(f.read(), sys.argv[3] if len(sys.argv) > 3 else None))
+    elif len(sys.argv) > 1:
         with open(sys.argv[1]) as f:
-            if len(sys.argv) > 2:
-                K = int(sys.argv[2])
-            sys.stdout.write(segments(f.read()))
+            sys.stdout.write(segments(f.read(), sys.argv[2] if len(sys.argv) > 2 else None))
     else:
         sys.stdout.write(segments(sys.stdin.read()))
 '''
@@ -116,32 +133,15 @@ C_REFERENCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
-#define K __K__
-#define NF __NF__
-#define LOG_SPEND __LOG__
+#define K @@K@@
+#define NF @NF@
+#define LOG_SPEND @LOG@
 #define MAX_ITER 100
-static const char *FEATURES[NF] = {__FEATNAMES__};
+static const char *FEATURES[NF] = {@FEATNAMES@};
 
-static char *trim(char *s) {
-    while (isspace((unsigned char)*s)) s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
-    return s;
-}
+@C_TRIM@
 
-static int split(char *line, char **f, int max) {
-    int n = 0;
-    char *p = line;
-    for (;;) {
-        char *c = strchr(p, ',');
-        if (c) *c = 0;
-        if (n < max) f[n] = trim(p);
-        n++;
-        if (!c) break;
-        p = c + 1;
-    }
-    return n;
-}
+@C_SPLIT@
 
 static int cmp_d(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -243,14 +243,25 @@ int main(void) {
 ALL_FEATURES = ("annual_spend", "visits_per_month", "avg_basket", "tenure_months")
 SPREAD = {"annual_spend": (300, 20000), "visits_per_month": (0.5, 20), "avg_basket": (8, 160),
           "tenure_months": (1, 120)}
+K_WHAT = "the number of segments k"
 
 
-def make_customers(rng, k: dict, n: int) -> str:
-    feats = ALL_FEATURES[:k["features"]]
+@dataclass(frozen=True)
+class Knobs:
+    n: int  # customers in the output case
+    features: int  # how many of ALL_FEATURES the model uses
+    missing: bool  # empty cells to impute
+    dupes: bool  # customers exported twice
+    units: bool  # spend logged in EUR or kEUR
+    log: bool  # model ln(1 + annual_spend)
+
+
+def make_customers(rng, k: Knobs, n: int) -> str:
+    feats = ALL_FEATURES[:k.features]
     centers = []
     for _ in range(rng.randrange(3, 7)):
         centers.append({f: rng.uniform(*SPREAD[f]) for f in ALL_FEATURES})
-    header = ["customer_id", *ALL_FEATURES] + (["spend_unit"] if k["units"] else [])
+    header = ["customer_id", *ALL_FEATURES] + (["spend_unit"] if k.units else [])
     rows = []
     for cid in rng.sample(range(100000, 999999), n):
         c = rng.choice(centers)
@@ -261,20 +272,50 @@ def make_customers(rng, k: dict, n: int) -> str:
             vals[f] = x
         row = [f"C{cid}", f"{vals['annual_spend']:.2f}", f"{vals['visits_per_month']:.1f}",
                f"{vals['avg_basket']:.2f}", str(max(1, round(vals["tenure_months"])))]
-        if k["units"]:
+        if k.units:
             if rng.random() < 0.2:
                 row[1] = f"{vals['annual_spend'] / 1000:.5f}"
                 row.append("kEUR")
             else:
                 row.append("EUR")
-        if k["missing"] and rng.random() < 0.06:
+        if k.missing and rng.random() < 0.06:
             row[1 + rng.randrange(len(feats))] = ""
         rows.append(row)
-    if k["dupes"]:
+    if k.dupes:
         for _ in range(max(2, n // 25)):
             pos = rng.randrange(len(rows))
             rows.insert(rng.randrange(pos + 1, len(rows) + 1), list(rows[pos]))
     return ",".join(header) + "\n" + "".join(",".join(r) + "\n" for r in rows)
+
+
+def steps_text(kn: Knobs) -> str:
+    """The preprocessing and clustering steps: both cases state them alike."""
+    steps = []
+    if kn.dupes:
+        steps.append("Some customers were exported twice: each `customer_id` counts once (keep its first "
+                     "row; \"first\" below always means first in file order after this).")
+    if kn.units:
+        steps.append("`spend_unit` tells whether `annual_spend` is in `EUR` or in thousands of euros (`kEUR`): "
+                     "convert everything to EUR.")
+    if kn.missing:
+        steps.append("Empty cells are missing values: replace each with the median of that column's present "
+                     "values (the mean of the two middle values when their count is even).")
+    if kn.log:
+        steps.append("Spend is heavily skewed, so the model uses ln(1 + annual_spend) in place of "
+                     "annual_spend (after the steps above).")
+    steps.append("Standardise every feature: subtract its mean and divide by its population standard "
+                 "deviation (divide by the number of customers).")
+    steps.append("Run Lloyd's k-means on the standardised vectors with squared Euclidean distance. The initial "
+                 "centroids are the vectors of the first k customers (centroid 1 is the first customer, and so "
+                 "on). Repeat: assign every customer to its nearest centroid (a tie goes to the lower-numbered "
+                 "centroid), then move each centroid to the mean of its customers (a centroid with no "
+                 "customers stays where it is); stop as soon as an assignment step changes nothing (at most "
+                 "100 steps).")
+    return " ".join(steps)
+
+
+FMT = ("one line per customer, in file order (each customer once): `customer_id,segment` where segment is "
+       "the number (1 to k) of its final centroid")
 
 
 @register
@@ -286,74 +327,74 @@ class KmeansSegments(Family):
                         "missing value imputation")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"n": 60, "features": 2, "missing": True, "dupes": False, "units": False, "log": False},
-              2: {"n": 150, "features": 3, "missing": True, "dupes": False, "units": False, "log": False},
-              3: {"n": 300, "features": 4, "missing": True, "dupes": True, "units": True, "log": False},
-              4: {"n": 500, "features": 4, "missing": True, "dupes": True, "units": True, "log": True}}
+    levels = {1: Knobs(n=60, features=2, missing=True, dupes=False, units=False, log=False),
+              2: Knobs(n=150, features=3, missing=True, dupes=False, units=False, log=False),
+              3: Knobs(n=300, features=4, missing=True, dupes=True, units=True, log=False),
+              4: Knobs(n=500, features=4, missing=True, dupes=True, units=True, log=True)}
 
-    def build(self, t: TaskBuilder) -> None:
+    @staticmethod
+    def setup(t: TaskBuilder) -> tuple[int, tuple[str, ...], str, dict]:
+        """(k, the model's features, the filled Python reference, its namespace)."""
+        k = t.rng.randrange(3, 6)
+        feats = ALL_FEATURES[:t.knobs.features]
+        src = fill(REFERENCE, FEATURES=feats, LOG=t.knobs.log)
+        return k, feats, src, run_python(src)
+
+    @staticmethod
+    def generate(t: TaskBuilder, ns: dict, k: int, n: int, apart: bool = False) -> tuple[str, str]:
+        """Customers and their segments, with no near-tie anywhere in the run (so float noise cannot move a
+        customer) and every one of the k segments used. ``apart``: every other k from 1 to 9 gives a
+        within-segment sum of squares at least 1e-4 away (relatively)."""
+        for _ in range(100):
+            text = make_customers(t.rng, t.knobs, n)
+            ns["GAP"][0] = math.inf
+            out = ns["segments"](text, k)
+            if ns["GAP"][0] <= 1e-6 or len({line.split(",")[-1] for line in out.splitlines()}) != k:
+                continue
+            if apart:
+                w = ns["inertia"](text, k)
+                if any(abs(ns["inertia"](text, alt) - w) <= 1e-4 * w for alt in range(1, 10) if alt != k):
+                    continue
+            return text, out
+        raise FamilyError("kmeans_segments: no customer set without near-ties in 100 draws")
+
+    def program_case(self, t: TaskBuilder) -> None:
         kn, rng = t.knobs, t.rng
-        k = rng.randrange(3, 6)
-        feats = ALL_FEATURES[:kn["features"]]
-        src = REFERENCE.replace("__FEATURES__", repr(feats)).replace("__LOG__", str(kn["log"]))
-        ns: dict = {}
-        exec(src.replace("__K__", str(k)), ns)  # noqa: S102 - our own reference program
-
-        def generate(n: int) -> tuple[str, str]:
-            while True:  # no near-ties anywhere in the run, so float noise cannot move a customer
-                text = make_customers(rng, kn, n)
-                ns["GAP"][0] = math.inf
-                out = ns["segments"](text)
-                if ns["GAP"][0] > 1e-6 and len({line.split(",")[-1] for line in out.splitlines()}) == k:
-                    return text, out
-
-        steps = []
-        if kn["dupes"]:
-            steps.append("Some customers were exported twice: each `customer_id` counts once (keep its first "
-                         "row; \"first\" below always means first in file order after this).")
-        if kn["units"]:
-            steps.append("`spend_unit` tells whether `annual_spend` is in `EUR` or in thousands of euros (`kEUR`): "
-                         "convert everything to EUR.")
-        if kn["missing"]:
-            steps.append("Empty cells are missing values: replace each with the median of that column's present "
-                         "values (the mean of the two middle values when their count is even).")
-        if kn["log"]:
-            steps.append("Spend is heavily skewed, so the model uses ln(1 + annual_spend) in place of "
-                         "annual_spend (after the steps above).")
-        steps.append("Standardise every feature: subtract its mean and divide by its population standard "
-                     "deviation (divide by the number of customers).")
-        steps.append("Run Lloyd's k-means on the standardised vectors with squared Euclidean distance. The initial "
-                     "centroids are the vectors of the first k customers (centroid 1 is the first customer, and so "
-                     "on). Repeat: assign every customer to its nearest centroid (a tie goes to the lower-numbered "
-                     "centroid), then move each centroid to the mean of its customers (a centroid with no "
-                     "customers stays where it is); stop as soon as an assignment step changes nothing (at most "
-                     "100 steps).")
+        k, feats, src, ns = self.setup(t)
+        cases = [self.generate(t, ns, k, rng.randrange(max(k + 6, 25), 70)) for _ in range(10)]
         feat_list = ", ".join(f"`{f}`" for f in feats)
-        fmt = ("one line per customer, in file order (each customer once): `customer_id,segment` where segment is "
-               "the number (1 to k) of its final centroid")
+        t.say("I segment customers every month and want a small, deterministic tool for it. It reads a "
+              "customer export on standard input (CSV, header `customer_id,"
+              + ",".join(ALL_FEATURES) + (",spend_unit" if kn.units else "") + "`) and clusters the "
+              f"customers with k-means on these features: {feat_list}. k is given below.")
+        v = t.deliver(str(k), K_WHAT)
+        t.say(f"The steps, in order: {steps_text(kn)} Output: {FMT}.")
+        c_src = fill(C_REFERENCE, NF=str(len(feats)), LOG="1" if kn.log else "0",
+                     FEATNAMES=", ".join(f'"{f}"' for f in feats), C_TRIM=C_TRIM, C_SPLIT=C_SPLIT)
+        t.expect_program("k is always the value given above: hard-code it.", cases, {"Python": src, "C": c_src})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@K@@/{v}/" "$f"; done')
 
-        if t.axes.verifier == "fuzz_equivalence":
-            cases = [generate(rng.randrange(max(k + 6, 25), 70)) for _ in range(10)]
-            t.say("I segment customers every month and want a small, deterministic tool for it. It reads a "
-                  "customer export on standard input (CSV, header `customer_id,"
-                  + ",".join(ALL_FEATURES) + (",spend_unit" if kn["units"] else "") + "`) and clusters the "
-                  f"customers with k-means on these features: {feat_list}. k is given below.")
-            v = t.deliver(str(k), "the number of segments k")
-            t.say("The steps, in order: " + " ".join(steps) + f" Output: {fmt}.")
-            c_src = (C_REFERENCE.replace("__NF__", str(len(feats))).replace("__LOG__", str(int(kn["log"])))
-                     .replace("__FEATNAMES__", ", ".join(f'"{f}"' for f in feats)))
-            t.expect_program("k is always the value given above: hard-code it.", cases, {"Python": src, "C": c_src})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__K__/{v}/" "$f"; done')
-            return
-
-        text, truth = generate(kn["n"])
+    def output_case(self, t: TaskBuilder) -> None:
+        kn = t.knobs
+        k, feats, src, ns = self.setup(t)
+        text, truth = self.generate(t, ns, k, kn.n, apart=t.partial_credit)
         t.add_file("/app/data/customers.csv", text)
+        feat_list = ", ".join(f"`{f}`" for f in feats)
         t.say("Marketing wants customer segments from `/app/data/customers.csv`. Cluster the customers with "
               f"k-means on these features: {feat_list}; the number of segments k is given below.")
-        v = t.deliver(str(k), "the number of segments k")
-        t.say("The steps, in order: " + " ".join(steps))
-        t.say(f"Output format: {fmt}.")
-        t.add_solution_file("segments.py", src.replace("__K__", "0"))
+        v = t.deliver(str(k), K_WHAT)
+        t.say(f"The steps, in order: {steps_text(kn)}")
+        t.add_solution_file("segments.py", src)  # k comes on the command line
+        if t.partial_credit:  # one number graded by its relative error: most lines would survive another k
+            t.say("I need the within-segment sum of squares of the final segmentation: the sum over customers of "
+                  "the squared Euclidean distance between the customer's standardised vector and the mean of the "
+                  "standardised vectors of its final segment.")
+            t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/segments.py --inertia '
+                    f'/app/data/customers.csv "{v}" > /app/out/inertia.txt')
+            t.expect_number("/app/out/inertia.txt", ns["inertia"](text, k), 1e-6,
+                            "the within-segment sum of squares, unrounded (at least 10 significant digits),")
+            return
+        t.say(f"Output format: {FMT}.")
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/segments.py /app/data/customers.csv "{v}" '
                 '> /app/out/segments.csv')
         t.expect_output("/app/out/segments.csv", truth, "the segment assignments (format above)")

@@ -5,16 +5,21 @@ higher levels, fit ordinary least squares and report the coefficients, R^2 and a
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families import unseen
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import C_SPLIT, C_TRIM, fill, run_python
+
+# @@SINCE@@ is the delivered start date: the oracle puts it in (the output case passes it on the command line).
 
 REFERENCE = r'''
 import sys
 
-REGION = "__REGION__"
-SINCE = "__SINCE__"  # YYYYMMDD: only listings listed on or after this day are fitted
-CONDITION = __CONDITION__  # one-hot encode `condition` (baseline: fair)
-QUERY = __QUERY__  # None, or (size_m2, age_years, distance_km, condition) to predict
+REGION = "@REGION@"
+SINCE = "@@SINCE@@"  # YYYYMMDD: only listings listed on or after this day are fitted (put in by the oracle)
+CONDITION = @CONDITION@  # one-hot encode `condition` (baseline: fair)
+QUERY = @QUERY@  # None, or (size_m2, age_years, distance_km, condition) to predict
 SQFT_TO_M2 = 0.09290304
 MISSING = ("", "NA")
 
@@ -119,35 +124,18 @@ C_REFERENCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
-#define CONDITION __CONDITION__
-#define HAS_QUERY __HASQ__
+#define CONDITION @CONDITION@
+#define HAS_QUERY @HASQ@
 #define NP (CONDITION ? 6 : 4)
-static const char *REGION = "__REGION__";
-static const char *SINCE = "__SINCE__"; /* YYYYMMDD */
-static const double QUERY[3] = {__QV__};
-static const char *QUERY_CONDITION = "__QC__";
+static const char *REGION = "@REGION@";
+static const char *SINCE = "@@SINCE@@"; /* YYYYMMDD */
+static const double QUERY[3] = {@QV@};
+static const char *QUERY_CONDITION = "@QC@";
 static const double SQFT_TO_M2 = 0.09290304;
 
-static char *trim(char *s) {
-    while (isspace((unsigned char)*s)) s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
-    return s;
-}
+@C_TRIM@
 
-static int split(char *line, char **f, int max) {
-    int n = 0;
-    char *p = line;
-    for (;;) {
-        char *c = strchr(p, ',');
-        if (c) *c = 0;
-        if (n < max) f[n] = trim(p);
-        n++;
-        if (!c) break;
-        p = c + 1;
-    }
-    return n;
-}
+@C_SPLIT@
 
 static int missing(const char *v) { return !*v || !strcmp(v, "NA"); }
 
@@ -274,15 +262,30 @@ int main(void) {
 '''
 
 CONDITIONS = ("fair", "good", "excellent")
+HEADER = "listing_id,region,size,size_unit,age_years,distance_km,condition,price,listed_on"
+SINCE_WHAT = "the start date (YYYYMMDD)"
+ALTS = (-2, -1, 1, 2)  # start dates a guess would land on, in days from the true one
 
 
-def c_source(condition: bool, query) -> str:
+@dataclass(frozen=True)
+class Knobs:
+    rows: int  # listings per region in the output case (also its span in days)
+    regions: int  # regions in the export
+    missing: bool  # empty (or NA) fields
+    dupes: bool  # listings exported twice
+    sqft: bool  # sizes in square feet too
+    condition: bool  # one-hot encode the condition
+    placeholders: bool  # price 0 for unsold listings
+    query: bool  # also predict one listing's price
+
+
+def c_source(condition: bool, query, region: str) -> str:
     q = query or (0.0, 0.0, 0.0, "fair")
-    return (C_REFERENCE.replace("__CONDITION__", str(int(condition))).replace("__HASQ__", str(int(query is not None)))
-            .replace("__QV__", ", ".join(repr(float(v)) for v in q[:3])).replace("__QC__", q[3]))
+    return fill(C_REFERENCE, CONDITION="1" if condition else "0", HASQ="0" if query is None else "1",
+                QV=", ".join(repr(float(v)) for v in q[:3]), QC=q[3], REGION=region, C_TRIM=C_TRIM, C_SPLIT=C_SPLIT)
 
 
-def make_listings(rng, k: dict, regions: list[str], per_region: int, start, span: int, first_day: int = 0) -> str:
+def make_listings(rng, k: Knobs, regions: list[str], per_region: int, start, span: int, first_day: int = 0) -> str:
     """Listings put on the market between ``first_day`` and ``span`` days after ``start`` (a date)."""
 
     rows: list[list[str]] = []
@@ -299,25 +302,91 @@ def make_listings(rng, k: dict, regions: list[str], per_region: int, start, span
         dist = round(rng.uniform(0.3, 35), 2)
         cond = rng.choice(CONDITIONS)
         price = b0 + b_size * size + b_age * age + b_dist * dist
-        if k["condition"]:
+        if k.condition:
             price += {"fair": 0.0, "good": b_good, "excellent": b_exc}[cond]
         price = max(5000, round(price + rng.gauss(0, 0.06 * price)))
         unit, shown = "m2", f"{size:.1f}"
-        if k["sqft"] and rng.random() < 0.25:
+        if k.sqft and rng.random() < 0.25:
             unit, shown = "sqft", f"{size / 0.09290304:.1f}"
         listed = (start + dt.timedelta(days=rng.randrange(first_day, span))).isoformat()
         row = [f"L{lid}", region, shown, unit, str(age), f"{dist:.2f}", cond, str(price), listed]
-        if k["missing"] and rng.random() < 0.05:
-            row[rng.choice([2, 4, 5, 6, 7])] = rng.choice(["", "NA"] if k["sqft"] else [""])
-        if k["placeholders"] and rng.random() < 0.04:
+        if k.missing and rng.random() < 0.05:
+            row[rng.choice([2, 4, 5, 6, 7])] = rng.choice(["", "NA"] if k.sqft else [""])
+        if k.placeholders and rng.random() < 0.04:
             row[7] = "0"
         rows.append(row)
-    if k["dupes"]:
+    if k.dupes:
         for _ in range(max(2, len(rows) // 30)):
             pos = rng.randrange(len(rows))
             rows.insert(rng.randrange(pos, len(rows) + 1), list(rows[pos]))
-    return ("listing_id,region,size,size_unit,age_years,distance_km,condition,price,listed_on\n"
-            + "".join(",".join(r) + "\n" for r in rows))
+    return HEADER + "\n" + "".join(",".join(r) + "\n" for r in rows)
+
+
+class Fit:
+    """One task's regions, start day, query and reference."""
+
+    def __init__(self, t: TaskBuilder):
+        k, rng = t.knobs, t.rng
+        self.regions = unseen.distinct(lambda: t.code(1), k.regions)
+        self.region = rng.choice(self.regions)
+        self.query = None
+        if k.query:
+            self.query = (float(rng.randrange(45, 180)), float(rng.randrange(1, 60)), round(rng.uniform(1, 25), 1),
+                          rng.choice(CONDITIONS))
+        self.src = fill(REFERENCE, CONDITION=k.condition, QUERY=self.query, REGION=self.region)
+        self.c_src = c_source(k.condition, self.query, self.region)
+        self.ns = run_python(self.src)
+        self.start = dt.date(2023, 1, 2) + dt.timedelta(days=rng.randrange(0, 600))
+
+    def ymd(self, day: int) -> str:
+        return (self.start + dt.timedelta(days=day)).strftime("%Y%m%d")
+
+    def fit(self, text: str, day: int) -> str | None:
+        try:
+            return self.ns["report"](text, self.region, self.ymd(day))
+        except ZeroDivisionError:  # a singular design matrix
+            return None
+
+    def well_posed(self, text: str, day: int) -> bool:
+        first = (self.start + dt.timedelta(days=day)).isoformat()
+        mine = [line.split(",") for line in text.splitlines()[1:]]
+        mine = [r[6] for r in mine if r[1] == self.region and r[8] >= first]
+        return min(mine.count(c) for c in CONDITIONS) >= 3
+
+    def texts(self, k: Knobs) -> tuple[str, str, str]:
+        """(the model, the cleaning rules, the output format): both cases state them alike."""
+        query = self.query
+        model = ("an ordinary least squares linear regression of `price` on an intercept, the floor area in "
+                 "square metres, `age_years` and `distance_km`")
+        if k.condition:
+            model += (", plus the one-hot encoded `condition` with `fair` as the baseline (two indicator columns, "
+                      "`condition_good` and `condition_excellent`)")
+        rules = ["Only listings put on the market on or after the start date given below count (`listed_on`, "
+                 "ISO dates; prices before it were set under the old mortgage rates)."]
+        if k.dupes:
+            rules.append("Each `listing_id` counts once: if it appears again, keep the first occurrence.")
+        if k.missing:
+            miss = "empty or `NA`" if k.sqft else "empty"
+            rules.append(f"Rows with any {miss} field among the columns the model uses are dropped (no imputation).")
+        if k.sqft:
+            rules.append("`size_unit` says whether `size` is in `m2` or `sqft`; convert square feet with "
+                         "1 sqft = 0.09290304 m2 before fitting.")
+        else:
+            rules.append("`size` is in square metres (`size_unit` is always `m2`).")
+        if k.placeholders:
+            rules.append("A `price` of 0 is a placeholder for an unsold listing: drop those rows.")
+        fields = ["`n` (number of listings used in the fit)", "`intercept`", "`size_m2`", "`age_years`",
+                  "`distance_km`"]
+        if k.condition:
+            fields += ["`condition_good`", "`condition_excellent`"]
+        fields.append("`r_squared` (coefficient of determination of the fit, on the rows used)")
+        if query:
+            fields.append(f"`predicted_price` (the model's price for a {query[0]:g} m2, {query[1]:g}-year-old "
+                          f"listing {query[2]:g} km from the centre in `{query[3]}` condition)")
+        fmt = ("`key=value` lines in this order: " + ", ".join(fields) + ". Coefficients"
+               + (" and the predicted price" if query else "") + " are rounded to 2 decimals, `r_squared` to 4 "
+               "decimals, `n` is an integer; never write a negative zero.")
+        return model, " ".join(rules), fmt
 
 
 @register
@@ -329,131 +398,82 @@ class RegressionFitReport(Family):
                         "Gaussian elimination", "cohort filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"rows": 60, "regions": 2, "missing": False, "dupes": False, "sqft": False, "condition": True,
-                  "placeholders": False, "query": False},
-              2: {"rows": 90, "regions": 3, "missing": True, "dupes": True, "sqft": False, "condition": True,
-                  "placeholders": False, "query": False},
-              3: {"rows": 160, "regions": 3, "missing": True, "dupes": True, "sqft": True, "condition": True,
-                  "placeholders": False, "query": False},
-              4: {"rows": 260, "regions": 4, "missing": True, "dupes": True, "sqft": True, "condition": True,
-                  "placeholders": True, "query": True}}
+    levels = {1: Knobs(rows=60, regions=2, missing=False, dupes=False, sqft=False, condition=True,
+                       placeholders=False, query=False),
+              2: Knobs(rows=90, regions=3, missing=True, dupes=True, sqft=False, condition=True,
+                       placeholders=False, query=False),
+              3: Knobs(rows=160, regions=3, missing=True, dupes=True, sqft=True, condition=True,
+                       placeholders=False, query=False),
+              4: Knobs(rows=260, regions=4, missing=True, dupes=True, sqft=True, condition=True,
+                       placeholders=True, query=True)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def program_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        regions: list[str] = []
-        while len(regions) < k["regions"]:
-            c = t.code(1)
-            if c not in regions:
-                regions.append(c)
-        region = rng.choice(regions)
-        query = None
-        if k["query"]:
-            query = (float(rng.randrange(45, 180)), float(rng.randrange(1, 60)), round(rng.uniform(1, 25), 1),
-                     rng.choice(CONDITIONS))
-        src = (REFERENCE.replace("__CONDITION__", str(k["condition"])).replace("__QUERY__", repr(query))
-               .replace("__REGION__", region))
-        c_src = c_source(k["condition"], query).replace("__REGION__", region)
-        ns: dict = {}
-        exec(src, ns)  # noqa: S102 - our own reference program
-        start = dt.date(2023, 1, 2) + dt.timedelta(days=rng.randrange(0, 600))
-
-        def ymd(day: int) -> str:
-            return (start + dt.timedelta(days=day)).strftime("%Y%m%d")
-
-        def fit(text: str, day: int) -> str | None:
-            try:
-                return ns["report"](text, region, ymd(day))
-            except ZeroDivisionError:  # a singular design matrix
-                return None
-
-        def well_posed(text: str, day: int) -> bool:
-            first = (start + dt.timedelta(days=day)).isoformat()
-            mine = [line.split(",") for line in text.splitlines()[1:]]
-            mine = [r[6] for r in mine if r[1] == region and r[8] >= first]
-            return min(mine.count(c) for c in CONDITIONS) >= 3
-
-        model = ("an ordinary least squares linear regression of `price` on an intercept, the floor area in "
-                 "square metres, `age_years` and `distance_km`")
-        if k["condition"]:
-            model += (", plus the one-hot encoded `condition` with `fair` as the baseline (two indicator columns, "
-                      "`condition_good` and `condition_excellent`)")
-        rules = ["Each `listing_id` counts once: if it appears again, keep the first occurrence."] if k["dupes"] \
-            else []
-        if k["missing"]:
-            miss = "empty or `NA`" if k["sqft"] else "empty"
-            rules.append(f"Rows with any {miss} field among the columns the model uses are dropped (no imputation).")
-        if k["sqft"]:
-            rules.append("`size_unit` says whether `size` is in `m2` or `sqft`; convert square feet with "
-                         "1 sqft = 0.09290304 m2 before fitting.")
-        else:
-            rules.append("`size` is in square metres (`size_unit` is always `m2`).")
-        if k["placeholders"]:
-            rules.append("A `price` of 0 is a placeholder for an unsold listing: drop those rows.")
-        fields = ["`n` (number of listings used in the fit)", "`intercept`", "`size_m2`", "`age_years`",
-                  "`distance_km`"]
-        if k["condition"]:
-            fields += ["`condition_good`", "`condition_excellent`"]
-        fields.append("`r_squared` (coefficient of determination of the fit, on the rows used)")
-        if query:
-            fields.append(f"`predicted_price` (the model's price for a {query[0]:g} m2, {query[1]:g}-year-old "
-                          f"listing {query[2]:g} km from the centre in `{query[3]}` condition)")
-        fmt = ("`key=value` lines in this order: " + ", ".join(fields) + ". Coefficients"
-               + (" and the predicted price" if query else "") + " are rounded to 2 decimals, `r_squared` to 4 "
-               "decimals, `n` is an integer; never write a negative zero.")
-
-        since = ("Only listings put on the market on or after the start date given below count (`listed_on`, "
-                 "ISO dates; prices before it were set under the old mortgage rates).")
-        rules.insert(0, since)
-        header = "listing_id,region,size,size_unit,age_years,distance_km,condition,price,listed_on"
-        alts = (-2, -1, 1, 2)
-        if t.axes.verifier == "fuzz_equivalence":
-            while True:
-                span = 60
-                day = rng.randrange(15, 40)
-                cases = []
-                while len(cases) < 10:
-                    # The worked examples hold only listings from the start date on: they show the fit, not the date.
-                    text = make_listings(rng, k, regions, rng.randrange(18, 40) if len(cases) < 2 else
-                                         rng.randrange(36, 70), start, span, day if len(cases) < 2 else 0)
-                    out = fit(text, day) if well_posed(text, day) else None
-                    if out is not None:
-                        cases.append((text, out))
-                if all(any(fit(x, day + a) != y for x, y in cases[2:]) for a in alts):
+        f = Fit(t)
+        model, rules, fmt = f.texts(k)
+        intro = (f"Every week our brokers export property listings as CSV (header `{HEADER}`) and I want a small "
+                 f"tool that reads one export on standard input and fits {model}, using only the listings of "
+                 f"region `{f.region}`.")
+        span = 60
+        for _ in range(30):
+            day = rng.randrange(15, 40)
+            cases = []
+            for _ in range(60):
+                if len(cases) == 10:
                     break
-            t.say(f"Every week our brokers export property listings as CSV (header `{header}`) and I want a small "
-                  f"tool that reads one export on standard input and fits {model}, using only the listings of region "
-                  f"`{region}`.")
-            v = t.deliver(ymd(day), "the start date (YYYYMMDD)")
-            t.say(" ".join(rules) + f" The output is {fmt}")
-            t.expect_program("The start date is always the one given above: hard-code it.", cases,
-                             {"Python": src, "C": c_src})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__SINCE__/{v}/" "$f"; done')
-            return
+                # The worked examples hold only listings from the start date on: they show the fit, not the date.
+                example = len(cases) < 2
+                text = make_listings(rng, k, f.regions, rng.randrange(18, 40) if example else rng.randrange(36, 70),
+                                     f.start, span, day if example else 0)
+                out = f.fit(text, day) if f.well_posed(text, day) else None
+                if out is not None:
+                    cases.append((text, out))
+            if len(cases) < 10 or unseen.visible(t, f.ymd(day), intro, rules, fmt, *(x for c in cases[:2] for x in c)):
+                continue
+            if all(any(f.fit(x, day + a) != y for x, y in cases[2:]) for a in ALTS):
+                break
+        else:
+            raise FamilyError("regression_fit_report: no start date that every near miss gets wrong in 30 draws")
+        t.say(intro)
+        v = t.deliver(f.ymd(day), SINCE_WHAT)
+        t.say(f"{rules} The output is {fmt}")
+        t.expect_program("The start date is always the one given above: hard-code it.", cases,
+                         {"Python": f.src, "C": f.c_src})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@SINCE@@/{v}/" "$f"; done')
 
-        span = k["rows"]
-        while True:
-            text = make_listings(rng, k, regions, k["rows"], start, span)
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        f = Fit(t)
+        model, rules, fmt = f.texts(k)
+        span = k.rows
+        for _ in range(30):
+            text = make_listings(rng, k, f.regions, k.rows, f.start, span)
             days = list(range(span // 6, span // 2))
             rng.shuffle(days)
-            found = None
+            good: dict[str, str] = {}  # start date -> report, for dates every near miss gets wrong
             for day in days[:12]:
-                truth = fit(text, day) if well_posed(text, day) else None
+                truth = f.fit(text, day) if f.well_posed(text, day) else None
                 if truth is None:
                     continue
                 # Every line must move under a near-miss date, or a guess would earn line credit.
                 lines = set(truth.splitlines())
-                if all((o := fit(text, day + a)) is not None and not lines & set(o.splitlines()) for a in alts):
-                    found = day
-                    break
-            if found is not None:
+                if all((o := f.fit(text, day + a)) is not None and not lines & set(o.splitlines()) for a in ALTS):
+                    good[f.ymd(day)] = truth
+                    if len(good) == 3:
+                        break
+            if good:
                 break
+        else:
+            raise FamilyError("regression_fit_report: no start date that every near miss gets wrong in 30 draws")
         t.add_file("/app/data/listings.csv", text)
-        t.say(f"`/app/data/listings.csv` is our brokers' listings export (columns `{header}`). Fit {model}, using "
-              f"only the listings of region `{region}`.")
-        v = t.deliver(ymd(found), "the start date (YYYYMMDD)")
-        t.say("Cleaning rules: " + " ".join(rules))
+        intro = (f"`/app/data/listings.csv` is our brokers' listings export (columns `{HEADER}`). Fit {model}, "
+                 f"using only the listings of region `{f.region}`.")
+        since = unseen.unseen(t, lambda: rng.choice(list(good)), intro, rules, fmt)
+        t.say(intro)
+        v = t.deliver(since, SINCE_WHAT)
+        t.say(f"Cleaning rules: {rules}")
         t.say(f"Output format: {fmt}")
-        t.add_solution_file("fit.py", src.replace('"__SINCE__"', '""'))
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/fit.py /app/data/listings.csv {region} "{v}" '
-                '> /app/out/model.txt')
-        t.expect_output("/app/out/model.txt", truth, "the model report (format above)")
+        t.add_solution_file("fit.py", f.src)  # the start date comes on the command line
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/fit.py /app/data/listings.csv {f.region} '
+                f'"{v}" > /app/out/model.txt')
+        t.expect_output("/app/out/model.txt", good[since], "the model report (format above)")

@@ -6,21 +6,28 @@ screening program it must reject every series the rule flags and keep every clea
 from __future__ import annotations
 
 import calendar
+import dataclasses
 import math
-import re
 import time
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families import unseen
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import C_SPLIT, C_TRIM, fill, run_python
+
+# @@OFFSET@@ is the delivered correction: the oracle puts it in (the output case passes it on the command line).
+# The screening case delivers K instead: its shipped programs are filled with KMILLI="@@KMILLI@@".
 
 REFERENCE = r'''
 import math
 import sys
 
-SENSOR = "__SENSOR__"
-W = __W__
-K = __KMILLI__ / 1000  # the threshold multiplier, configured in thousandths
-OFFSET = "__OFFSET__"  # calibration correction in thousandths of a degree, added to every reported reading
-REPLACE = __REPLACE__  # a flagged reading enters later windows as its window mean
+SENSOR = "@SENSOR@"
+W = @W@
+K = @KMILLI@ / 1000  # the threshold multiplier, configured in thousandths
+OFFSET = "@@OFFSET@@"  # calibration correction in thousandths of a degree, added to every reported reading
+REPLACE = @REPLACE@  # a flagged reading enters later windows as its window mean
+SCREEN = @SCREEN@  # always screen one feed from standard input (exit 0 = clean)
 
 
 def to_celsius(value, unit):
@@ -91,7 +98,7 @@ def is_clean(text):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--screen":
+    if SCREEN or (len(sys.argv) > 1 and sys.argv[1] == "--screen"):
         sys.exit(0 if is_clean(sys.stdin.read()) else 1)
     if len(sys.argv) > 1:
         with open(sys.argv[1]) as f:
@@ -103,44 +110,27 @@ if __name__ == "__main__":
 # The same rule in C (report or screen mode), for program-writing variants in C or two languages.
 C_REFERENCE = r'''
 /* Rolling-window anomaly rule over one sensor's readings (see the task statement). */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define W __W__
-#define K (__KMILLI__ / 1000.0)
-#define REPLACE __REPLACE__
-#define SCREEN __SCREEN__
-static const char *SENSOR = "__SENSOR__";
-static const char *OFFSET = "__OFFSET__"; /* thousandths of a degree */
+#define W @W@
+#define K (@KMILLI@ / 1000.0)
+#define REPLACE @REPLACE@
+#define SCREEN @SCREEN@
+static const char *SENSOR = "@SENSOR@";
+static const char *OFFSET = "@@OFFSET@@"; /* thousandths of a degree; unused when screening */
 
 typedef struct {
     char *ts, *val, *unit;
     long idx;
 } Row;
 
-static char *trim(char *s) {
-    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n')) *--e = 0;
-    return s;
-}
+@C_TRIM@
 
-static int split(char *line, char **f, int max) {
-    int n = 0;
-    char *p = line;
-    for (;;) {
-        char *c = strchr(p, ',');
-        if (n < max) f[n] = p;
-        n++;
-        if (!c) break;
-        *c = 0;
-        p = c + 1;
-    }
-    for (int i = 0; i < n && i < max; i++) f[i] = trim(f[i]);
-    return n;
-}
+@C_SPLIT@
 
 static int cmp(const void *a, const void *b) {
     const Row *x = a, *y = b;
@@ -155,7 +145,7 @@ static void fmt(double x, char *out) {
 }
 
 int main(void) {
-    for (const char *p = OFFSET; *p; p++)
+    for (const char *p = OFFSET; *p && !SCREEN; p++)
         if (*p < '0' || *p > '9') return 2;
     double offset = SCREEN ? 0.0 : atoi(OFFSET) / 1000.0;
     size_t cap = 0, nrows = 0, rcap = 1024;
@@ -213,8 +203,20 @@ int main(void) {
 }
 '''
 
-# The screening variant: the same rule as a program that exits 1 on a flagged series.
-SCREEN = REFERENCE.replace('if len(sys.argv) > 1 and sys.argv[1] == "--screen":', "if True:")
+OFFSET_WHAT = "the calibration correction (thousandths of a degree)"
+
+
+@dataclass(frozen=True)
+class Knobs:
+    n: int  # readings per sensor in the output case
+    sensors: int  # sensors in the shared log
+    w: int  # window length
+    k: float  # threshold multiplier (the screening case draws K within 0.4 of it)
+    shuffle: bool  # rows out of time order
+    dupes: bool  # rows exported twice
+    missing: bool  # empty / NaN gaps
+    fahrenheit: bool  # some readings in Fahrenheit
+    replace: bool  # a flagged reading enters later windows as its window mean
 
 
 def ratios(values: list[float], w: int, k: float, replace: bool) -> tuple[list[float], list[int]]:
@@ -267,41 +269,49 @@ def make_values(rng, n: int, w: int, k: float, replace: bool, spikes: int) -> li
     return vals
 
 
-def to_rows(rng, vals: list[float], start: int, step: int, k: dict) -> list[tuple[str, str, str]]:
+def to_rows(rng, vals: list[float], start: int, step: int, k: Knobs) -> list[tuple[str, str, str]]:
     """(timestamp, value, unit) rows with the level's export faults."""
     rows = []
     for i, x in enumerate(vals):
         ts = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(start + i * step))
         value, unit = f"{x:.2f}", "C"
-        if k["fahrenheit"] and rng.random() < 0.15:
+        if k.fahrenheit and rng.random() < 0.15:
             value, unit = f"{x * 9 / 5 + 32:.2f}", "F"
         rows.append((ts, value, unit))
-        if k["missing"] and rng.random() < 0.04:  # a gap the logger marked as missing (its own timestamp)
+        if k.missing and rng.random() < 0.04:  # a gap the logger marked as missing (its own timestamp)
             ts2 = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(start + i * step + step // 2))
             rows.append((ts2, rng.choice(["", "NaN"]), "C"))
-    if k["dupes"]:
+    if k.dupes:
         for _ in range(max(1, len(rows) // 40)):
             pos = rng.randrange(len(rows))
             rows.insert(rng.randrange(pos, len(rows) + 1), rows[pos])
-    if k["shuffle"]:
+    if k.shuffle:
         rng.shuffle(rows)
     return rows
 
 
-def make_rows(rng, ns: dict, n: int, k: dict, spikes: int, start: int, step: int) -> list[tuple[str, str, str]]:
+def make_rows(rng, ns: dict, n: int, k: Knobs, spikes: int, start: int, step: int) -> list[tuple[str, str, str]]:
     """Rows of one sensor whose cleaned series (as the reference cleans it) has exactly ``spikes`` anomalies
     and no evaluated reading within 0.05 of the threshold ratio, so float noise cannot flip a verdict."""
-    while True:
-        vals = make_values(rng, n, k["w"], k["k"], k["replace"], spikes)
+    for _ in range(200):
+        vals = make_values(rng, n, k.w, k.k, k.replace, spikes)
         rows = to_rows(rng, vals, start, step, k)
         series = [x for _, x in ns["series_of"](rows)]
-        rs, flagged = ratios(series, k["w"], k["k"], k["replace"])
-        if len(flagged) == spikes and all(abs(r - k["k"]) > 0.05 for r in rs):
+        rs, flagged = ratios(series, k.w, k.k, k.replace)
+        if len(flagged) == spikes and all(abs(r - k.k) > 0.05 for r in rs):
             return rows
+    raise FamilyError(f"rolling_anomaly_flags: no series with exactly {spikes} clear anomalies in 200 draws")
 
 
 def csv_item(rows) -> str:
     return "timestamp,value,unit\n" + "".join(f"{ts},{v},{u}\n" for ts, v, u in rows)
+
+
+CALIB = ("The sensor's calibration certificate says it reads low: add the calibration correction given below "
+         "(in thousandths of a degree Celsius, e.g. 2500 means +2.500 degrees) to every reading you report. "
+         "It is a constant shift, so it does not change which readings are anomalous.")
+OUT_FMT = ("the timestamp exactly as logged, a space, and the corrected reading in degrees Celsius rounded to "
+           "3 decimals")
 
 
 @register
@@ -313,201 +323,206 @@ class RollingAnomalyFlags(Family):
                         "outlier handling")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"n": 150, "sensors": 2, "w": 12, "k": 3, "shuffle": False, "dupes": True, "missing": False,
-                  "fahrenheit": False, "replace": False},
-              2: {"n": 300, "sensors": 3, "w": 24, "k": 3, "shuffle": True, "dupes": True, "missing": False,
-                  "fahrenheit": False, "replace": False},
-              3: {"n": 400, "sensors": 3, "w": 20, "k": 3.5, "shuffle": True, "dupes": True, "missing": True,
-                  "fahrenheit": True, "replace": False},
-              4: {"n": 600, "sensors": 4, "w": 30, "k": 2.5, "shuffle": True, "dupes": True, "missing": True,
-                  "fahrenheit": True, "replace": True}}
+    levels = {1: Knobs(n=150, sensors=2, w=12, k=3.0, shuffle=False, dupes=True, missing=False,
+                       fahrenheit=False, replace=False),
+              2: Knobs(n=300, sensors=3, w=24, k=3.0, shuffle=True, dupes=True, missing=False,
+                       fahrenheit=False, replace=False),
+              3: Knobs(n=400, sensors=3, w=20, k=3.5, shuffle=True, dupes=True, missing=True,
+                       fahrenheit=True, replace=False),
+              4: Knobs(n=600, sensors=4, w=30, k=2.5, shuffle=True, dupes=True, missing=True,
+                       fahrenheit=True, replace=True)}
+    STEP = 600  # seconds between readings
 
-    def rule_text(self, k: dict, w: str | None = None, kk: str | None = None) -> str:
-        w = w or str(k["w"])
-        kk = kk or f"{k['k']:g}"
+    def rule_text(self, k: Knobs, w: str | None = None, kk: str | None = None) -> str:
+        w = w or str(k.w)
+        kk = kk or f"{k.k:g}"
         s = (f"Walk the readings in time order. A reading is anomalous when at least {w} earlier readings "
              f"exist and it differs from the mean of the {w} readings immediately before it by strictly more "
              f"than {kk} times their population standard deviation (divide by {w}). Flagged readings "
              "stay in the history")
-        if k["replace"]:
+        if k.replace:
             s += (", but every later window counts a flagged reading as the window mean it was compared with, "
                   "not as its own value (so one spike does not mask the next).")
         else:
             s += " with their actual values."
         return s
 
-    def cleaning_text(self, k: dict) -> str:
+    def cleaning_text(self, k: Knobs) -> str:
         out = []
-        if k["shuffle"]:
+        if k.shuffle:
             out.append("Rows are not in time order.")
-        if k["dupes"]:
+        if k.dupes:
             out.append("Some rows were exported twice: a timestamp counts once (keep its first row).")
-        if k["missing"]:
+        if k.missing:
             out.append("Readings whose value is empty or `NaN` are gaps: skip them entirely (they are not "
                        "readings and do not enter any window).")
-        if k["fahrenheit"]:
+        if k.fahrenheit:
             out.append("The `unit` column is `C` or `F`: a firmware bug logged some readings in Fahrenheit; convert "
                        "them with C = (F - 32) * 5 / 9 before anything else.")
         else:
             out.append("All values are in degrees Celsius (`unit` is always `C`).")
         return " ".join(out)
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
-        sensors: list[str] = []
-        while len(sensors) < k["sensors"]:
-            c = t.code(1)
-            if c not in sensors:
-                sensors.append(c)
-        sensor = rng.choice(sensors)
-        start = 1714521600 + rng.randrange(0, 200) * 86400
-        step = 600
+    @staticmethod
+    def start(t: TaskBuilder) -> int:
+        return 1714521600 + t.rng.randrange(0, 200) * 86400
 
-        if t.axes.verifier == "adversarial_corpus":
-            self.screen(t, start, step)
-            return
-        src = (REFERENCE.replace("__W__", str(k["w"])).replace("__KMILLI__", str(round(k["k"] * 1000)))
-               .replace("__REPLACE__", str(k["replace"])).replace("__SENSOR__", sensor))
-        c_src = (C_REFERENCE.replace("__W__", str(k["w"])).replace("__KMILLI__", str(round(k["k"] * 1000)))
-                 .replace("__REPLACE__", str(int(k["replace"]))).replace("__SENSOR__", sensor)
-                 .replace("__SCREEN__", "0"))
-        ns: dict = {}
-        exec(src, ns)  # noqa: S102 - our own reference program
+    def report_setup(self, t: TaskBuilder) -> tuple[list[str], str, int, dict, dict, object]:
+        """(the sensors, the reported one, the first timestamp, the Python and C references, the Python
+        namespace, and a function drawing the whole log: log(readings, {sensor: spikes}))."""
+        k, rng = t.knobs, t.rng
+        sensors = unseen.distinct(lambda: t.code(1), k.sensors)
+        sensor = rng.choice(sensors)
+        start = self.start(t)
+        kmilli = round(k.k * 1000)
+        src = fill(REFERENCE, W=k.w, KMILLI=kmilli, REPLACE=k.replace, SENSOR=sensor, SCREEN=False)
+        c_src = fill(C_REFERENCE, W=str(k.w), KMILLI=str(kmilli), REPLACE="1" if k.replace else "0",
+                     SENSOR=sensor, SCREEN="0", C_TRIM=C_TRIM, C_SPLIT=C_SPLIT)
+        ns = run_python(src)
 
         def log(n: int, spikes: dict[str, int]) -> str:
             rows = []
             for s in sensors:
-                rows += [(ts, s, v, u) for ts, v, u in make_rows(rng, ns, n, k, spikes[s], start, step)]
-            if k["shuffle"]:
+                rows += [(ts, s, v, u) for ts, v, u in make_rows(rng, ns, n, k, spikes[s], start, self.STEP)]
+            if k.shuffle:
                 rng.shuffle(rows)
             else:
                 rows.sort(key=lambda r: (r[0], r[1]))
             return "timestamp,sensor,value,unit\n" + "".join(",".join(r) + "\n" for r in rows)
 
-        def correction(texts: list[str]) -> str:
-            # Thousandths of a degree; never a number the agent can read anywhere else.
-            # A digit run counts with a repeated digit trimmed off either end too ("20244" shows 2024).
-            runs = [m for x in texts for m in re.findall(r"[0-9]+", x)]
-            seen = {v for m in runs for v in (m, m.lstrip(m[0]), m.rstrip(m[-1]))}
-            while True:
-                c = str(rng.randrange(1100, 1990))
-                if c not in seen:
-                    return c
+        return sensors, sensor, start, {"Python": src, "C": c_src}, ns, log
 
-        calib = ("The sensor's calibration certificate says it reads low: add the calibration correction given below "
-                 "(in thousandths of a degree Celsius, e.g. 2500 means +2.500 degrees) to every reading you report. "
-                 "It is a constant shift, so it does not change which readings are anomalous.")
-        out_fmt = ("the timestamp exactly as logged, a space, and the corrected reading in degrees Celsius rounded to "
-                   "3 decimals")
-        if t.axes.verifier == "fuzz_equivalence":
-            cases = []
-            for i in range(10):
-                n = rng.randrange(k["w"] + 20, k["w"] + 90)
-                # The worked examples have no anomaly on the hard-coded sensor: they show the cleaning and the
-                # filtering by sensor, not the correction.
-                spikes = {s: (rng.randrange(0, 3) if s != sensor or i >= 2 else 0) for s in sensors}
-                if i >= 2:
-                    spikes[sensor] = rng.randrange(1, 4)
-                cases.append(log(n, spikes))
-            offset = correction(cases)
-            cases = [(x, ns["report"](x, sensor, offset)) for x in cases]
-            t.say("Our line sensors log to a shared CSV (header `timestamp,sensor,value,unit`, ISO 8601 UTC "
-                  "timestamps) and I want a tool that reads such a log on standard input and lists the anomalous "
-                  f"readings of sensor `{sensor}`, with its calibration correction applied.")
-            v = t.deliver(offset, "the calibration correction (thousandths of a degree)")
-            t.say(self.cleaning_text(k) + " " + self.rule_text(k) + " " + calib + f" Output: one line per anomalous "
-                  f"reading, in time order: {out_fmt}. No anomalies: empty output.")
-            t.expect_program("The calibration correction is always the one given above: hard-code it.", cases,
-                             {"Python": src, "C": c_src})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__OFFSET__/{v}/" "$f"; done')
-            return
-        text = log(k["n"], {s: max(2, k["n"] // 60) for s in sensors})
-        offset = correction([text])
+    @staticmethod
+    def correction(t: TaskBuilder, *extra: str) -> str:
+        """Thousandths of a degree; never a number the agent can read anywhere else."""
+        return unseen.unseen(t, lambda: str(t.rng.randrange(1100, 1990)), *extra)
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        sensors, sensor, start, programs, ns, log = self.report_setup(t)
+        cases = []
+        for i in range(10):
+            n = rng.randrange(k.w + 20, k.w + 90)
+            # The worked examples have no anomaly on the hard-coded sensor: they show the cleaning and the
+            # filtering by sensor, not the correction.
+            spikes = {s: (rng.randrange(0, 3) if s != sensor or i >= 2 else 0) for s in sensors}
+            if i >= 2:
+                spikes[sensor] = rng.randrange(1, 4)
+            cases.append(log(n, spikes))
+        intro = ("Our line sensors log to a shared CSV (header `timestamp,sensor,value,unit`, ISO 8601 UTC "
+                 "timestamps) and I want a tool that reads such a log on standard input and lists the anomalous "
+                 f"readings of sensor `{sensor}`, with its calibration correction applied.")
+        rules = (self.cleaning_text(k) + " " + self.rule_text(k) + " " + CALIB + " Output: one line per anomalous "
+                 f"reading, in time order: {OUT_FMT}. No anomalies: empty output.")
+        offset = self.correction(t, intro, rules, *cases[:2])
+        cases = [(x, ns["report"](x, sensor, offset)) for x in cases]
+        t.say(intro)
+        v = t.deliver(offset, OFFSET_WHAT)
+        t.say(rules)
+        t.expect_program("The calibration correction is always the one given above: hard-code it.", cases, programs)
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@OFFSET@@/{v}/" "$f"; done')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k = t.knobs
+        sensors, sensor, start, programs, ns, log = self.report_setup(t)
+        text = log(k.n, {s: max(2, k.n // 60) for s in sensors})
         t.add_file("/app/data/readings.csv", text)
+        intro = ("The temperature sensors on line 3 log to `/app/data/readings.csv` (header `timestamp,sensor,value,"
+                 "unit`, ISO 8601 UTC timestamps, about one reading every 10 minutes per sensor). I need the "
+                 f"anomalous readings of sensor `{sensor}`.")
+        rules = self.rule_text(k) + " " + CALIB
+        fmt = (f"Output format: one line per anomalous reading of that sensor, in time order: {OUT_FMT} (e.g. "
+               "`2024-05-01T03:10:00 71.425`).")
+        offset = self.correction(t, intro, self.cleaning_text(k), rules, fmt)
         truth = ns["report"](text, sensor, offset)
-        t.say("The temperature sensors on line 3 log to `/app/data/readings.csv` (header `timestamp,sensor,value,"
-              "unit`, ISO 8601 UTC timestamps, about one reading every 10 minutes per sensor). I need the anomalous "
-              f"readings of sensor `{sensor}`.")
+        t.say(intro)
         t.say(self.cleaning_text(k))
-        t.say(self.rule_text(k) + " " + calib)
-        v = t.deliver(offset, "the calibration correction (thousandths of a degree)")
-        t.say(f"Output format: one line per anomalous reading of that sensor, in time order: {out_fmt} (e.g. "
-              "`2024-05-01T03:10:00 71.425`).")
-        t.add_solution_file("flags.py", src.replace('"__OFFSET__"', '""'))
+        t.say(rules)
+        v = t.deliver(offset, OFFSET_WHAT)
+        t.say(fmt)
+        t.add_solution_file("flags.py", programs["Python"])  # the correction comes on the command line
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/flags.py /app/data/readings.csv {sensor} "{v}" '
                 '> /app/out/anomalies.txt')
         t.expect_output("/app/out/anomalies.txt", truth, "the anomaly list (format above)")
 
-    def screen(self, t: TaskBuilder, start: int, step: int) -> None:
+    def corpus_case(self, t: TaskBuilder) -> None:
         """The screening variant: the delivered value is the threshold multiplier K in thousandths. Both hidden
-        corpora hold a feed within 0.001 of K on its side, so any other K misjudges one of them."""
+        corpora hold a feed within 0.001 of K on its side, so any other K misjudges one of them. K is drawn
+        before the feeds (they depend on it): when it shows in the shown samples, everything is drawn again."""
         k, rng = t.knobs, t.rng
-        while True:
-            milli = round(k["k"] * 1000) + rng.randrange(-400, 400)
-            if not 2000 <= milli < 2100:  # never a year of the timestamps
+        start = self.start(t)
+        intro = ("Before a sensor feed is used to retrain our failure model we screen it: a feed that contains "
+                 "even one anomalous reading goes to a human instead. Each feed is a CSV with header "
+                 "`timestamp,value,unit` (ISO 8601 UTC timestamps, one reading per row). "
+                 f"The rule uses a window of {k.w} readings and a threshold multiplier K that the maintenance team "
+                 "tuned, see below.")
+        rules = (self.cleaning_text(k) + " " + self.rule_text(k, kk="K")
+                 + " A feed is rejected if at least one of its readings is anomalous; otherwise it is accepted. "
+                 "A few past feeds with their verdicts are in `/app/samples/`.")
+        for _ in range(10):
+            milli = int(unseen.unseen(t, lambda: str(round(k.k * 1000) + rng.randrange(-400, 400)), intro, rules))
+            kn = dataclasses.replace(k, k=milli / 1000)
+            ns = run_python(fill(REFERENCE, W=k.w, KMILLI=milli, REPLACE=k.replace, SENSOR="", SCREEN=True))
+            for i, spikes in enumerate((0, 0, 1, 2), 1):  # shown samples, not part of the hidden corpora
+                verdict = "accepted" if spikes == 0 else "rejected"
+                n = rng.randrange(k.w + 25, k.w + 110)
+                t.add_file(f"/app/samples/feed{i}_{verdict}.csv", csv_item(make_rows(rng, ns, n, kn, spikes, start,
+                                                                                     self.STEP)))
+            if not unseen.visible(t, str(milli), intro, rules):
                 break
-        kk = milli / 1000
-        kn = dict(k, k=kk)
-        src = (REFERENCE.replace("__W__", str(k["w"])).replace("__KMILLI__", str(milli))
-               .replace("__REPLACE__", str(k["replace"])).replace("__SENSOR__", "").replace("__OFFSET__", "0"))
-        ns: dict = {}
-        exec(src, ns)  # noqa: S102 - our own reference program
+            t.env_files.clear()
+        else:
+            raise FamilyError("rolling_anomaly_flags: K showed in the samples in 10 draws")
 
         def series_item(spikes: int) -> str:
-            n = rng.randrange(k["w"] + 25, k["w"] + 110)
-            return csv_item(make_rows(rng, ns, n, kn, spikes, start, step))
+            n = rng.randrange(k.w + 25, k.w + 110)
+            return csv_item(make_rows(rng, ns, n, kn, spikes, start, self.STEP))
 
-        def verdicts(rows, kval: float) -> bool:
-            """Is the feed clean under multiplier ``kval``?"""
-            series = [x for _, x in ns["series_of"](rows)]
-            return not ratios(series, k["w"], kval, k["replace"])[1]
-
-        def edge_item(flagged: bool) -> str:
-            """A clean feed plus one last reading just past (flagged) or just inside the threshold."""
-            while True:
-                n = rng.randrange(k["w"] + 25, k["w"] + 110)
-                rows = make_rows(rng, ns, n, kn, 0, start, step)
-                series = [x for _, x in ns["series_of"](rows)]
-                win = series[-k["w"]:]  # a clean feed: no flagged reading was replaced
-                m = sum(win) / k["w"]
-                sd = math.sqrt(sum((v - m) ** 2 for v in win) / k["w"])
-                last = max(r[0] for r in rows)
-                ts = time.strftime("%Y-%m-%dT%H:%M:%S",
-                                   time.gmtime(calendar.timegm(time.strptime(last, "%Y-%m-%dT%H:%M:%S")) + step))
-                for sign in (1, -1):
-                    x = round(m + sign * kk * sd, 2)
-                    for cand in (x - 0.01, x, x + 0.01):
-                        cand = round(cand, 2)
-                        new = rows + [(ts, f"{cand:.2f}", "C")]
-                        if flagged and not verdicts(new, kk) and verdicts(new, kk + 0.001):
-                            return csv_item(new)
-                        if not flagged and verdicts(new, kk) and not verdicts(new, kk - 0.001):
-                            return csv_item(new)
-
-        clean = [series_item(0) for _ in range(29)] + [edge_item(False)]
-        malicious = [series_item(rng.choice([1, 1, 1, 2, 3])) for _ in range(29)] + [edge_item(True)]
+        clean = [series_item(0) for _ in range(29)] + [self.edge_item(t, ns, kn, start, False)]
+        malicious = [series_item(rng.choice([1, 1, 1, 2, 3])) for _ in range(29)] + \
+            [self.edge_item(t, ns, kn, start, True)]
         rng.shuffle(clean)
         rng.shuffle(malicious)
         for item in clean:
             assert ns["is_clean"](item)
         for item in malicious:
             assert not ns["is_clean"](item)
-        for i, spikes in enumerate((0, 0, 1, 2), 1):  # shown samples, not part of the hidden corpora
-            verdict = "accepted" if spikes == 0 else "rejected"
-            t.add_file(f"/app/samples/feed{i}_{verdict}.csv", series_item(spikes))
-        t.say("Before a sensor feed is used to retrain our failure model we screen it: a feed that contains "
-              "even one anomalous reading goes to a human instead. Each feed is a CSV with header "
-              "`timestamp,value,unit` (ISO 8601 UTC timestamps, one reading per row). "
-              f"The rule uses a window of {k['w']} readings and a threshold multiplier K that the maintenance team "
-              "tuned, see below.")
+        t.say(intro)
         v = t.deliver(str(milli), "the threshold multiplier K in thousandths (e.g. 1500 means K = 1.500)")
-        t.say(self.cleaning_text(k) + " " + self.rule_text(k, kk="K")
-              + " A feed is rejected if at least one of its readings is anomalous; otherwise it is accepted. "
-              "A few past feeds with their verdicts are in `/app/samples/`.")
-        screen = (SCREEN.replace("__W__", str(k["w"])).replace("__REPLACE__", str(k["replace"]))
-                  .replace("__SENSOR__", "").replace("__OFFSET__", "0"))
-        c_screen = (C_REFERENCE.replace("__W__", str(k["w"])).replace("__REPLACE__", str(int(k["replace"])))
-                    .replace("__SCREEN__", "1").replace("__SENSOR__", "").replace("__OFFSET__", "0"))
+        t.say(rules)
+        # The shipped screens keep K as @@KMILLI@@: the oracle puts the delivered value in.
+        screen = fill(REFERENCE, W=k.w, KMILLI="@@KMILLI@@", REPLACE=k.replace, SENSOR="", SCREEN=True)
+        c_screen = fill(C_REFERENCE, W=str(k.w), KMILLI="@@KMILLI@@", REPLACE="1" if k.replace else "0",
+                        SENSOR="", SCREEN="1", C_TRIM=C_TRIM, C_SPLIT=C_SPLIT)
         t.expect_classifier("Write that screen as a program (hard-code K): the feed arrives on standard input.",
                             clean, malicious, {"Python": screen, "C": c_screen})
-        t.solve(f'for f in /app/solution.*; do sed -i "s/__KMILLI__/{v}/" "$f"; done')
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@KMILLI@@/{v}/" "$f"; done')
+
+    def edge_item(self, t: TaskBuilder, ns: dict, kn: Knobs, start: int, flagged: bool) -> str:
+        """A clean feed plus one last reading just past (flagged) or just inside the threshold K = ``kn.k``."""
+        rng, w, kk, step = t.rng, kn.w, kn.k, self.STEP
+
+        def clean_under(rows, kval: float) -> bool:
+            series = [x for _, x in ns["series_of"](rows)]
+            return not ratios(series, w, kval, kn.replace)[1]
+
+        for _ in range(200):
+            n = rng.randrange(w + 25, w + 110)
+            rows = make_rows(rng, ns, n, kn, 0, start, step)
+            series = [x for _, x in ns["series_of"](rows)]
+            win = series[-w:]  # a clean feed: no flagged reading was replaced
+            m = sum(win) / w
+            sd = math.sqrt(sum((v - m) ** 2 for v in win) / w)
+            last = max(r[0] for r in rows)
+            ts = time.strftime("%Y-%m-%dT%H:%M:%S",
+                               time.gmtime(calendar.timegm(time.strptime(last, "%Y-%m-%dT%H:%M:%S")) + step))
+            for sign in (1, -1):
+                x = round(m + sign * kk * sd, 2)
+                for cand in (x - 0.01, x, x + 0.01):
+                    cand = round(cand, 2)
+                    new = rows + [(ts, f"{cand:.2f}", "C")]
+                    if flagged and not clean_under(new, kk) and clean_under(new, kk + 0.001):
+                        return csv_item(new)
+                    if not flagged and clean_under(new, kk) and not clean_under(new, kk - 0.001):
+                        return csv_item(new)
+        raise FamilyError("rolling_anomaly_flags: no feed within 0.001 of K in 200 draws")

@@ -6,16 +6,21 @@ level, a trend-plus-season forecast of the next week."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families import unseen
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import C_SPLIT, C_TRIM, fill, run_python
+
+# @@ASOF@@ is the delivered as-of date: the oracle puts it in (the output case passes it on the command line).
 
 REFERENCE = r'''
 import datetime
 import sys
 
-STORE = "__STORE__"
-ASOF = "__ASOF__"  # YYYYMMDD: the backtest's as-of date; later rows are not known yet
-FORECAST = __FORECAST__  # also forecast the 7 days after the last date
+STORE = "@STORE@"
+ASOF = "@@ASOF@@"  # YYYYMMDD: the backtest's as-of date; later rows are not known yet (put in by the oracle)
+FORECAST = @FORECAST@  # also forecast the 7 days after the last date
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -111,31 +116,14 @@ C_REFERENCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
-#define FORECAST __FORECAST__
-static const char *STORE = "__STORE__";
-static const char *ASOF = "__ASOF__"; /* YYYYMMDD */
+#define FORECAST @FORECAST@
+static const char *STORE = "@STORE@";
+static const char *ASOF = "@@ASOF@@"; /* YYYYMMDD */
 static const char *DAYS[7] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
 
-static char *trim(char *s) {
-    while (isspace((unsigned char)*s)) s++;
-    char *e = s + strlen(s);
-    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
-    return s;
-}
+@C_TRIM@
 
-static int split(char *line, char **f, int max) {
-    int n = 0;
-    char *p = line;
-    for (;;) {
-        char *c = strchr(p, ',');
-        if (c) *c = 0;
-        if (n < max) f[n] = trim(p);
-        n++;
-        if (!c) break;
-        p = c + 1;
-    }
-    return n;
-}
+@C_SPLIT@
 
 static long days_from_civil(long y, unsigned m, unsigned d) {
     y -= m <= 2;
@@ -259,14 +247,29 @@ int main(void) {
 '''
 
 
+ASOF_WHAT = "the as-of date (YYYYMMDD)"
+ALTS = (-2, -1, 1, 2)  # as-of dates a guess would land on, in days from the true one
+
+
+@dataclass(frozen=True)
+class Knobs:
+    weeks: int  # weeks of history before the earliest as-of date of the output case
+    stores: int  # stores in the file
+    fixes: bool  # corrections that replace earlier rows
+    gaps: bool  # absent days and empty counts, interpolated
+    dozens: bool  # quantities logged in dozens
+    interleave: bool  # rows of all stores sorted by date
+    forecast: bool  # also forecast the next week
+
+
 def near_tie(x: float, decimals: int = 2) -> bool:
     """True when x is within 1e-6 of a rounding boundary at ``decimals`` places (float noise could flip it)."""
     scaled = abs(x) * 10 ** decimals
     return abs(scaled - int(scaled) - 0.5) < 1e-6
 
 
-def make_sales(rng, k: dict, stores: list[str], start: dt.date, n: int) -> str:
-    header = "date,store,units" + (",unit" if k["dozens"] else "")
+def make_sales(rng, k: Knobs, stores: list[str], start: dt.date, n: int) -> str:
+    header = "date,store,units" + (",unit" if k.dozens else "")
     rows: list[list[str]] = []
     fixes: list[list[str]] = []
     for store in stores:
@@ -278,28 +281,96 @@ def make_sales(rng, k: dict, stores: list[str], start: dt.date, n: int) -> str:
             day = start + dt.timedelta(days=i)
             y = max(0, round(base + slope * i + season[day.weekday()] + rng.gauss(0, noise)))
             row = [day.isoformat(), store, str(y)]
-            if k["dozens"]:
+            if k.dozens:
                 if rng.random() < 0.15:
                     row[2] = str(max(1, round(y / 12)))
                     row.append("dozen")
                 else:
                     row.append("each")
             interior = 0 < i < n - 1
-            if k["gaps"] and interior and rng.random() < 0.06:
+            if k.gaps and interior and rng.random() < 0.06:
                 if rng.random() < 0.5:
                     continue  # the day is simply absent
                 row[2] = ""  # logged, but the count is missing
-            if k["fixes"] and rng.random() < 0.05:  # a wrong first entry, corrected later in the file
+            if k.fixes and rng.random() < 0.05:  # a wrong first entry, corrected later in the file
                 wrong = list(row)
                 wrong[2] = str(max(0, round(y * rng.uniform(1.5, 3)))) if row[2] else str(rng.randrange(1, 50))
                 rows.append(wrong)
                 fixes.append(row)
                 continue
             rows.append(row)
-    if k["interleave"]:
+    if k.interleave:
         rows.sort(key=lambda r: (r[0], r[1]))
     text = header + "\n" + "".join(",".join(r) + "\n" for r in rows + fixes)
     return text
+
+
+class Backtest:
+    """One task's stores, first day and reference."""
+
+    def __init__(self, t: TaskBuilder):
+        k, rng = t.knobs, t.rng
+        self.k, self.rng = k, rng
+        self.stores = unseen.distinct(lambda: t.code(1), k.stores)
+        self.store = rng.choice(self.stores)
+        self.start = dt.date(2023, 1, 2) + dt.timedelta(days=rng.randrange(0, 500))
+        self.src = fill(REFERENCE, FORECAST=k.forecast, STORE=self.store)
+        self.c_src = fill(C_REFERENCE, FORECAST="1" if k.forecast else "0", STORE=self.store, C_TRIM=C_TRIM,
+                          C_SPLIT=C_SPLIT)
+        self.ns = run_python(self.src)
+
+    def ymd(self, day: int) -> str:
+        return (self.start + dt.timedelta(days=day)).strftime("%Y%m%d")
+
+    def report(self, text: str, day: int) -> str:
+        return self.ns["report"](text, self.store, self.ymd(day))
+
+    def decompose(self, text: str, day: int) -> list | None:
+        """The decomposition as of ``day``, or None where it is undefined or a value sits on a rounding tie."""
+        try:
+            rows = self.ns["decompose"](text, self.store, self.ymd(day))
+        except (ZeroDivisionError, IndexError, ValueError):
+            return None
+        return None if any(near_tie(v) for _, v in rows) else rows
+
+    def generate(self, n: int, day: int | None) -> tuple[str, str] | None:
+        """Sales over ``n`` days and the report as of ``day`` (None: after the last day)."""
+        day = n + 5 if day is None else day
+        text = make_sales(self.rng, self.k, self.stores, self.start, n)
+        if self.decompose(text, day) is None:
+            return None
+        return text, self.report(text, day)
+
+    def texts(self) -> tuple[str, str, str]:
+        """(the input columns, the steps, the output format): both cases state them alike."""
+        k = self.k
+        cols = "`date,store,units`" + (" plus `unit`" if k.dozens else "")
+        steps = [f"Take the rows of store `{self.store}` dated on or before the as-of date given below (a "
+                 "backtest: later rows were not known yet on that day)."]
+        if k.fixes:
+            steps.append("A later row for the same date is a correction: it replaces every earlier row for that "
+                         "date (file order).")
+        if k.dozens:
+            steps.append("`unit` is `each` or `dozen`; multiply dozens by 12.")
+        if k.gaps:
+            steps.append("The daily series runs from the store's first date to its last (after the as-of cut). Some "
+                         "days are absent and some have an empty `units` (unknown, after any correction): fill every "
+                         "such day by linear interpolation in time between the nearest known days before and after "
+                         "it.")
+        steps.append("Trend: the centred 7-day moving average (the mean of the day itself and the 3 days on each "
+                     "side); it is undefined for the first 3 and last 3 days.")
+        steps.append("Seasonal index of a weekday: the mean of (units - trend) over the days of that weekday where "
+                     "the trend is defined; then subtract the mean of the seven indices from each, so they sum to "
+                     "zero.")
+        fmt = "seven lines `Mon <index>` through `Sun <index>` (Monday first, these three-letter names)"
+        if k.forecast:
+            steps.append("Forecast: let T be the trend on the last day where it is defined and slope = (T - the trend "
+                         "7 days earlier) / 7. The forecast for a day h days after that trend day is T + slope * h "
+                         "+ the seasonal index of its weekday.")
+            fmt += (", then `trend_last <T>`, `trend_slope <slope>`, then one line `<YYYY-MM-DD> <forecast>` for "
+                    "each of the 7 days after the series' last date, in date order")
+        fmt += "; every number rounded to 2 decimals, and never a negative zero"
+        return cols, " ".join(steps), fmt
 
 
 @register
@@ -311,125 +382,73 @@ class SeasonalDecomposition(Family):
                         "duplicate record removal")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"weeks": 8, "stores": 2, "fixes": True, "gaps": True, "dozens": False, "interleave": False,
-                  "forecast": False},
-              2: {"weeks": 12, "stores": 3, "fixes": True, "gaps": True, "dozens": False, "interleave": True,
-                  "forecast": False},
-              3: {"weeks": 16, "stores": 3, "fixes": True, "gaps": True, "dozens": False, "interleave": True,
-                  "forecast": False},
-              4: {"weeks": 20, "stores": 4, "fixes": True, "gaps": True, "dozens": True, "interleave": True,
-                  "forecast": True}}
+    levels = {1: Knobs(weeks=8, stores=2, fixes=True, gaps=True, dozens=False, interleave=False, forecast=False),
+              2: Knobs(weeks=12, stores=3, fixes=True, gaps=True, dozens=False, interleave=True, forecast=False),
+              3: Knobs(weeks=16, stores=3, fixes=True, gaps=True, dozens=False, interleave=True, forecast=False),
+              4: Knobs(weeks=20, stores=4, fixes=True, gaps=True, dozens=True, interleave=True, forecast=True)}
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
-        stores: list[str] = []
-        while len(stores) < k["stores"]:
-            c = t.code(1)
-            if c not in stores:
-                stores.append(c)
-        store = rng.choice(stores)
-        start = dt.date(2023, 1, 2) + dt.timedelta(days=rng.randrange(0, 500))
-        src = REFERENCE.replace("__FORECAST__", str(k["forecast"])).replace("__STORE__", store)
-        ns: dict = {}
-        exec(src, ns)  # noqa: S102 - our own reference program
-
-        def ymd(day: int) -> str:
-            return (start + dt.timedelta(days=day)).strftime("%Y%m%d")
-
-        def differs(text: str, truth: str, day: int) -> bool:
-            """No line of ``truth`` survives an as-of date a guess would land on (the days around it)."""
-            lines = set(truth.splitlines())
-            return all(not lines & set(ns["report"](text, store, ymd(alt)).splitlines())
-                       for alt in (day - 2, day - 1, day + 1, day + 2))
-
-        def generate(n: int, day: int | None) -> tuple[str, str] | None:
-            """Sales over ``n`` days and the report as of ``day`` (None: after the last day)."""
-            asof = ymd(n + 5 if day is None else day)
-            text = make_sales(rng, k, stores, start, n)
-            try:
-                rows = ns["decompose"](text, store, asof)
-            except (ZeroDivisionError, IndexError, ValueError):
-                return None
-            if any(near_tie(v) for _, v in rows):
-                return None
-            return text, ns["report"](text, store, asof)
-
-        cols = "`date,store,units`" + (" plus `unit`" if k["dozens"] else "")
-        steps = [f"Take the rows of store `{store}` dated on or before the as-of date given below (a backtest: "
-                 "later rows were not known yet on that day)."]
-        if k["fixes"]:
-            steps.append("A later row for the same date is a correction: it replaces every earlier row for that "
-                         "date (file order).")
-        if k["dozens"]:
-            steps.append("`unit` is `each` or `dozen`; multiply dozens by 12.")
-        if k["gaps"]:
-            steps.append("The daily series runs from the store's first date to its last (after the as-of cut). Some "
-                         "days are absent and some have an empty `units` (unknown, after any correction): fill every "
-                         "such day by linear interpolation in time between the nearest known days before and after "
-                         "it.")
-        steps.append("Trend: the centred 7-day moving average (the mean of the day itself and the 3 days on each "
-                     "side); it is undefined for the first 3 and last 3 days.")
-        steps.append("Seasonal index of a weekday: the mean of (units - trend) over the days of that weekday where "
-                     "the trend is defined; then subtract the mean of the seven indices from each, so they sum to "
-                     "zero.")
-        fmt = "seven lines `Mon <index>` through `Sun <index>` (Monday first, these three-letter names)"
-        if k["forecast"]:
-            steps.append("Forecast: let T be the trend on the last day where it is defined and slope = (T - the trend "
-                         "7 days earlier) / 7. The forecast for a day h days after that trend day is T + slope * h "
-                         "+ the seasonal index of its weekday.")
-            fmt += (", then `trend_last <T>`, `trend_slope <slope>`, then one line `<YYYY-MM-DD> <forecast>` for "
-                    "each of the 7 days after the series' last date, in date order")
-        fmt += "; every number rounded to 2 decimals, and never a negative zero"
-        asof_what = "the as-of date (YYYYMMDD)"
-        if t.axes.verifier == "fuzz_equivalence":
-            while True:
-                day = rng.randrange(6 * 7, 12 * 7)
-                # The worked examples end before the as-of date: they show the steps, not the date.
-                examples = [generate(rng.randrange(4 * 7, day - 1), None) for _ in range(2)]
-                hidden = [generate(day + rng.randrange(7, 21), day) for _ in range(8)]
-                cases = examples + hidden
-                if any(c is None for c in cases):
-                    continue
-                if all(any(ns["report"](x, store, ymd(alt)) != y for x, y in hidden)
-                       for alt in (day - 2, day - 1, day + 1, day + 2)):
-                    break
-            t.say("Every store manager sends me a daily sales CSV (header " + cols + ", ISO dates) and I want a "
-                  "backtesting tool that reads one on standard input and does a classical additive decomposition "
-                  f"with a weekly period for store `{store}`, as of the date given below.")
-            v = t.deliver(ymd(day), asof_what)
-            t.say("Steps: " + " ".join(steps) + f" Output: {fmt}.")
-            t.expect_program("The as-of date is always the one given above: hard-code it.", cases,
-                             {"Python": src, "C": C_REFERENCE.replace("__FORECAST__", str(int(k["forecast"])))
-                              .replace("__STORE__", store)})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/__ASOF__/{v}/" "$f"; done')
-            return
-        n = k["weeks"] * 7 + rng.randrange(35, 56)
-        while True:
-            text = make_sales(rng, k, stores, start, n)
-            days = list(range(k["weeks"] * 7, n - 3))
-            rng.shuffle(days)
-            found = None
-            for day in days[:8]:
-                try:
-                    got = ns["decompose"](text, store, ymd(day))
-                except (ZeroDivisionError, IndexError, ValueError):
-                    continue
-                if any(near_tie(x) for _, x in got):
-                    continue
-                truth = ns["report"](text, store, ymd(day))
-                if differs(text, truth, day):
-                    found = day
-                    break
-            if found is not None:
+    def program_case(self, t: TaskBuilder) -> None:
+        rng = t.rng
+        b = Backtest(t)
+        cols, steps, fmt = b.texts()
+        intro = ("Every store manager sends me a daily sales CSV (header " + cols + ", ISO dates) and I want a "
+                 "backtesting tool that reads one on standard input and does a classical additive decomposition "
+                 f"with a weekly period for store `{b.store}`, as of the date given below.")
+        for _ in range(50):
+            day = rng.randrange(6 * 7, 12 * 7)
+            # The worked examples end before the as-of date: they show the steps, not the date.
+            examples = [b.generate(rng.randrange(4 * 7, day - 1), None) for _ in range(2)]
+            hidden = [b.generate(day + rng.randrange(7, 21), day) for _ in range(8)]
+            cases = examples + hidden
+            if any(c is None for c in cases):
+                continue
+            if unseen.visible(t, b.ymd(day), intro, steps, fmt, *(x for c in examples for x in c)):
+                continue
+            if all(any(b.report(x, day + alt) != y for x, y in hidden) for alt in ALTS):
                 break
+        else:
+            raise FamilyError("seasonal_decomposition: no as-of date that every near miss gets wrong in 50 draws")
+        t.say(intro)
+        v = t.deliver(b.ymd(day), ASOF_WHAT)
+        t.say(f"Steps: {steps} Output: {fmt}.")
+        t.expect_program("The as-of date is always the one given above: hard-code it.", cases,
+                         {"Python": b.src, "C": b.c_src})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@ASOF@@/{v}/" "$f"; done')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        b = Backtest(t)
+        cols, steps, fmt = b.texts()
+        n = k.weeks * 7 + rng.randrange(35, 56)
+        for _ in range(30):
+            text = make_sales(rng, k, b.stores, b.start, n)
+            days = list(range(k.weeks * 7, n - 3))
+            rng.shuffle(days)
+            good: dict[str, str] = {}  # as-of date -> report, for dates every near miss gets wrong
+            for day in days[:8]:
+                if b.decompose(text, day) is None:
+                    continue
+                truth = b.report(text, day)
+                # No line of the truth may survive an as-of date a guess would land on.
+                lines = set(truth.splitlines())
+                if all(not lines & set(b.report(text, day + alt).splitlines()) for alt in ALTS):
+                    good[b.ymd(day)] = truth
+                    if len(good) == 3:
+                        break
+            if good:
+                break
+        else:
+            raise FamilyError("seasonal_decomposition: no as-of date that every near miss gets wrong in 30 draws")
         t.add_file("/app/data/sales.csv", text)
-        t.say(f"`/app/data/sales.csv` has daily unit sales of all our stores (columns {cols}; ISO dates). I want "
-              f"the weekly pattern of store `{store}` as we would have seen it on the as-of date given below, from "
-              "a classical additive decomposition with a period of 7 days.")
-        v = t.deliver(ymd(found), asof_what)
-        t.say("Steps: " + " ".join(steps))
+        intro = (f"`/app/data/sales.csv` has daily unit sales of all our stores (columns {cols}; ISO dates). I want "
+                 f"the weekly pattern of store `{b.store}` as we would have seen it on the as-of date given below, "
+                 "from a classical additive decomposition with a period of 7 days.")
+        asof = unseen.unseen(t, lambda: rng.choice(list(good)), intro, steps, fmt)
+        t.say(intro)
+        v = t.deliver(asof, ASOF_WHAT)
+        t.say(f"Steps: {steps}")
         t.say(f"Output format: {fmt}.")
-        t.add_solution_file("decompose.py", src.replace('"__ASOF__"', '""'))
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decompose.py /app/data/sales.csv {store} "{v}" '
-                '> /app/out/weekly_pattern.txt')
-        t.expect_output("/app/out/weekly_pattern.txt", truth, "the decomposition (format above)")
+        t.add_solution_file("decompose.py", b.src)  # the as-of date comes on the command line
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decompose.py /app/data/sales.csv {b.store} '
+                f'"{v}" > /app/out/weekly_pattern.txt')
+        t.expect_output("/app/out/weekly_pattern.txt", good[asof], "the decomposition (format above)")

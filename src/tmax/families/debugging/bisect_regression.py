@@ -11,9 +11,11 @@ order by it. The answer is the order id and the subject line of the offending co
 from __future__ import annotations
 
 import json
-import re
+from dataclasses import dataclass
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import unseen
 
 # -- the code, as blocks with interchangeable variants ------------------------------------------
 # Each block: list of (class, text). Class "g" = correct behaviour, "b" = regressed behaviour;
@@ -22,7 +24,7 @@ B: dict[str, list[tuple[str, str]]] = {}
 
 B["init"] = [("g", '"""invoicer: prices customer orders."""\nimport sys\n\n'
                    "# The tool is often run from read-only checkouts: never write bytecode caches.\n"
-                   "sys.dont_write_bytecode = True\n\n__version__ = \"1.0.{n}\"")]
+                   "sys.dont_write_bytecode = True\n\n__version__ = \"1.0.@N@\"")]  # N: the release
 B["main"] = [("g", "from .cli import main\n\nmain()")]
 B["money_head"] = [("g", '"""Money helpers: every amount is an integer number of cents."""\n'
                          "from decimal import ROUND_HALF_UP, Decimal")]
@@ -184,9 +186,12 @@ MODEL_BLOCKS = ["money_head", "to_cents", "scale", "format_cents", "rules", "lin
 CODE_BLOCKS = ["init", "money_head", "to_cents", "scale", "format_cents", "rules", "pricing_head", "line_net",
                "category_of", "coupon_rate", "order_summary", "cli_head", "cli_load", "cli_main"]
 REGRESSIONS = ["to_cents", "line_net", "category_of", "coupon_rate", "order_summary"]
-REFACTOR_SUBJECTS = ["Refactor {f} for readability", "Simplify {f}", "Tidy up {f}", "Use clearer names in {f}",
-                     "Small cleanup in {f}", "Make {f} easier to follow", "Streamline {f}", "Polish {f}"]
-IMPORT_SUBJECTS = ["Reorder imports in {f}", "Tidy imports in {f}", "Reword module docstring of {f}"]
+# Commit subjects for a change to ``f`` (a function or file name).
+REFACTOR_SUBJECTS = [lambda f: f"Refactor {f} for readability", lambda f: f"Simplify {f}", lambda f: f"Tidy up {f}",
+                     lambda f: f"Use clearer names in {f}", lambda f: f"Small cleanup in {f}",
+                     lambda f: f"Make {f} easier to follow", lambda f: f"Streamline {f}", lambda f: f"Polish {f}"]
+IMPORT_SUBJECTS = [lambda f: f"Reorder imports in {f}", lambda f: f"Tidy imports in {f}",
+                   lambda f: f"Reword module docstring of {f}"]
 NICE = {"pricing_head": "pricing.py", "cli_head": "cli.py", "money_head": "money.py", "cli_load": "load",
         "cli_main": "main", "init": "__init__.py"}
 FILE_OF = {b: path for path, names in LAYOUT.items() for b in names}
@@ -332,14 +337,12 @@ def gen_orders(rng, n: int) -> list[tuple[str, list[tuple[str, int, str, str]], 
 def model(state: dict[str, int], blocks: dict[str, list[str]]):
     """The pricing function at one commit (None if that commit cannot run)."""
     src = "\n\n\n".join(blocks[b][state[b]] for b in MODEL_BLOCKS)
-    ns: dict = {"__name__": "tmax_model"}
     try:
         for b in ("cli_head", "cli_load", "cli_main", "pricing_head", "init"):
             compile(blocks[b][state[b]], b, "exec")
-        exec(compile(src, "model", "exec"), ns)  # noqa: S102 - our own code
+        return run_python(src)["order_summary"]
     except Exception:  # noqa: BLE001 - a commit that does not even load
         return None
-    return ns["order_summary"]
 
 
 def total_at(fn, order) -> int | None:
@@ -369,6 +372,16 @@ def break_text(rng, text: str) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Knobs:
+    commits: int  # commits after v1.0
+    regressions: int  # commits that change some orders' totals (one culprit per complaint)
+    broken: int  # commits that do not run (fixed by the next one)
+    format_change: bool  # an intended output-format change
+    rule_change: bool  # an intended pricing-rule change
+    orders: int  # orders in the export
+
+
 @register
 class BisectRegression(Family):
     name = "bisect_regression"
@@ -379,18 +392,14 @@ class BisectRegression(Family):
                         "comparing expected and actual output")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
     languages = ("Bash", "Python")
-    levels = {1: {"commits": 10, "regressions": 1, "broken": 0, "format_change": False, "rule_change": False,
-                  "orders": 30},
-              2: {"commits": 28, "regressions": 1, "broken": 1, "format_change": False, "rule_change": True,
-                  "orders": 60},
-              3: {"commits": 55, "regressions": 1, "broken": 2, "format_change": True, "rule_change": True,
-                  "orders": 120},
-              4: {"commits": 90, "regressions": 2, "broken": 3, "format_change": True, "rule_change": True,
-                  "orders": 200}}
+    levels = {1: Knobs(commits=10, regressions=1, broken=0, format_change=False, rule_change=False, orders=30),
+              2: Knobs(commits=28, regressions=1, broken=1, format_change=False, rule_change=True, orders=60),
+              3: Knobs(commits=55, regressions=1, broken=2, format_change=True, rule_change=True, orders=120),
+              4: Knobs(commits=90, regressions=2, broken=3, format_change=True, rule_change=True, orders=200)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        orders = gen_orders(rng, k["orders"])
+        orders = gen_orders(rng, k.orders)
         texts = {b: [text for _, text in B[b]] for b in B}
         classes = {b: [c for c, _ in B[b]] for b in B}
         # Growing documents: README paragraphs, CHANGELOG entries, tests.
@@ -398,16 +407,16 @@ class BisectRegression(Family):
         classes["readme"] = ["g"] * len(texts["readme"])
         texts["tests"] = ["\n\n\n".join([TESTS_HEAD] + TESTS[:i]) for i in range(1, len(TESTS) + 1)]
         classes["tests"] = ["g"] * len(texts["tests"])
-        n_releases = 1 + k["commits"] // 8
+        n_releases = 1 + k.commits // 8
         # Release i's changelog is written when release i is cut; the version string goes with it.
         texts["changelog"] = ["# Changelog\n\n## 1.0.0\n\n- First release."] + [""] * n_releases
-        texts["init"] = [B["init"][0][1].replace("{n}", str(i)) for i in range(n_releases + 1)]
+        texts["init"] = [fill(B["init"][0][1], N=str(i)) for i in range(n_releases + 1)]
         classes["changelog"] = ["g"] * len(texts["changelog"])
         classes["init"] = ["g"] * len(texts["init"])
 
-        culprits = sorted(rng.sample(REGRESSIONS, k["regressions"]))
+        culprits = sorted(rng.sample(REGRESSIONS, k.regressions))
         pre = rng.randint(2, 4)
-        n = k["commits"]
+        n = k.commits
         # Plan the special commits after the tag (index 1..n): regressions, breaks, format/rule changes.
         slots = list(range(3, n))
         rng.shuffle(slots)
@@ -416,18 +425,18 @@ class BisectRegression(Family):
         for pos, block in zip(reg_pos, culprits):
             plan[pos] = ("regress", block)
         for pos in slots:
-            if sum(1 for v in plan.values() if v[0] == "break") >= k["broken"]:
+            if sum(1 for v in plan.values() if v[0] == "break") >= k.broken:
                 break
             if any(abs(pos - p) <= 2 for p in plan) or pos + 1 >= n:
                 continue
             plan[pos] = ("break", rng.choice([b for b in CODE_BLOCKS if b not in ("init", "rules")]))
             plan[pos + 1] = ("fix", None)
         free = [p for p in range(1, n) if p not in plan]
-        if k["format_change"]:
+        if k.format_change:
             before = [p for p in free if p < reg_pos[0]]
             plan[rng.choice(before or free)] = ("format", None)
             free = [p for p in range(1, n) if p not in plan]
-        if k["rule_change"]:
+        if k.rule_change:
             plan[rng.choice(free)] = ("rule", None)
 
         state = {b: 0 for b in texts}
@@ -448,8 +457,8 @@ class BisectRegression(Family):
 
         def subject_for(block: str) -> str:
             if block.endswith("_head") or block == "init":
-                return rng.choice(IMPORT_SUBJECTS).format(f=NICE[block])
-            return rng.choice(REFACTOR_SUBJECTS).format(f=NICE.get(block, block))
+                return rng.choice(IMPORT_SUBJECTS)(NICE[block])
+            return rng.choice(REFACTOR_SUBJECTS)(NICE.get(block, block))
 
         def commit(subject: str, changes: dict[str, int], tag: str | None = None) -> None:
             nonlocal pr, hours
@@ -559,38 +568,22 @@ class BisectRegression(Family):
         # Only the first complaint can go through the channel (one delivered value per task: not every
         # fixture kind carries two); the second one, at level 4, names its order.
         others = [g[0] for g in groups[1:]]
-        visible = [json.dumps({"blocks": texts, "commits": commits}), "\n".join(o[0] for o, _ in others),
-                   t.persona.opening, t.persona.closing] + \
+        visible = [json.dumps({"blocks": texts, "commits": commits}), "\n".join(o[0] for o, _ in others)] + \
             [f"{oid},{sku},{qty},{price},{cat},{coupon}" for oid, lines, coupon in orders
              for sku, qty, price, cat in lines]
-        runs = sorted(set(re.findall(r"[0-9]+", "\n".join(visible))))
+        by_total = {str(main_totals[orders.index(oc[0])]): oc for oc in groups[0]
+                    if main_totals[orders.index(oc[0])] is not None}
 
-        def fits(oc, digits: int) -> bool:
-            total = main_totals[orders.index(oc[0])]
-            return total is not None and len(str(total)) >= digits and seen_totals.count(total) == 1 \
-                and not any(str(total) in run for run in runs)
+        def fits(total: str, digits: int) -> bool:
+            return len(total) >= digits and seen_totals.count(int(total)) == 1
 
-        fit = [oc for oc in groups[0] if fits(oc, 5)] or [oc for oc in groups[0] if fits(oc, 4)]
+        fit = [x for x in sorted(by_total) if fits(x, 5)] or [x for x in sorted(by_total) if fits(x, 4)]
         if not fit:
             raise FamilyError("bisect_regression: no complaint order has a total of its own")
-        picks = [rng.choice(fit)] + others
-        delivered_total = str(main_totals[orders.index(picks[0][0])])
-        truth = "".join(f"{o[0]} {commits[c]['subject']}\n" for o, c in sorted(picks, key=lambda oc: int(oc[0][0])))
-
-        # Fixtures: the orders export and the repository, built at environment build time.
-        rows = ["order_id,sku,qty,unit_price,category,coupon"]
-        for oid, lines, coupon in orders:
-            rows += [f"{oid},{sku},{qty},{price},{cat},{coupon}" for sku, qty, price, cat in lines]
-        t.add_file("/app/data/orders.csv", "\n".join(rows) + "\n")
-        spec = {"blocks": texts, "layout": LAYOUT, "commits": commits}
-        t.add_file("/tmp/tmax-dbg/history.json", json.dumps(spec, sort_keys=True) + "\n")
-        t.add_file("/tmp/tmax-dbg/mkrepo.py", BUILDER)
-        t.add_setup("python3 /tmp/tmax-dbg/mkrepo.py /tmp/tmax-dbg/history.json /app/repo && rm -rf /tmp/tmax-dbg")
-
         t.say("Our invoicing tool lives in the git repository `/app/repo`; from the repository root it runs as "
               "`python3 -m invoicer /app/data/orders.csv --order <id>` and prints the order's subtotal, discount, "
               "tax and total. Release `v1.0` (a tag on `main`) priced every order correctly.")
-        if len(picks) == 1:
+        if not others:
             t.say("A customer complains that on the current `main` the total of their order is not what v1.0 "
                   "computed, although nothing about the order changed. They could not tell us the order id, only "
                   "the total that the current `main` prints for their order, given below in cents (a total of "
@@ -606,7 +599,21 @@ class BisectRegression(Family):
                   "on `main` that introduced the change: the first commit after v1.0 at which that order's total "
                   "differs from v1.0's.")
         t.say("Report one line per order: the order id, a space, and the subject line of that commit exactly as "
-              "`git log --format=%s` prints it" + (", lines sorted by order id." if len(picks) > 1 else "."))
+              "`git log --format=%s` prints it" + (", lines sorted by order id." if others else "."))
+        delivered_total = unseen(t, lambda: rng.choice(fit), *visible)
+        picks = [by_total[delivered_total]] + others
+        truth = "".join(f"{o[0]} {commits[c]['subject']}\n" for o, c in sorted(picks, key=lambda oc: int(oc[0][0])))
+
+        # Fixtures: the orders export and the repository, built at environment build time.
+        rows = ["order_id,sku,qty,unit_price,category,coupon"]
+        for oid, lines, coupon in orders:
+            rows += [f"{oid},{sku},{qty},{price},{cat},{coupon}" for sku, qty, price, cat in lines]
+        t.add_file("/app/data/orders.csv", "\n".join(rows) + "\n")
+        spec = {"blocks": texts, "layout": LAYOUT, "commits": commits}
+        t.add_file("/tmp/tmax-dbg/history.json", json.dumps(spec, sort_keys=True) + "\n")
+        t.add_file("/tmp/tmax-dbg/mkrepo.py", BUILDER)
+        t.add_setup("python3 /tmp/tmax-dbg/mkrepo.py /tmp/tmax-dbg/history.json /app/repo && rm -rf /tmp/tmax-dbg")
+
         var = t.deliver(delivered_total, "the total main prints for the customer's order, in cents"
                         if len(picks) == 1 else "the total main prints for the other order, in cents")
         t.add_solution_file("bisect.sh", ORACLE)

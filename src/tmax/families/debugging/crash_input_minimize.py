@@ -12,10 +12,11 @@ under a digest of their ticket number, so only the (delivered) ticket says which
 
 from __future__ import annotations
 
-import hashlib
-import re
+from dataclasses import dataclass
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill
+from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
 SOURCE = r'''/* txreplay: replays ledger scripts. */
 #include <assert.h>
@@ -23,9 +24,9 @@ SOURCE = r'''/* txreplay: replays ledger scripts. */
 #include <stdlib.h>
 #include <string.h>
 
-#define NEED_HOLD <<HOLD>>
-#define NEED_BATCH <<BATCH>>
-#define NEED_SWEEP <<SWEEP>>
+#define NEED_HOLD @HOLD@
+#define NEED_BATCH @BATCH@
+#define NEED_SWEEP @SWEEP@
 
 struct account {
     long balance;
@@ -406,13 +407,17 @@ def make_script(rng, level: int, n_lines: int, tail_traps: bool) -> tuple[list[s
     return lines, sorted(trig)
 
 
-def upload_name(ticket: int) -> str:
-    return hashlib.sha256(str(ticket).encode()).hexdigest()[:12]
+def upload_name(ticket: str) -> str:
+    """The file the intake service makes of a ticket's script: named by a digest of the ticket."""
+    return f"script-{key_of(ticket, 12)}.txl"
 
 
-def seen_digits(value: str, texts: list[str]) -> bool:
-    """Is ``value`` part of a run of digits in one of ``texts``?"""
-    return any(value in run for text in texts for run in re.findall(r"[0-9]+", text))
+@dataclass(frozen=True)
+class Knobs:
+    lines: int  # lines of the customer's script
+    source: bool  # is the tool's C source in the environment?
+    tail_traps: bool  # failures of another kind after the crash point
+    others: int  # other customers' crashing scripts beside it
 
 
 @register
@@ -424,14 +429,14 @@ class CrashInputMinimize(Family):
                         "classifying failure signatures", "reproducing a failure")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
     languages = ("Bash", "Python")
-    levels = {1: {"lines": 40, "source": True, "tail_traps": False, "others": 4},
-              2: {"lines": 250, "source": True, "tail_traps": False, "others": 5},
-              3: {"lines": 900, "source": False, "tail_traps": True, "others": 5},
-              4: {"lines": 2500, "source": False, "tail_traps": True, "others": 6}}
+    levels = {1: Knobs(lines=40, source=True, tail_traps=False, others=4),
+              2: Knobs(lines=250, source=True, tail_traps=False, others=5),
+              3: Knobs(lines=900, source=False, tail_traps=True, others=5),
+              4: Knobs(lines=2500, source=False, tail_traps=True, others=6)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng, level = t.knobs, t.rng, t.level
-        lines, needed = make_script(rng, level, k["lines"], k["tail_traps"])
+        lines, needed = make_script(rng, level, k.lines, k.tail_traps)
         # The truth, checked against the model: the full script segfaults at the crash line, the needed
         # lines alone segfault, and dropping any candidate line from the full script loses the crash.
         if simulate(lines, level)[0] != "segv" or simulate([lines[i] for i in needed], level)[0] != "segv":
@@ -450,26 +455,34 @@ class CrashInputMinimize(Family):
         # Other customers' scripts crash txreplay too (each on its own account), so only the ticket tells
         # which upload is this one; uploads are filed under a digest of the ticket, never the ticket itself.
         others = []
-        while len(others) < k["others"]:
-            text = make_script(rng, level, max(30, k["lines"] // 4), k["tail_traps"])[0]
+        for _ in range(20 * k.others):
+            if len(others) == k.others:
+                break
+            text = make_script(rng, level, max(30, k.lines // 4), k.tail_traps)[0]
             if simulate(text, level)[0] == "segv":
                 others.append(text)
-        visible = [SOURCE, *("\n".join(x) for x in [lines, *others])]
-        while True:
-            tickets = [rng.randrange(10000, 99999) for _ in range(len(others) + 1)]
-            names = [f"script-{upload_name(tk)}.txl" for tk in tickets]
-            if len(set(names)) == len(names) and not seen_digits(str(tickets[0]), visible + names):
-                break
-        for name, text in zip(names, [lines, *others]):
-            t.add_file(f"/app/incoming/{name}", "\n".join(text) + "\n")
-        src = SOURCE.replace("<<HOLD>>", str(int(level >= 2))).replace("<<BATCH>>", str(int(level >= 3))) \
-            .replace("<<SWEEP>>", str(int(level >= 4)))
-        where = "/app/src/txreplay.c" if k["source"] else "/tmp/tmax-dbg/txreplay.c"
+        if len(others) < k.others:
+            raise FamilyError("crash_input_minimize: too few other crashing scripts")
+        src = fill(SOURCE, HOLD="1" if level >= 2 else "0", BATCH="1" if level >= 3 else "0",
+                   SWEEP="1" if level >= 4 else "0")
+        scripts = ["\n".join(text) + "\n" for text in [lines, *others]]
+
+        def draw() -> str:
+            return str(rng.randrange(10000, 99999))
+
+        ticket = unseen(t, draw, src, *scripts)
+        tickets = [ticket, *distinct(draw, len(others), taken=[ticket])]
+        names = [upload_name(tk) for tk in tickets]
+        if len(set(names)) != len(names):
+            raise FamilyError("crash_input_minimize: two tickets share a digest")
+        for name, text in zip(names, scripts):
+            t.add_file(f"/app/incoming/{name}", text)
+        where = "/app/src/txreplay.c" if k.source else "/tmp/tmax-dbg/txreplay.c"
         t.add_file(where, src)
         t.add_setup(f"mkdir -p /app/bin && gcc -O2 -o /app/bin/txreplay {where} && strip /app/bin/txreplay"
-                    + ("" if k["source"] else " && rm -rf /tmp/tmax-dbg"))
+                    + ("" if k.source else " && rm -rf /tmp/tmax-dbg"))
 
-        have = "Its source is in `/app/src/txreplay.c`." if k["source"] else \
+        have = "Its source is in `/app/src/txreplay.c`." if k.source else \
             "Only the stripped binary is available; its source is lost."
         t.say(f"`/app/bin/txreplay` replays ledger scripts (`txreplay FILE`, or the script on standard input). "
               f"{have} Customers' scripts arrive in `/app/incoming/`; the intake service files each one as "
@@ -480,8 +493,8 @@ class CrashInputMinimize(Family):
               "unchanged and in their original order, that still makes txreplay crash with a segmentation fault, "
               "and from which no single line can be removed without losing that crash (there is exactly one such "
               "subset). Write it as a script: one line per line, nothing else.")
-        var = t.deliver(str(tickets[0]), "the ticket number")
+        var = t.deliver(ticket, "the ticket number")
         t.add_solution_file("ddmin.py", DDMIN)
-        t.solve(f'mkdir -p /app/out\nh=$(printf %s "{var}" | sha256sum | cut -c1-12)\n'
+        t.solve(f'mkdir -p /app/out\nh={key_cmd(var, 12)}\n'
                 'python3 /solution/ddmin.py /app/bin/txreplay "/app/incoming/script-$h.txl" > /app/out/reproducer.txl')
         t.expect_output("/app/out/reproducer.txl", truth, "the minimal reproducer")

@@ -7,18 +7,20 @@ hidden inputs (fuzz_equivalence), or by the combined output of the fixed tool ov
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 
 from tmax.families.base import PROGRAM_FILES, Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import PLACEHOLDER, fill, run_python
+from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
-PARAM = "__TMAX_PARAM__"  # placeholder in the oracle's copy, filled with the delivered value
+PARAM = "@@PARAM@@"  # the parameter in the oracle's copy: its commands put the delivered value in
 
 # --------------------------------------------------------------------------------------------------
 # Kernel 1: interval merging
 # --------------------------------------------------------------------------------------------------
 INTERVALS_PY = r'''import sys
 
-GAP = <<PARAM>>
+GAP = @PARAM@
 
 
 def parse(text):
@@ -31,18 +33,18 @@ def parse(text):
 
 
 def merge(pairs):
-    pairs = <<B_SORT>>
+    pairs = @B_SORT@
     merged = []
     if not pairs:
         return merged
     cur_start, cur_end = pairs[0]
     for start, end in pairs[1:]:
-        if <<B_CMP>>:
-            <<B_MAX>>
+        if @B_CMP@:
+            @B_MAX@
         else:
             merged.append((cur_start, cur_end))
             cur_start, cur_end = start, end
-    <<B_FLUSH>>
+    @B_FLUSH@
     return merged
 
 
@@ -50,7 +52,7 @@ def run(text):
     merged = merge(parse(text))
     out = [f"{s} {e}" for s, e in merged]
     out.append(f"count {len(merged)}")
-    out.append(f"covered {<<B_LEN>>}")
+    out.append(f"covered {@B_LEN@}")
     return "\n".join(out) + "\n"
 
 
@@ -61,7 +63,7 @@ if __name__ == "__main__":
 INTERVALS_C = r'''#include <stdio.h>
 #include <stdlib.h>
 
-#define GAP <<PARAM>>L
+#define GAP @PARAM@L
 
 typedef struct {
     long start, end;
@@ -69,7 +71,7 @@ typedef struct {
 
 static int by_start(const void *a, const void *b) {
     const Interval *x = a, *y = b;
-<<B_SORT>>
+@B_SORT@
     return 0;
 }
 
@@ -95,8 +97,8 @@ int main(void) {
     if (n > 0) {
         long cur_start = v[0].start, cur_end = v[0].end;
         for (size_t i = 1; i < n; i++) {
-            if (<<B_CMP>>) {
-                <<B_MAX>>
+            if (@B_CMP@) {
+                @B_MAX@
             } else {
                 out[m].start = cur_start;
                 out[m].end = cur_end;
@@ -105,12 +107,12 @@ int main(void) {
                 cur_end = v[i].end;
             }
         }
-        <<B_FLUSH>>
+        @B_FLUSH@
     }
     long covered = 0;
     for (size_t i = 0; i < m; i++) {
         printf("%ld %ld\n", out[i].start, out[i].end);
-        covered += <<B_LEN>>;
+        covered += @B_LEN@;
     }
     printf("count %zu\ncovered %ld\n", m, covered);
     free(out);
@@ -130,7 +132,7 @@ import (
 	"strings"
 )
 
-const gap = <<PARAM>>
+const gap = @PARAM@
 
 type interval struct {
 	start, end int64
@@ -153,27 +155,27 @@ func main() {
 		v = append(v, interval{s, e})
 	}
 	sort.Slice(v, func(i, j int) bool {
-<<B_SORT>>
+@B_SORT@
 	})
 	var out []interval
 	if len(v) > 0 {
 		curStart, curEnd := v[0].start, v[0].end
 		for _, iv := range v[1:] {
-			if <<B_CMP>> {
-				<<B_MAX>>
+			if @B_CMP@ {
+				@B_MAX@
 			} else {
 				out = append(out, interval{curStart, curEnd})
 				curStart, curEnd = iv.start, iv.end
 			}
 		}
-		<<B_FLUSH>>
+		@B_FLUSH@
 	}
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
 	var covered int64
 	for _, iv := range out {
 		fmt.Fprintf(w, "%d %d\n", iv.start, iv.end)
-		covered += <<B_LEN>>
+		covered += @B_LEN@
 	}
 	fmt.Fprintf(w, "count %d\ncovered %d\n", len(out), covered)
 }
@@ -181,7 +183,7 @@ func main() {
 
 INTERVALS_RS = r'''use std::io::{self, BufRead, Write};
 
-const GAP: i64 = <<PARAM>>;
+const GAP: i64 = @PARAM@;
 
 fn main() {
     let stdin = io::stdin();
@@ -196,27 +198,27 @@ fn main() {
             v.push((s, e));
         }
     }
-    <<B_SORT>>
+    @B_SORT@
     let mut out: Vec<(i64, i64)> = Vec::new();
     if !v.is_empty() {
         let (mut cur_start, mut cur_end) = v[0];
         for &(start, end) in &v[1..] {
-            if <<B_CMP>> {
-                <<B_MAX>>
+            if @B_CMP@ {
+                @B_MAX@
             } else {
                 out.push((cur_start, cur_end));
                 cur_start = start;
                 cur_end = end;
             }
         }
-        <<B_FLUSH>>
+        @B_FLUSH@
     }
     let stdout = io::stdout();
     let mut w = io::BufWriter::new(stdout.lock());
     let mut covered: i64 = 0;
     for &(s, e) in &out {
         writeln!(w, "{} {}", s, e).unwrap();
-        covered += <<B_LEN>>;
+        covered += @B_LEN@;
     }
     writeln!(w, "count {}\ncovered {}", out.len(), covered).unwrap();
 }
@@ -272,16 +274,16 @@ def gen_intervals(rng, size, param):
 # --------------------------------------------------------------------------------------------------
 BRACKETS_PY = r'''import sys
 
-MAX_DEPTH = <<PARAM>>
+MAX_DEPTH = @PARAM@
 OPENERS = "([{"
-PARTNER = {")": "(", "]": "[", "}": <<B_PAIRS>>}
+PARTNER = {")": "(", "]": "[", "}": @B_PAIRS@}
 
 
 def check(line):
     stack = []
     quote_col = 0
     for i, ch in enumerate(line):
-        col = <<B_COL>>
+        col = @B_COL@
         if quote_col:
             if ch == '"':
                 quote_col = 0
@@ -290,7 +292,7 @@ def check(line):
             quote_col = col
         elif ch in OPENERS:
             stack.append((ch, col))
-            if <<B_DEPTH>>:
+            if @B_DEPTH@:
                 return f"error {col} depth"
         elif ch in PARTNER:
             if not stack:
@@ -298,7 +300,7 @@ def check(line):
             if stack[-1][0] != PARTNER[ch]:
                 return f"error {col} mismatch"
             stack.pop()
-<<B_END>>
+@B_END@
     return "ok"
 
 
@@ -317,13 +319,13 @@ BRACKETS_C = r'''#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEPTH <<PARAM>>
+#define MAX_DEPTH @PARAM@
 
 static char partner(char c) {
     switch (c) {
     case ')': return '(';
     case ']': return '[';
-    case '}': return <<B_PAIRS>>;
+    case '}': return @B_PAIRS@;
     }
     return 0;
 }
@@ -334,7 +336,7 @@ static void check(const char *line, size_t len) {
     size_t depth = 0, quote_col = 0;
     for (size_t i = 0; i < len; i++) {
         char ch = line[i];
-        size_t col = <<B_COL>>;
+        size_t col = @B_COL@;
         if (quote_col) {
             if (ch == '"')
                 quote_col = 0;
@@ -346,7 +348,7 @@ static void check(const char *line, size_t len) {
             stack[depth] = ch;
             cols[depth] = col;
             depth++;
-            if (<<B_DEPTH>>) {
+            if (@B_DEPTH@) {
                 printf("error %zu depth\n", col);
                 return;
             }
@@ -362,7 +364,7 @@ static void check(const char *line, size_t len) {
             depth--;
         }
     }
-<<B_END>>
+@B_END@
     printf("ok\n");
 }
 
@@ -390,7 +392,7 @@ import (
 	"strings"
 )
 
-const maxDepth = <<PARAM>>
+const maxDepth = @PARAM@
 
 func partner(c byte) byte {
 	switch c {
@@ -399,7 +401,7 @@ func partner(c byte) byte {
 	case ']':
 		return '['
 	case '}':
-		return <<B_PAIRS>>
+		return @B_PAIRS@
 	}
 	return 0
 }
@@ -410,7 +412,7 @@ func check(line string) string {
 	quoteCol := 0
 	for i := 0; i < len(line); i++ {
 		ch := line[i]
-		col := <<B_COL>>
+		col := @B_COL@
 		if quoteCol != 0 {
 			if ch == '"' {
 				quoteCol = 0
@@ -422,7 +424,7 @@ func check(line string) string {
 		} else if strings.IndexByte("([{", ch) >= 0 {
 			stack = append(stack, ch)
 			cols = append(cols, col)
-			if <<B_DEPTH>> {
+			if @B_DEPTH@ {
 				return fmt.Sprintf("error %d depth", col)
 			}
 		} else if strings.IndexByte(")]}", ch) >= 0 {
@@ -436,7 +438,7 @@ func check(line string) string {
 			cols = cols[:len(cols)-1]
 		}
 	}
-<<B_END>>
+@B_END@
 	return "ok"
 }
 
@@ -453,13 +455,13 @@ func main() {
 
 BRACKETS_RS = r'''use std::io::{self, Read, Write};
 
-const MAX_DEPTH: usize = <<PARAM>>;
+const MAX_DEPTH: usize = @PARAM@;
 
 fn partner(c: u8) -> u8 {
     match c {
         b')' => b'(',
         b']' => b'[',
-        b'}' => <<B_PAIRS>>,
+        b'}' => @B_PAIRS@,
         _ => 0,
     }
 }
@@ -469,7 +471,7 @@ fn check(line: &[u8]) -> String {
     let mut cols: Vec<usize> = Vec::new();
     let mut quote_col: usize = 0;
     for (i, &ch) in line.iter().enumerate() {
-        let col = <<B_COL>>;
+        let col = @B_COL@;
         if quote_col != 0 {
             if ch == b'"' {
                 quote_col = 0;
@@ -481,7 +483,7 @@ fn check(line: &[u8]) -> String {
         } else if b"([{".contains(&ch) {
             stack.push(ch);
             cols.push(col);
-            if <<B_DEPTH>> {
+            if @B_DEPTH@ {
                 return format!("error {} depth", col);
             }
         } else if b")]}".contains(&ch) {
@@ -495,7 +497,7 @@ fn check(line: &[u8]) -> String {
             cols.pop();
         }
     }
-<<B_END>>
+@B_END@
     "ok".to_string()
 }
 
@@ -515,22 +517,22 @@ fn main() {
 '''
 
 _BR_END_PY_GOOD = ('    if quote_col:\n        return f"error {quote_col} quote"\n'
-                   '    if stack:\n        return f"error {<<B_UNCLOSED>>} unclosed"')
-_BR_END_PY_BAD = ('    if stack:\n        return f"error {<<B_UNCLOSED>>} unclosed"\n'
+                   '    if stack:\n        return f"error {@B_UNCLOSED@} unclosed"')
+_BR_END_PY_BAD = ('    if stack:\n        return f"error {@B_UNCLOSED@} unclosed"\n'
                   '    if quote_col:\n        return f"error {quote_col} quote"')
 _BR_END_C_GOOD = ('    if (quote_col) {\n        printf("error %zu quote\\n", quote_col);\n        return;\n    }\n'
-                  '    if (depth > 0) {\n        printf("error %zu unclosed\\n", <<B_UNCLOSED>>);\n        return;\n    }')
-_BR_END_C_BAD = ('    if (depth > 0) {\n        printf("error %zu unclosed\\n", <<B_UNCLOSED>>);\n        return;\n    }\n'
+                  '    if (depth > 0) {\n        printf("error %zu unclosed\\n", @B_UNCLOSED@);\n        return;\n    }')
+_BR_END_C_BAD = ('    if (depth > 0) {\n        printf("error %zu unclosed\\n", @B_UNCLOSED@);\n        return;\n    }\n'
                  '    if (quote_col) {\n        printf("error %zu quote\\n", quote_col);\n        return;\n    }')
 
 _BR_END_GO_GOOD = ('\tif quoteCol != 0 {\n\t\treturn fmt.Sprintf("error %d quote", quoteCol)\n\t}\n'
-                   '\tif len(stack) > 0 {\n\t\treturn fmt.Sprintf("error %d unclosed", <<B_UNCLOSED>>)\n\t}')
-_BR_END_GO_BAD = ('\tif len(stack) > 0 {\n\t\treturn fmt.Sprintf("error %d unclosed", <<B_UNCLOSED>>)\n\t}\n'
+                   '\tif len(stack) > 0 {\n\t\treturn fmt.Sprintf("error %d unclosed", @B_UNCLOSED@)\n\t}')
+_BR_END_GO_BAD = ('\tif len(stack) > 0 {\n\t\treturn fmt.Sprintf("error %d unclosed", @B_UNCLOSED@)\n\t}\n'
                   '\tif quoteCol != 0 {\n\t\treturn fmt.Sprintf("error %d quote", quoteCol)\n\t}')
 
 _BR_END_RS_GOOD = ('    if quote_col != 0 {\n        return format!("error {} quote", quote_col);\n    }\n'
-                   '    if !stack.is_empty() {\n        return format!("error {} unclosed", <<B_UNCLOSED>>);\n    }')
-_BR_END_RS_BAD = ('    if !stack.is_empty() {\n        return format!("error {} unclosed", <<B_UNCLOSED>>);\n    }\n'
+                   '    if !stack.is_empty() {\n        return format!("error {} unclosed", @B_UNCLOSED@);\n    }')
+_BR_END_RS_BAD = ('    if !stack.is_empty() {\n        return format!("error {} unclosed", @B_UNCLOSED@);\n    }\n'
                   '    if quote_col != 0 {\n        return format!("error {} quote", quote_col);\n    }')
 
 BRACKETS_BUGS = {
@@ -582,7 +584,7 @@ def gen_brackets(rng, size, param):
 # --------------------------------------------------------------------------------------------------
 WINDOW_PY = r'''import sys
 
-WINDOW = <<PARAM>>
+WINDOW = @PARAM@
 
 
 def run(text):
@@ -592,16 +594,16 @@ def run(text):
     count = 0
     if n >= WINDOW:
         total = sum(values[:WINDOW])
-        for i in range(<<B_RANGE>>):
+        for i in range(@B_RANGE@):
             if i > 0:
-                total += values[i + WINDOW - 1] - <<B_SLIDE>>
-            lo = hi = <<B_INIT>>
+                total += values[i + WINDOW - 1] - @B_SLIDE@
+            lo = hi = @B_INIT@
             for v in values[i:i + WINDOW]:
                 if v < lo:
                     lo = v
                 if v > hi:
                     hi = v
-            out.append(f"{i} {lo} {hi} {<<B_DIV>>}")
+            out.append(f"{i} {lo} {hi} {@B_DIV@}")
             count += 1
     out.append(f"windows {count}")
     return "\n".join(out) + "\n"
@@ -614,7 +616,7 @@ if __name__ == "__main__":
 WINDOW_C = r'''#include <stdio.h>
 #include <stdlib.h>
 
-#define WINDOW <<PARAM>>
+#define WINDOW @PARAM@
 
 static long floor_div(long a, long b) {
     long q = a / b;
@@ -638,17 +640,17 @@ int main(void) {
         long total = 0;
         for (size_t i = 0; i < WINDOW; i++)
             total += v[i];
-        for (size_t i = 0; i < <<B_RANGE>>; i++) {
+        for (size_t i = 0; i < @B_RANGE@; i++) {
             if (i > 0)
-                total += v[i + WINDOW - 1] - <<B_SLIDE>>;
-            long lo = <<B_INIT>>, hi = lo;
+                total += v[i + WINDOW - 1] - @B_SLIDE@;
+            long lo = @B_INIT@, hi = lo;
             for (size_t j = i; j < i + WINDOW; j++) {
                 if (v[j] < lo)
                     lo = v[j];
                 if (v[j] > hi)
                     hi = v[j];
             }
-            printf("%zu %ld %ld %ld\n", i, lo, hi, <<B_DIV>>);
+            printf("%zu %ld %ld %ld\n", i, lo, hi, @B_DIV@);
             count++;
         }
     }
@@ -667,7 +669,7 @@ import (
 	"strconv"
 )
 
-const window = <<PARAM>>
+const window = @PARAM@
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -698,11 +700,11 @@ func main() {
 		for i := 0; i < window; i++ {
 			total += v[i]
 		}
-		for i := 0; i < <<B_RANGE>>; i++ {
+		for i := 0; i < @B_RANGE@; i++ {
 			if i > 0 {
-				total += v[i+window-1] - <<B_SLIDE>>
+				total += v[i+window-1] - @B_SLIDE@
 			}
-			lo := <<B_INIT>>
+			lo := @B_INIT@
 			hi := lo
 			for _, x := range v[i : i+window] {
 				if x < lo {
@@ -712,7 +714,7 @@ func main() {
 					hi = x
 				}
 			}
-			fmt.Fprintf(w, "%d %d %d %d\n", i, lo, hi, <<B_DIV>>)
+			fmt.Fprintf(w, "%d %d %d %d\n", i, lo, hi, @B_DIV@)
 			count++
 		}
 	}
@@ -722,7 +724,7 @@ func main() {
 
 WINDOW_RS = r'''use std::io::{self, Read, Write};
 
-const WINDOW: usize = <<PARAM>>;
+const WINDOW: usize = @PARAM@;
 
 fn floor_div(a: i64, b: i64) -> i64 {
     let mut q = a / b;
@@ -742,11 +744,11 @@ fn main() {
     let mut count = 0;
     if n >= WINDOW {
         let mut total: i64 = v[..WINDOW].iter().sum();
-        for i in 0..<<B_RANGE>> {
+        for i in 0..@B_RANGE@ {
             if i > 0 {
-                total += v[i + WINDOW - 1] - <<B_SLIDE>>;
+                total += v[i + WINDOW - 1] - @B_SLIDE@;
             }
-            let mut lo: i64 = <<B_INIT>>;
+            let mut lo: i64 = @B_INIT@;
             let mut hi = lo;
             for &x in &v[i..i + WINDOW] {
                 if x < lo {
@@ -756,7 +758,7 @@ fn main() {
                     hi = x;
                 }
             }
-            writeln!(w, "{} {} {} {}", i, lo, hi, <<B_DIV>>).unwrap();
+            writeln!(w, "{} {} {} {}", i, lo, hi, @B_DIV@).unwrap();
             count += 1;
         }
     }
@@ -786,10 +788,13 @@ def gen_window(rng, size, param):
     return "".join(v + ("\n" if (i + 1) % per == 0 else " ") for i, v in enumerate(vals)).rstrip(" ") + "\n"
 
 
+# Per kernel: its templates and bug slots, the generator, the parameter's range, and "alts": the one-digit
+# values a guess could use instead of the delivered one (the inputs must tell each from the right one).
 KERNELS = {
     "intervals": {
         "py": INTERVALS_PY, "c": INTERVALS_C, "go": INTERVALS_GO, "rs": INTERVALS_RS, "bugs": INTERVALS_BUGS, "gen": gen_intervals,
-        "param": (1, 9), "param_name": "merge gap", "base": "merge_intervals", "dir": "spans",
+        "param": (1, 9), "alts": range(0, 10),
+        "param_name": "merge gap", "base": "merge_intervals", "dir": "spans",
         "what": "merges integer intervals from a scheduling export",
         "spec": ("It reads intervals from standard input, one per line as two integers `start end` "
                  "(0 <= start < end), in any order. It sorts them by start (then by end) and merges them into "
@@ -801,7 +806,8 @@ KERNELS = {
     },
     "brackets": {
         "py": BRACKETS_PY, "c": BRACKETS_C, "go": BRACKETS_GO, "rs": BRACKETS_RS, "bugs": BRACKETS_BUGS, "gen": gen_brackets,
-        "param": (2, 6), "param_name": "maximum nesting depth", "base": "bracket_lint", "dir": "snippets",
+        "param": (2, 6), "alts": range(0, 10),
+        "param_name": "maximum nesting depth", "base": "bracket_lint", "dir": "snippets",
         "what": "lints bracket nesting in template snippets",
         "spec": ("It checks each line of standard input (every line, empty ones included) and prints exactly one "
                  "result line per input line. Columns are 1-based character positions. Scanning left to right: "
@@ -818,7 +824,8 @@ KERNELS = {
     },
     "window": {
         "py": WINDOW_PY, "c": WINDOW_C, "go": WINDOW_GO, "rs": WINDOW_RS, "bugs": WINDOW_BUGS, "gen": gen_window,
-        "param": (3, 9), "param_name": "window size", "base": "window_stats", "dir": "series",
+        "param": (3, 9), "alts": range(1, 10),
+        "param_name": "window size", "base": "window_stats", "dir": "series",
         "what": "summarises sensor readings over sliding windows",
         "spec": ("It reads whitespace-separated integers from standard input (n values). For every window of W "
                  "consecutive values (W is the window size), at positions i = 0, 1, ..., n - W, it prints `i min max avg`, where avg is "
@@ -832,23 +839,27 @@ KERNELS = {
 KEY = {"Python": "py", "C": "c", "Go": "go", "Rust": "rs"}  # language -> template key and file extension
 
 
-def render(template: str, bugs: dict, lang: str, planted: list[str], param: str) -> str:
-    """Fill the template: each bug slot gets the buggy snippet if planted, the correct one otherwise.
-    Slots are filled in the order of ``bugs`` so a snippet may contain a later slot."""
-    src = template
-    for bug, variants in bugs.items():
-        good, bad = variants[lang]
-        src = src.replace(f"<<{bug}>>", bad if bug in planted else good)
-    src = src.replace("<<PARAM>>", param)
-    if re.search(r"<<[A-Z_]+>>", src):
-        raise FamilyError(f"unfilled slot in template: {re.search(r'<<[A-Z_]+>>', src).group(0)}")
-    return src
+def render(ker: dict, lang: str, planted: list[str], param: str) -> str:
+    """The kernel's tool in ``lang``: each bug slot gets the buggy snippet if planted, the correct one
+    otherwise. A snippet may name another slot (B_END holds B_UNCLOSED): that one is filled into it."""
+    snippets = {bug: variants[lang][1 if bug in planted else 0] for bug, variants in ker["bugs"].items()}
+    inner = {name for s in snippets.values() for name in PLACEHOLDER.findall(s)}
+    outer = {bug: fill(s, **{name: snippets[name] for name in PLACEHOLDER.findall(s)})
+             for bug, s in snippets.items() if bug not in inner}
+    return fill(ker[KEY[lang]], PARAM=param, **outer)
 
 
-def run_py(src: str, text: str) -> str:
-    ns: dict = {"__name__": "tmax_reference"}
-    exec(src, ns)  # noqa: S102 - our own reference program
-    return ns["run"](text)
+def runner(src: str):
+    """The ``run`` (stdin text -> stdout text) of a filled Python tool."""
+    return run_python(src)["run"]
+
+
+@dataclass(frozen=True)
+class Knobs:
+    bugs: int  # planted defects (at most the kernel's slots)
+    cases: int  # hidden fuzz cases (fuzz_equivalence)
+    files: int  # input files in the batch (output case)
+    size: int  # items per generated input, at most
 
 
 @register
@@ -860,89 +871,110 @@ class PlantedBugRepair(Family):
                         "comparing expected and actual output", "fixing comparator and ordering bugs",
                         "print-debugging intermediate state")
     verifiers = ("fuzz_equivalence", "exact_text", "metric_threshold", "multi_protocol")
-    programs = {"Python": render(INTERVALS_PY, INTERVALS_BUGS, "Python", [], PARAM),
-                "C": render(INTERVALS_C, INTERVALS_BUGS, "C", [], PARAM),
-                "Go": render(INTERVALS_GO, INTERVALS_BUGS, "Go", [], PARAM),
-                "Rust": render(INTERVALS_RS, INTERVALS_BUGS, "Rust", [], PARAM)}
+    programs = {lang: render(KERNELS["intervals"], lang, [], PARAM) for lang in KEY}
     languages = ("Python", "C", "Go", "Rust")
     command_complexities = ("bash+code",)
-    levels = {1: {"bugs": 1, "cases": 8, "files": 3, "size": 12},
-              2: {"bugs": 2, "cases": 10, "files": 4, "size": 25},
-              3: {"bugs": 3, "cases": 14, "files": 6, "size": 40},
-              4: {"bugs": 4, "cases": 18, "files": 8, "size": 60}}
+    levels = {1: Knobs(bugs=1, cases=8, files=3, size=12), 2: Knobs(bugs=2, cases=10, files=4, size=25),
+              3: Knobs(bugs=3, cases=14, files=6, size=40), 4: Knobs(bugs=4, cases=18, files=8, size=60)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def draw(self, t: TaskBuilder):
+        """(kernel name, kernel, parameter, stale parameter, planted bugs, the reference's run, inputs(n,
+        shown)): inputs(n, shown) makes n inputs on which, past the first ``shown``, every planted defect
+        and every other parameter value a digit could spell shows on its own."""
         k, rng = t.knobs, t.rng
         kname = rng.choice(sorted(KERNELS))
         ker = KERNELS[kname]
-        bugs = ker["bugs"]
         lo, hi = ker["param"]
         param = rng.randint(lo, hi)
         stale = rng.choice([v for v in range(lo, hi + 1) if v != param])
-        planted = sorted(rng.sample(sorted(bugs), min(k["bugs"], len(bugs))))
-        ref_py = render(ker["py"], bugs, "Python", [], str(param))
+        planted = sorted(rng.sample(sorted(ker["bugs"]), min(k.bugs, len(ker["bugs"]))))
+        ref = runner(render(ker, "Python", [], str(param)))
+        # Each planted defect, and the stale parameter, must show on the hidden inputs on its own; so must
+        # every other one-digit parameter (a digit read off the task instead of the channel must lose).
+        checks = [runner(render(ker, "Python", [b], str(param))) for b in planted]
+        alts = [stale] + [p for p in ker["alts"] if p not in (param, stale)]
+        checks += [runner(render(ker, "Python", [], str(p))) for p in alts]
 
-        def variant(only: list[str], p: int) -> str:
-            return render(ker["py"], bugs, "Python", only, str(p))
-
-        # Each planted defect, and the stale parameter, must show on the hidden inputs on its own.
-        checks = [variant([b], param) for b in planted] + [variant([], stale)]
-
-        def make_inputs(n: int, shown: int) -> list[str]:
-            inputs = [ker["gen"](rng, k["size"], param) for _ in range(n)]
+        def inputs(n: int, shown: int) -> list[str]:
+            xs = [ker["gen"](rng, k.size, param) for _ in range(n)]
             for _ in range(60):
-                missing = [src for src in checks
-                           if all(run_py(src, x) == run_py(ref_py, x) for x in inputs[shown:])]
-                if not missing:
-                    return inputs
-                inputs.append(ker["gen"](rng, k["size"], param))
+                outs = [ref(x) for x in xs[shown:]]
+                if all(any(run(x) != out for x, out in zip(xs[shown:], outs)) for run in checks):
+                    return xs
+                xs.append(ker["gen"](rng, k.size, param))
             raise FamilyError(f"{kname}: could not find inputs that expose every planted bug")
 
-        if t.axes.verifier == "fuzz_equivalence":
-            langs = [t.axes.language] if t.axes.language in ("C", "Go", "Rust") else ["Python", "C"] \
-                if t.axes.language == "multi-language" else ["Python"]
-            for lang in langs:
-                src = render(ker[KEY[lang]], bugs, lang, planted, str(stale))
-                t.add_file(f"/app/{PROGRAM_FILES[lang]}", src)
-            inputs = make_inputs(k["cases"], 2)
-            cases = [(x, run_py(ref_py, x)) for x in inputs]
-            where = " and ".join(f"`/app/{PROGRAM_FILES[lang]}`" for lang in langs)
-            twice = " (two implementations that must behave identically)" if len(langs) == 2 else ""
-            t.say(f"{where}{twice} is our little tool that {ker['what']}. {ker['spec']}")
-            t.say(f"Users report wrong output. The tool has bugs, and it also still hard-codes an outdated "
-                  f"{ker['param_name']} ({stale}); use the correct value, given below. Find and fix the "
-                  "defects so the tool does exactly what is described above, for any valid input.")
-            var = t.deliver(str(param), f"the {ker['param_name']}")
-            progs = {lang: render(ker[key], bugs, lang, [], PARAM) for lang, key in KEY.items()}
-            t.expect_program("Fix the tool in place: the fixed file itself is what gets tested.", cases, progs)
-            for lang in (["Python"] if t.axes.language == "any" else langs):
-                t.solve(f'sed -i "s/{PARAM}/{var}/" /app/{PROGRAM_FILES[lang]}')
-            return
+        return kname, ker, param, stale, planted, ref, inputs
 
-        # Output variants: fix the tool, run it over a batch of inputs, report the combined output.
+    def program_case(self, t: TaskBuilder) -> None:
+        kname, ker, param, stale, planted, ref, inputs = self.draw(t)
+        langs = [t.axes.language] if t.axes.language in ("C", "Go", "Rust") else ["Python", "C"] \
+            if t.axes.language == "multi-language" else ["Python"]
+        for lang in langs:
+            t.add_file(f"/app/{PROGRAM_FILES[lang]}", render(ker, lang, planted, str(stale)))
+        cases = [(x, ref(x)) for x in inputs(t.knobs.cases, 2)]
+        where = " and ".join(f"`/app/{PROGRAM_FILES[lang]}`" for lang in langs)
+        twice = " (two implementations that must behave identically)" if len(langs) == 2 else ""
+        t.say(f"{where}{twice} is our little tool that {ker['what']}. {ker['spec']}")
+        t.say(f"Users report wrong output. The tool has bugs, and it also still hard-codes an outdated "
+              f"{ker['param_name']} ({stale}); use the correct value, given below. Find and fix the "
+              "defects so the tool does exactly what is described above, for any valid input.")
+        var = t.deliver(str(param), f"the {ker['param_name']}")
+        progs = {lang: render(ker, lang, [], PARAM) for lang in KEY}
+        t.expect_program("Fix the tool in place: the fixed file itself is what gets tested.", cases, progs)
+        for lang in (["Python"] if t.axes.language == "any" else langs):
+            t.solve(f'sed -i "s/{PARAM}/{var}/" /app/{PROGRAM_FILES[lang]}')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        """Fix the tool, run it over a batch of inputs, report the combined output. Under partial credit a
+        wrong parameter would still earn every line it leaves alone: there the parameter is stated, and the
+        delivered value is the code of our batch, filed among other teams' batches under a digest of it."""
+        kname, ker, param, stale, planted, ref, inputs = self.draw(t)
+        rng = t.rng
         lang = t.axes.language if t.axes.language in KEY else "Python"
         tool = f"/app/tool/{ker['base']}.{KEY[lang]}"
-        t.add_file(tool, render(ker[KEY[lang]], bugs, lang, planted, str(stale)))
-        inputs = make_inputs(k["files"], 0)
-        names = [f"{kname}-{i:02d}.txt" for i in range(1, len(inputs) + 1)]
-        rng.shuffle(names)
-        batch = sorted(zip(names, inputs))
-        for name, text in batch:
-            t.add_file(f"/app/data/{ker['dir']}/{name}", text)
-        truth = "".join(f"== {name}\n" + run_py(ref_py, text) for name, text in batch)
+        t.add_file(tool, render(ker, lang, planted, str(stale)))
+        xs = inputs(t.knobs.files, 0)
+
+        def named(texts: list[str]) -> list[tuple[str, str]]:
+            names = [f"{kname}-{i:02d}.txt" for i in range(1, len(texts) + 1)]
+            rng.shuffle(names)
+            return sorted(zip(names, texts))
+
+        batch = named(xs)
+        truth = "".join(f"== {name}\n" + ref(text) for name, text in batch)
+        data = f"/app/data/{ker['dir']}"
+        if t.partial_credit:
+            others = [named([ker["gen"](rng, t.knobs.size, param) for _ in xs]) for _ in range(2)]
+            code = unseen(t, t.code, *(text for b in [batch, *others] for _, text in b))
+            keys = [key_of(c) for c in [code, *distinct(t.code, len(others), taken=[code])]]
+            for key, files in zip(keys, [batch, *others]):
+                for name, text in files:
+                    t.add_file(f"{data}/{key}/{name}", text)
+            where = (f"`{data}/<digest>/`, where the digest is the first 16 hex digits of the SHA-256 of the "
+                     "batch code given below (the other folders there are other teams' batches)")
+            value = (f"the correct {ker['param_name']} is {param}.", code, "our batch code")
+        else:
+            for name, text in batch:
+                t.add_file(f"{data}/{name}", text)
+            where = f"`{data}/`"
+            value = ("use the correct value, given below.", str(param), f"the {ker['param_name']}")
         how = {"Python": "run it with `python3`", "C": f"build it with `gcc -O2 -o /app/tool/{ker['base']} {tool}`",
                "Go": f"build it with `go build -o /app/tool/{ker['base']} {tool}`",
                "Rust": f"build it with `rustc -O -o /app/tool/{ker['base']} {tool}`"}[lang]
         t.say(f"`{tool}` is our little tool that {ker['what']} ({how}). {ker['spec']}")
         t.say(f"Users report wrong output. The tool has bugs, and it also still hard-codes an outdated "
-              f"{ker['param_name']} ({stale}); use the correct value, given below. Fix it so it does exactly "
-              f"what is described above, then run the fixed tool on every file in `/app/data/{ker['dir']}/`, "
-              "in file name order, and combine the results: for each file, a line `== <file name>` followed by "
-              "the tool's output for that file.")
-        var = t.deliver(str(param), f"the {ker['param_name']}")
-        t.add_solution_file("reference.py", render(ker["py"], bugs, "Python", [], PARAM))
-        t.solve(f'sed "s/{PARAM}/{var}/" /solution/reference.py > /tmp/reference.py\nmkdir -p /app/out\n'
-                f': > /app/out/report.txt\nfor f in $(ls /app/data/{ker["dir"]}/ | LC_ALL=C sort); do\n'
+              f"{ker['param_name']} ({stale}); {value[0]} Fix it so it does exactly what is described above, then "
+              f"run the fixed tool on every file of our batch in {where}, in file name order, and combine the "
+              "results: for each file, a line `== <file name>` followed by the tool's output for that file.")
+        var = t.deliver(value[1], value[2])
+        if t.partial_credit:
+            t.add_solution_file("reference.py", render(ker, "Python", [], str(param)))
+            fetch = f'test -n "{var}"\nd={data}/{key_cmd(var)}\ntest -d "$d"\ncp /solution/reference.py /tmp/reference.py\n'
+        else:
+            t.add_solution_file("reference.py", render(ker, "Python", [], PARAM))
+            fetch = f'd={data}\nsed "s/{PARAM}/{var}/" /solution/reference.py > /tmp/reference.py\n'
+        t.solve(fetch + 'mkdir -p /app/out\n: > /app/out/report.txt\nfor f in $(ls "$d"/ | LC_ALL=C sort); do\n'
                 '  echo "== $f" >> /app/out/report.txt\n'
-                f'  python3 /tmp/reference.py < /app/data/{ker["dir"]}/$f >> /app/out/report.txt\ndone')
+                '  python3 /tmp/reference.py < "$d/$f" >> /app/out/report.txt\ndone')
         t.expect_output("/app/out/report.txt", truth, "the combined report")

@@ -9,9 +9,12 @@ export only holds pseudonyms of account codes, which the service computes)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import run_python
+from tmax.families.unseen import distinct, unseen
 
 SERVICE = r'''#!/usr/bin/env python3
 """reportd: serves per-account transaction reports over HTTP.
@@ -216,16 +219,6 @@ kill "$pid" 2>/dev/null || true
 '''
 
 
-def seen_code(code: str, texts: list[str]) -> bool:
-    """Is ``code`` in one of ``texts``, upper-cased, reversed or Caesar-shifted?"""
-    shifts = {"".join(chr((ord(c) - 65 + n) % 26 + 65) for c in code) for n in range(26)}
-    for text in texts:
-        up = text.upper()
-        if code in up or code[::-1] in up or any(s in up for s in sorted(shifts)):
-            return True
-    return False
-
-
 def ini(v: dict, since_in_server: bool = False) -> str:
     server = [f"host = {v['host']}", f"port = {v['port']}", f"log_file = {v['log_file']}"]
     report = [f"currency = {v['currency']}", f"min_amount = {v['min_amount']}", f"since = {v['since']}",
@@ -234,6 +227,14 @@ def ini(v: dict, since_in_server: bool = False) -> str:
         server.append(report.pop(2))
     return ("# reportd configuration (see README.md)\n\n[server]\n" + "\n".join(server)
             + f"\n\n[data]\npath = {v['path']}\ndelimiter = {v['delimiter']}\n\n[report]\n" + "\n".join(report) + "\n")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    startup: int  # faults that stop the service from starting
+    silent: int  # faults that make it answer an empty report
+    accounts: int  # accounts in the export
+    rows: int  # transactions in the export
 
 
 @register
@@ -245,26 +246,27 @@ class ServiceConfigRepair(Family):
                         "type and unit mismatches in config", "reading a stack trace")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
     languages = ("Bash", "Python")
-    levels = {1: {"startup": 1, "silent": 0, "accounts": 4, "rows": 60},
-              2: {"startup": 2, "silent": 0, "accounts": 6, "rows": 150},
-              3: {"startup": 3, "silent": 1, "accounts": 8, "rows": 300},
-              4: {"startup": 5, "silent": 2, "accounts": 10, "rows": 600}}
+    levels = {1: Knobs(startup=1, silent=0, accounts=4, rows=60), 2: Knobs(startup=2, silent=0, accounts=6, rows=150),
+              3: Knobs(startup=3, silent=1, accounts=8, rows=300), 4: Knobs(startup=5, silent=2, accounts=10, rows=600)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        ns: dict = {"__name__": "reportd"}
-        exec(SERVICE, ns)  # noqa: S102 - our own service code
+        ns = run_python(SERVICE)
         pseudonym = ns["pseudonym"]
+        t.say("`reportd` (in `/app/svc/`, see its `README.md`) serves per-account transaction reports over HTTP. "
+              "After a configuration change it no longer works on this machine. Its code is shared with other "
+              "teams and is fine: do not change `reportd.py` or the data; repair `/app/svc/reportd.ini` so that "
+              "the service starts and reports correctly, with the configuration that was clearly intended.")
+        extra = (" Finance confirms that the account had reportable activity, so a report of zero transactions "
+                 "is wrong." if k.silent else "")
+        t.say("Then get the report for the account given below from the running service (`GET /report?account=...`)"
+              f" and keep its body exactly as served.{extra}")
         # The account code must not be readable off anything but its channel: the export only holds
         # pseudonyms, and no code may occur (or be one easy decoding away) in the static texts.
-        static = [SERVICE, README, t.persona.opening, t.persona.closing, ini({"host": "", "port": "",
-                  "log_file": "", "path": "", "delimiter": "", "currency": "", "min_amount": "", "since": "",
-                  "include_refunds": "", "group_by": ""})]
-        accounts = []
-        while len(accounts) < k["accounts"]:
-            code = t.code()
-            if code not in accounts and not seen_code(code, static):
-                accounts.append(code)
+        static = [SERVICE, README, ini({"host": "", "port": "", "log_file": "", "path": "", "delimiter": "",
+                                        "currency": "", "min_amount": "", "since": "", "include_refunds": "",
+                                        "group_by": ""})]
+        accounts = distinct(lambda: unseen(t, t.code, *static), k.accounts)
         month0 = rng.randint(1, 6)
         good = {"host": "127.0.0.1", "port": rng.randint(5200, 5999), "log_file": "/app/svc/logs/reportd.log",
                 "path": "/app/svc/data/transactions.csv", "delimiter": rng.choice([";", "|"]),
@@ -276,7 +278,7 @@ class ServiceConfigRepair(Family):
         # Fixtures: the transactions, every account about equally active (the most active account is no
         # hint), accounts pseudonymised as the service's export does.
         rows = []
-        for _ in range(k["rows"]):
+        for _ in range(k.rows):
             acct = pseudonym(rng.choice(accounts))
             day = f"2024-{rng.randint(month0, month0 + 3):02d}-{rng.randint(1, 28):02d}"
             cur = good["currency"] if rng.random() < 0.7 else rng.choice(["EUR", "USD", "GBP", "CHF"])
@@ -300,12 +302,12 @@ class ServiceConfigRepair(Family):
         top = max(counts.values())
         fit = [a for a in accounts if not reports[a].startswith("total 0 ") and counts[a] < top]
         if not fit:
-            raise ValueError("service_config_repair: no account has reportable transactions")
+            raise FamilyError("service_config_repair: no account has reportable transactions")
         target = rng.choice(fit)
         truth = reports[target]
 
         # The broken configuration.
-        faults = sorted(rng.sample(STARTUP, k["startup"])) + sorted(rng.sample(SILENT, k["silent"]))
+        faults = sorted(rng.sample(STARTUP, k.startup)) + sorted(rng.sample(SILENT, k.silent))
         bad = dict(good)
         for f in faults:
             if f == "port":
@@ -332,15 +334,6 @@ class ServiceConfigRepair(Family):
                 bad["since"] = f"{y}-{int(m)}-{int(d)}"
         t.add_file("/app/svc/reportd.ini", ini(bad, since_in_server="section" in faults))
         t.add_file("/app/svc/logs/.keep", "")
-
-        t.say("`reportd` (in `/app/svc/`, see its `README.md`) serves per-account transaction reports over HTTP. "
-              "After a configuration change it no longer works on this machine. Its code is shared with other "
-              "teams and is fine: do not change `reportd.py` or the data; repair `/app/svc/reportd.ini` so that "
-              "the service starts and reports correctly, with the configuration that was clearly intended.")
-        extra = (" Finance confirms that the account had reportable activity, so a report of zero transactions "
-                 "is wrong." if k["silent"] else "")
-        t.say("Then get the report for the account given below from the running service (`GET /report?account=...`)"
-              f" and keep its body exactly as served.{extra}")
         var = t.deliver(target, "the account code")
         t.add_solution_file("reportd.ini", ini(good))
         t.add_solution_file("fetch.sh", ORACLE)

@@ -7,15 +7,21 @@ fuzzing the fixed simulator against the reference, or by its replies over record
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tmax.families.base import PROGRAM_FILES, Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
-PARAM = "__TMAX_PARAM__"
+PARAM = "@@PARAM@@"  # the capacity in the oracle's copy: its commands put the delivered value in
 
+# A slot at the start of a line (B_LRU, B_SLIDE, B_STALE, B_DEL) holds whole lines, each ending in a
+# newline, or nothing.
 CACHE_PY = r'''import sys
 from collections import OrderedDict
 
-CAPACITY = <<PARAM>>
-TTL = <<TTL>>
+CAPACITY = @PARAM@
+TTL = @TTL@
 
 
 class ReadThroughCache:
@@ -26,16 +32,14 @@ class ReadThroughCache:
         self.hits = self.misses = self.evictions = 0
 
     def get(self, key):
-        ckey = <<B_CASE>>
+        ckey = @B_CASE@
         key = key.lower()
         entry = self.entries.get(ckey)
         if entry is not None:
             value, loaded_at = entry
-            if <<B_TTL>>:
-                self.hits += 1
-<<B_LRU>>
-<<B_SLIDE>>
-                return f"{key} {value} hit"
+            if @B_TTL@:
+@B_SLIDE@                self.hits += 1
+@B_LRU@                return f"{key} {value} hit"
             del self.entries[ckey]
         if key not in self.store:
             return f"{key} none"
@@ -43,20 +47,18 @@ class ReadThroughCache:
         value = self.store[key]
         self.entries[ckey] = (value, self.now)
         if len(self.entries) > CAPACITY:
-            <<B_EVICT>>
+            @B_EVICT@
             self.evictions += 1
         return f"{key} {value} miss"
 
     def put(self, key, value):
         key = key.lower()
         self.store[key] = value
-<<B_STALE>>
-
+@B_STALE@
     def delete(self, key):
         key = key.lower()
         self.store.pop(key, None)
-<<B_DEL>>
-
+@B_DEL@
     def stats(self):
         return f"stats hits={self.hits} misses={self.misses} evictions={self.evictions}"
 
@@ -89,11 +91,11 @@ if __name__ == "__main__":
 BUGS = {
     "B_CASE": ("key.lower()", "key"),
     "B_TTL": ("self.now - loaded_at < TTL", "self.now - loaded_at <= TTL"),
-    "B_LRU": ("                self.entries.move_to_end(ckey)", ""),
-    "B_SLIDE": ("", "                self.entries[ckey] = (value, self.now)  # keep hot keys fresh"),
+    "B_LRU": ("                self.entries.move_to_end(ckey)\n", ""),
+    "B_SLIDE": ("", "                self.entries[ckey] = (value, self.now)  # keep hot keys fresh\n"),
     "B_EVICT": ("self.entries.popitem(last=False)", "self.entries.popitem()"),
-    "B_STALE": ("        self.entries.pop(key, None)", ""),
-    "B_DEL": ("        self.entries.pop(key, None)", ""),
+    "B_STALE": ("        self.entries.pop(key, None)\n", ""),
+    "B_DEL": ("        self.entries.pop(key, None)\n", ""),
 }
 
 KEYS = ["user", "cart", "price", "stock", "promo", "session", "profile", "rates", "menu", "quota", "token",
@@ -102,20 +104,14 @@ VALUES = ["red", "blue", "green", "gold", "ivory", "jade", "onyx", "ruby", "teal
 
 
 def render(planted: list[str], capacity: str, ttl: int) -> str:
-    src = CACHE_PY
-    for bug, (good, bad) in BUGS.items():
-        snippet = bad if bug in planted else good
-        src = src.replace(f"<<{bug}>>\n", "") if snippet == "" else src.replace(f"<<{bug}>>", snippet)
-    src = src.replace("<<PARAM>>", capacity).replace("<<TTL>>", str(ttl))
-    if "<<" in src:
-        raise FamilyError("unfilled slot in cache template")
-    return src
+    """The simulator: each bug slot gets the buggy snippet if planted, the correct one otherwise."""
+    slots = {bug: bad if bug in planted else good for bug, (good, bad) in BUGS.items()}
+    return fill(CACHE_PY, PARAM=capacity, TTL=ttl, **slots)
 
 
-def run_py(src: str, text: str) -> str:
-    ns: dict = {"__name__": "tmax_reference"}
-    exec(src, ns)  # noqa: S102 - our own reference program
-    return ns["run"](text)
+def runner(src: str):
+    """The ``run`` (script text -> replies) of a filled simulator."""
+    return run_python(src)["run"]
 
 
 def gen_script(rng, n_ops: int, capacity: int, ttl: int) -> str:
@@ -144,18 +140,29 @@ def gen_script(rng, n_ops: int, capacity: int, ttl: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-SPEC = ("It replays a script of cache operations, one per line (blank lines and lines starting with `#` are "
-        "ignored), against a read-through cache of capacity C in front of a key-value store that starts empty. "
-        "Keys are case-insensitive: they are lower-cased on input and always printed lower-case. A clock starts "
-        "at 0. `put <key> <value>` stores the value, and any cached copy of the key is dropped. `del <key>` "
-        "removes the key from the store (if present) and drops any cached copy. `tick <n>` advances the clock by "
-        "n. `get <key>`: an entry cached at time t is fresh while now - t < TTL, with TTL = {ttl}. If the key "
-        "has a fresh entry, print `<key> <value> hit`; the entry becomes the most recently used (its load time does not change). "
-        "Otherwise a stale entry is dropped and the store is consulted: if the key is missing print `<key> none` "
-        "(nothing is cached); else print `<key> <value> miss` and cache the value with load time now as the most "
-        "recently used entry, and if the cache then holds more than C entries, evict the least recently used one. "
-        "`stats` prints `stats hits=<h> misses=<m> evictions=<e>` (counts so far; a `none` answer is neither a hit "
-        "nor a miss). A `get` or `stats` prints exactly one line; other operations print nothing.")
+def spec(ttl: int) -> str:
+    """The simulator's documented behaviour."""
+    return ("It replays a script of cache operations, one per line (blank lines and lines starting with `#` are "
+            "ignored), against a read-through cache of capacity C in front of a key-value store that starts empty. "
+            "Keys are case-insensitive: they are lower-cased on input and always printed lower-case. A clock starts "
+            "at 0. `put <key> <value>` stores the value, and any cached copy of the key is dropped. `del <key>` "
+            "removes the key from the store (if present) and drops any cached copy. `tick <n>` advances the clock by "
+            f"n. `get <key>`: an entry cached at time t is fresh while now - t < TTL, with TTL = {ttl}. If the key "
+            "has a fresh entry, print `<key> <value> hit`; the entry becomes the most recently used (its load "
+            "time does not change). "
+            "Otherwise a stale entry is dropped and the store is consulted: if the key is missing print `<key> none` "
+            "(nothing is cached); else print `<key> <value> miss` and cache the value with load time now as the most "
+            "recently used entry, and if the cache then holds more than C entries, evict the least recently used one. "
+            "`stats` prints `stats hits=<h> misses=<m> evictions=<e>` (counts so far; a `none` answer is neither a hit "
+            "nor a miss). A `get` or `stats` prints exactly one line; other operations print nothing.")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    bugs: int  # planted defects
+    cases: int  # hidden fuzz cases (fuzz_equivalence)
+    ops: int  # operations per generated script
+    sessions: int  # recorded sessions to replay (output case)
 
 
 @register
@@ -170,62 +177,92 @@ class StaleCacheFix(Family):
     programs = {"Python": render([], PARAM, 5)}
     languages = ("Python",)
     command_complexities = ("bash+code",)
-    levels = {1: {"bugs": 1, "cases": 8, "ops": 25, "sessions": 3},
-              2: {"bugs": 2, "cases": 10, "ops": 50, "sessions": 4},
-              3: {"bugs": 3, "cases": 14, "ops": 90, "sessions": 5},
-              4: {"bugs": 5, "cases": 18, "ops": 150, "sessions": 6}}
+    levels = {1: Knobs(bugs=1, cases=8, ops=25, sessions=3), 2: Knobs(bugs=2, cases=10, ops=50, sessions=4),
+              3: Knobs(bugs=3, cases=14, ops=90, sessions=5), 4: Knobs(bugs=5, cases=18, ops=150, sessions=6)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def draw(self, t: TaskBuilder):
+        """(capacity, stale capacity, TTL, planted bugs, the reference's run, inputs(n, shown)): inputs(n,
+        shown) makes n scripts on which, past the first ``shown``, every planted defect, the stale capacity
+        and every other one-digit capacity (a digit read off the task instead of the channel) show."""
         k, rng = t.knobs, t.rng
         capacity = rng.randint(2, 6)
         stale = rng.choice([c for c in range(2, 9) if c != capacity])
         ttl = rng.randint(3, 9)
-        planted = sorted(rng.sample(sorted(BUGS), k["bugs"]))
-        ref = render([], str(capacity), ttl)
-        checks = [render([b], str(capacity), ttl) for b in planted] + [render([], str(stale), ttl)]
+        planted = sorted(rng.sample(sorted(BUGS), k.bugs))
+        ref = runner(render([], str(capacity), ttl))
+        checks = [runner(render([b], str(capacity), ttl)) for b in planted]
+        alts = [stale] + [c for c in range(10) if c not in (capacity, stale)]
+        checks += [runner(render([], str(c), ttl)) for c in alts]
 
-        def make_inputs(n: int, shown: int) -> list[str]:
-            inputs = [gen_script(rng, rng.choice([k["ops"] // 3, k["ops"]]), capacity, ttl) for _ in range(n)]
+        def inputs(n: int, shown: int) -> list[str]:
+            xs = [gen_script(rng, rng.choice([k.ops // 3, k.ops]), capacity, ttl) for _ in range(n)]
             for _ in range(40):
-                if all(any(run_py(c, x) != run_py(ref, x) for x in inputs[shown:]) for c in checks):
-                    return inputs
-                inputs.append(gen_script(rng, k["ops"], capacity, ttl))
+                outs = [ref(x) for x in xs[shown:]]
+                if all(any(run(x) != out for x, out in zip(xs[shown:], outs)) for run in checks):
+                    return xs
+                xs.append(gen_script(rng, k.ops, capacity, ttl))
             raise FamilyError("stale_cache_fix: could not expose every planted defect")
 
-        spec = SPEC.format(ttl=ttl)
-        if t.axes.verifier == "fuzz_equivalence":
-            t.add_file("/app/solution.py", render(planted, str(stale), ttl))
-            inputs = make_inputs(k["cases"], 2)
-            cases = [(x, run_py(ref, x)) for x in inputs]
-            t.say(f"`/app/solution.py` simulates the read-through cache that sits in front of our settings store. "
-                  f"{spec}")
-            t.say(f"Since the last refactor the simulator disagrees with production: stale values, odd hit counts. "
-                  f"It also still hard-codes the old capacity C ({stale}); the capacity now deployed is given below. "
-                  "Find and fix the defects so the simulator follows the description exactly.")
-            var = t.deliver(str(capacity), "the cache capacity")
-            t.expect_program("Fix the simulator in place: the fixed file itself is what gets tested.", cases,
-                             {"Python": render([], PARAM, ttl)})
-            t.solve(f'sed -i "s/{PARAM}/{var}/" /app/{PROGRAM_FILES["Python"]}')
-            return
+        return capacity, stale, ttl, planted, ref, inputs
 
-        inputs = make_inputs(k["sessions"], 0)
-        names = sorted(f"session-{rng.randrange(1000, 9999)}-{i}.ops" for i in range(len(inputs)))
-        batch = list(zip(names, inputs))
-        for name, text in batch:
-            t.add_file(f"/app/data/sessions/{name}", text)
-        t.add_file("/app/cachesim/readcache.py", render(planted, str(stale), ttl))
-        truth = "".join(f"== {name}\n" + run_py(ref, text) for name, text in batch)
-        t.say(f"`/app/cachesim/readcache.py` simulates the read-through cache that sits in front of our settings "
-              f"store (it reads a script on standard input). {spec}")
+    def program_case(self, t: TaskBuilder) -> None:
+        capacity, stale, ttl, planted, ref, inputs = self.draw(t)
+        t.add_file("/app/solution.py", render(planted, str(stale), ttl))
+        cases = [(x, ref(x)) for x in inputs(t.knobs.cases, 2)]
+        t.say(f"`/app/solution.py` simulates the read-through cache that sits in front of our settings store. "
+              f"{spec(ttl)}")
         t.say(f"Since the last refactor the simulator disagrees with production: stale values, odd hit counts. "
-              f"It also still hard-codes the old capacity C ({stale}); the capacity now deployed is given below. Fix "
-              "the simulator, then replay every session in `/app/data/sessions/` (file name order), each on a fresh "
-              "cache, and combine the results: for each session, a line `== <file name>` followed by the "
-              "simulator's output for it.")
+              f"It also still hard-codes the old capacity C ({stale}); the capacity now deployed is given below. "
+              "Find and fix the defects so the simulator follows the description exactly.")
         var = t.deliver(str(capacity), "the cache capacity")
-        t.add_solution_file("readcache.py", render([], PARAM, ttl))
-        t.solve(f'sed "s/{PARAM}/{var}/" /solution/readcache.py > /tmp/readcache.py\nmkdir -p /app/out\n'
-                ': > /app/out/replay.txt\nfor f in $(ls /app/data/sessions/ | LC_ALL=C sort); do\n'
+        t.expect_program("Fix the simulator in place: the fixed file itself is what gets tested.", cases,
+                         {"Python": render([], PARAM, ttl)})
+        t.solve(f'sed -i "s/{PARAM}/{var}/" /app/{PROGRAM_FILES["Python"]}')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        """Fix the simulator, replay recorded sessions, report the combined replies. Under partial credit a
+        wrong capacity would still earn every reply it leaves alone: there the capacity is stated, and the
+        delivered value is the code of our gateway, whose sessions are filed among other gateways' under a
+        digest of it."""
+        capacity, stale, ttl, planted, ref, inputs = self.draw(t)
+        k, rng = t.knobs, t.rng
+
+        def named(texts: list[str]) -> list[tuple[str, str]]:
+            return sorted(zip((f"session-{rng.randrange(1000, 9999)}-{i}.ops" for i in range(len(texts))), texts))
+
+        batch = named(inputs(k.sessions, 0))
+        t.add_file("/app/cachesim/readcache.py", render(planted, str(stale), ttl))
+        truth = "".join(f"== {name}\n" + ref(text) for name, text in batch)
+        data = "/app/data/sessions"
+        if t.partial_credit:
+            others = [named([gen_script(rng, k.ops, capacity, ttl) for _ in batch]) for _ in range(2)]
+            code = unseen(t, t.code, *(text for b in [batch, *others] for _, text in b))
+            keys = [key_of(c) for c in [code, *distinct(t.code, len(others), taken=[code])]]
+            for key, files in zip(keys, [batch, *others]):
+                for name, text in files:
+                    t.add_file(f"{data}/{key}/{name}", text)
+            where = (f"`{data}/<digest>/`, where the digest is the first 16 hex digits of the SHA-256 of our "
+                     "gateway's code, given below (the other folders there are other gateways' sessions)")
+            value = (f"the capacity now deployed is {capacity}.", code, "our gateway's code")
+        else:
+            for name, text in batch:
+                t.add_file(f"{data}/{name}", text)
+            where = f"`{data}/`"
+            value = ("the capacity now deployed is given below.", str(capacity), "the cache capacity")
+        t.say(f"`/app/cachesim/readcache.py` simulates the read-through cache that sits in front of our settings "
+              f"store (it reads a script on standard input). {spec(ttl)}")
+        t.say(f"Since the last refactor the simulator disagrees with production: stale values, odd hit counts. "
+              f"It also still hard-codes the old capacity C ({stale}); {value[0]} Fix the simulator, then replay "
+              f"every session of our gateway in {where} (file name order), each on a fresh cache, and combine the "
+              "results: for each session, a line `== <file name>` followed by the simulator's output for it.")
+        var = t.deliver(value[1], value[2])
+        if t.partial_credit:
+            t.add_solution_file("readcache.py", render([], str(capacity), ttl))
+            fetch = f'test -n "{var}"\nd={data}/{key_cmd(var)}\ntest -d "$d"\ncp /solution/readcache.py /tmp/readcache.py\n'
+        else:
+            t.add_solution_file("readcache.py", render([], PARAM, ttl))
+            fetch = f'd={data}\nsed "s/{PARAM}/{var}/" /solution/readcache.py > /tmp/readcache.py\n'
+        t.solve(fetch + 'mkdir -p /app/out\n: > /app/out/replay.txt\nfor f in $(ls "$d"/ | LC_ALL=C sort); do\n'
                 '  echo "== $f" >> /app/out/replay.txt\n'
-                '  python3 /tmp/readcache.py < /app/data/sessions/$f >> /app/out/replay.txt\ndone')
+                '  python3 /tmp/readcache.py < "$d/$f" >> /app/out/replay.txt\ndone')
         t.expect_output("/app/out/replay.txt", truth, "the combined replay output")

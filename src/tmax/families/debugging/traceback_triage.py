@@ -9,6 +9,7 @@ warnings that carry a traceback for a recovered error (not failures)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from tmax.families.base import Family, TaskBuilder, register
 
@@ -258,10 +259,11 @@ for job in sorted(last):
     print(job, exc.split(":")[0], f"{path[len('/app/'):]}:{lineno}", func)
 '''
 
-# fault -> (module, marker text on the raising line, function, exception type as printed ({pkg} filled in))
+# fault -> (module, marker text on the raising line, function, exception type as printed; a type from our
+# errors module is printed with the package in front)
 FAULTS = {
     "currency": ("rates.py", "return RATES[currency]", "lookup_rate", "KeyError"),
-    "account": ("ledger.py", "raise AccountError(", "check_account", "{pkg}.errors.AccountError"),
+    "account": ("ledger.py", "raise AccountError(", "check_account", "errors.AccountError"),
     "split_negative": ("ledger.py", "raise ValueError(", "split_evenly", "ValueError"),
     "meta": ("store.py", 'source = meta.get("source", "api")', "save", "AttributeError"),
     "json": ("parse.py", "return json.loads(payload)", "decode_payload", "json.decoder.JSONDecodeError"),
@@ -269,13 +271,13 @@ FAULTS = {
     "amount": ("parse.py", "return Decimal(raw)", "parse_amount", "decimal.InvalidOperation"),
     "date": ("store.py", "return datetime.strptime(", "parse_date", "ValueError"),
     "tags": ("parse.py", "validate(tags, TAG_SCHEMA)", "check_tags", "tinyschema.core.SchemaError"),
-    "locked": ("store.py", "raise StoreUnavailable(", "write", "{pkg}.errors.StoreUnavailable"),
+    "locked": ("store.py", "raise StoreUnavailable(", "write", "errors.StoreUnavailable"),
 }
 # Checked in the order the worker runs into them.
 PIPELINE = ["json", "missing_amount", "amount", "tags", "currency", "account", "split_negative", "date", "meta",
             "locked"]
-BASIC = ["currency", "account", "split_negative", "meta"]
-CHAINED = ["json", "missing_amount", "amount", "date"]
+BASIC = ("currency", "account", "split_negative", "meta")
+CHAINED = ("json", "missing_amount", "amount", "date")
 
 
 def payload_for(rng, fault: str | None, warn: bool) -> str:
@@ -311,6 +313,16 @@ def payload_for(rng, fault: str | None, warn: bool) -> str:
     return text
 
 
+@dataclass(frozen=True)
+class Knobs:
+    runs: int  # scheduler runs in the log
+    jobs: int  # jobs per run
+    faults: tuple[str, ...]  # the faults a failing job may hit (keys of FAULTS)
+    vendor: bool  # a vendored third-party package with frames of its own
+    retries: bool  # jobs attempted more than once
+    warnings: bool  # recovered errors logged with a traceback, re-queued ids
+
+
 @register
 class TracebackTriage(Family):
     name = "traceback_triage"
@@ -323,18 +335,15 @@ class TracebackTriage(Family):
     # seeds in a 1000-task gate; until that is understood the sampler draws levels 1-3 only.
     task_complexities = ("short", "moderate", "complex")
     languages = ("Bash", "Python")
-    levels = {1: {"runs": 2, "jobs": 6, "faults": BASIC, "vendor": False, "retries": False, "warnings": False},
-              2: {"runs": 3, "jobs": 12, "faults": BASIC + CHAINED, "vendor": False, "retries": False,
-                  "warnings": False},
-              3: {"runs": 4, "jobs": 18, "faults": BASIC + CHAINED + ["tags"], "vendor": True, "retries": True,
-                  "warnings": False},
-              4: {"runs": 5, "jobs": 28, "faults": BASIC + CHAINED + ["tags"], "vendor": True, "retries": True,
-                  "warnings": True}}
+    levels = {1: Knobs(runs=2, jobs=6, faults=BASIC, vendor=False, retries=False, warnings=False),
+              2: Knobs(runs=3, jobs=12, faults=BASIC + CHAINED, vendor=False, retries=False, warnings=False),
+              3: Knobs(runs=4, jobs=18, faults=BASIC + CHAINED + ("tags",), vendor=True, retries=True, warnings=False),
+              4: Knobs(runs=5, jobs=28, faults=BASIC + CHAINED + ("tags",), vendor=True, retries=True, warnings=True)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         pkg = rng.choice(PKGS)
-        vendor = k["vendor"]
+        vendor = k.vendor
 
         def module(head: str, funcs: dict[str, str], extra: bool) -> str:
             blocks = list(funcs.values())
@@ -362,20 +371,23 @@ class TracebackTriage(Family):
             mod, marker, func, exc = FAULTS[fault]
             lines = sources[mod].split("\n")
             (lineno,) = [i + 1 for i, line in enumerate(lines) if marker in line]
-            return f"{exc.format(pkg=pkg)} {pkg}/{mod}:{lineno} {func}"
+            if exc.startswith("errors."):
+                exc = f"{pkg}.{exc}"
+            return f"{exc} {pkg}/{mod}:{lineno} {func}"
 
         # The job queue: runs of jobs, some failing, some retried; events interleaved across workers.
         first_run = rng.randint(100, 900)
-        runs = [first_run + i * rng.randint(1, 3) for i in range(k["runs"])]
+        runs = [first_run + i * rng.randint(1, 3) for i in range(k.runs)]
         target = rng.choice(runs[1:] if len(runs) > 1 else runs)
         events: list[dict] = []
         truth_lines: list[tuple[int, str]] = []
         clock = rng.randrange(3600 * 20)
         used_ids: list[int] = []
+        failed: set[tuple[int, str]] = set()  # (job id, final fault) over all runs
         for run in runs:
             workers = [f"worker-{i}" for i in range(1, rng.randint(2, 4) + 1)]
-            ids = sorted(rng.sample(range(1000, 9999), k["jobs"]))
-            if used_ids and k["warnings"]:  # re-queued jobs keep their id across runs
+            ids = sorted(rng.sample(range(1000, 9999), k.jobs))
+            if used_ids and k.warnings:  # re-queued jobs keep their id across runs
                 for i in range(min(3, len(ids))):
                     ids[i] = rng.choice(used_ids)
                 ids = sorted(set(ids))
@@ -383,16 +395,22 @@ class TracebackTriage(Family):
             pending: list[list[dict]] = []
             forced = set(rng.sample(ids, 2)) if run == target else set()
             for jid in ids:
-                fault = rng.choice(k["faults"]) if rng.random() < 0.45 or jid in forced else None
-                warn = k["warnings"] and fault not in ("split_negative",) and rng.random() < 0.2
+                fault = rng.choice(k.faults) if rng.random() < 0.45 or jid in forced else None
+                warn = k.warnings and fault not in ("split_negative",) and rng.random() < 0.2
                 attempts = 1
                 locked: list[bool] = [False]
-                if k["retries"] and rng.random() < 0.35:
+                if k.retries and rng.random() < 0.35:
                     attempts = rng.randint(2, 3)
                     # transient lock on all attempts but (maybe) the last
                     locked = [True] * (attempts - 1) + [rng.random() < 0.3]
-                elif k["retries"] and fault is None and rng.random() < 0.1:
+                elif k.retries and fault is None and rng.random() < 0.1:
                     locked = [True]
+                if (jid, fault if fault else ("locked" if locked[-1] else None)) in failed:
+                    # A re-queued job failing alike in two runs would give another run's report a line of
+                    # ours (and partial credit to the wrong run number): it fails differently here.
+                    fault = rng.choice([f for f in k.faults if (jid, f) not in failed])
+                    locked[-1] = False
+                    warn = warn and fault != "split_negative"
                 payload = payload_for(rng, fault, warn)
                 worker = rng.choice(workers)
                 seq = []
@@ -402,6 +420,8 @@ class TracebackTriage(Family):
                                 "payload": payload, "locked": locked[a]})
                 pending.append(seq)
                 final_fault = fault if fault else ("locked" if locked[-1] else None)
+                if final_fault:
+                    failed.add((jid, final_fault))
                 if run == target and final_fault:
                     truth_lines.append((jid, f"{jid} {where(final_fault)}"))
             events.append({"kind": "note", "run": str(run), "worker": "scheduler",
@@ -430,9 +450,9 @@ class TracebackTriage(Family):
               "whose number is given below, I need a failure report: one line for every job of that run whose last "
               "attempt failed.")
         rules = ["A job can appear in several runs; only that run counts."]
-        if k["retries"]:
+        if k.retries:
             rules.append("Jobs may be attempted more than once; only the last attempt of a job in that run counts.")
-        if k["warnings"]:
+        if k.warnings:
             rules.append("Not every traceback in the log belongs to a failure.")
         t.say("Each line: the job id, the type of the root exception, the location where it was raised in our "
               "code, and the function there, separated by single spaces, e.g. "

@@ -8,39 +8,41 @@ benign one (adversarial_corpus), or audit its recorded verdicts and list the wro
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from tmax.families.base import PROGRAM_FILES, Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
-PARAM = "__TMAX_PARAM__"
+PARAM = "@@PARAM@@"  # MAX_LEN in the oracle's copy: its commands put the delivered value in
 
+# A slot at the start of a line (V_TRAIL, V_EMPTY, V_DASH) holds whole lines, each ending in a newline,
+# or nothing.
 VALIDATOR_PY = r'''import re
 import sys
 
-MAX_LEN = <<PARAM>>
-MAX_DEPTH = <<DEPTH>>
-EXTENSIONS = (<<EXTS>>,)
+MAX_LEN = @PARAM@
+MAX_DEPTH = @DEPTH@
+EXTENSIONS = (@EXTS@,)
 
 
 def valid(key):
-<<V_TRAIL>>
-    if len(key) == 0 or <<V_LEN>>:
+@V_TRAIL@    if len(key) == 0 or @V_LEN@:
         return False
-    if not <<V_CHARS>>:
+    if not @V_CHARS@:
         return False
     segments = key.split(b"/")
-<<V_EMPTY>>
-    if <<V_DEPTH>>:
+@V_EMPTY@    if @V_DEPTH@:
         return False
     if not segments:
         return False
     for seg in segments:
         if not seg:
             return False
-        if <<V_DOT>>:
+        if @V_DOT@:
             return False
-<<V_DASH>>
-    last = segments[-1]
-<<V_EXT>>
+@V_DASH@    last = segments[-1]
+@V_EXT@
 
 
 if __name__ == "__main__":
@@ -51,21 +53,20 @@ VALIDATOR_C = r'''#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_LEN <<PARAM>>
-#define MAX_DEPTH <<DEPTH>>
+#define MAX_LEN @PARAM@
+#define MAX_DEPTH @DEPTH@
 
-static const char *EXTENSIONS[] = {<<EXTS>>, NULL};
+static const char *EXTENSIONS[] = {@EXTS@, NULL};
 
 static int allowed(unsigned char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-' || c == '/';
 }
 
 static int valid(const char *key, size_t len) {
-<<V_TRAIL>>
-    if (len == 0 || <<V_LEN>>)
+@V_TRAIL@    if (len == 0 || @V_LEN@)
         return 0;
     for (size_t i = 0; i < len; i++)
-        if (<<V_CHARS>>)
+        if (@V_CHARS@)
             return 0;
     const char *seg[512];
     size_t seglen[512], nseg = 0, slashes = 0, start = 0;
@@ -74,8 +75,7 @@ static int valid(const char *key, size_t len) {
             size_t l = i - start;
             if (i < len)
                 slashes++;
-<<V_EMPTY>>
-            {
+@V_EMPTY@            {
                 seg[nseg] = key + start;
                 seglen[nseg] = l;
                 nseg++;
@@ -83,20 +83,19 @@ static int valid(const char *key, size_t len) {
             start = i + 1;
         }
     }
-    if (<<V_DEPTH>>)
+    if (@V_DEPTH@)
         return 0;
     if (nseg == 0)
         return 0;
     for (size_t s = 0; s < nseg; s++) {
         if (seglen[s] == 0)
             return 0;
-        if (<<V_DOT>>)
+        if (@V_DOT@)
             return 0;
-<<V_DASH>>
-    }
+@V_DASH@    }
     const char *last = seg[nseg - 1];
     size_t ll = seglen[nseg - 1];
-<<V_EXT>>
+@V_EXT@
 }
 
 int main(void) {
@@ -130,22 +129,22 @@ _EXT_C_BAD = """    for (int e = 0; EXTENSIONS[e]; e++) {
     return 0;"""
 
 BUGS = {
-    "V_TRAIL": {"Python": ("", '    key = key.rstrip(b"\\n")  # clients often send a trailing newline'),
+    "V_TRAIL": {"Python": ("", '    key = key.rstrip(b"\\n")  # clients often send a trailing newline\n'),
                 "C": ("", "    while (len > 0 && key[len - 1] == '\\n') /* clients often send a trailing newline */\n"
-                          "        len--;")},
+                          "        len--;\n")},
     "V_LEN": {"Python": ("len(key) > MAX_LEN", "len(key) >= MAX_LEN"), "C": ("len > MAX_LEN", "len >= MAX_LEN")},
     "V_CHARS": {"Python": ('re.fullmatch(rb"[a-z0-9._/-]+", key)', 're.fullmatch(rb"[\\w./-]+", key)'),
                 "C": ("!allowed((unsigned char)key[i])",
                       "!allowed((unsigned char)key[i]) && !isalnum((unsigned char)key[i])")},
-    "V_EMPTY": {"Python": ("", "    segments = [s for s in segments if s]"),
-                "C": ("", "            if (l > 0)")},
+    "V_EMPTY": {"Python": ("", "    segments = [s for s in segments if s]\n"),
+                "C": ("", "            if (l > 0)\n")},
     "V_DEPTH": {"Python": ("len(segments) > MAX_DEPTH", 'key.count(b"/") > MAX_DEPTH'),
                 "C": ("nseg > MAX_DEPTH", "slashes > MAX_DEPTH")},
     "V_DOT": {"Python": ('seg.startswith(b".")', 'seg in (b".", b"..")'),
               "C": ("seg[s][0] == '.'",
                     "(seglen[s] == 1 && seg[s][0] == '.') || (seglen[s] == 2 && seg[s][0] == '.' && seg[s][1] == '.')")},
-    "V_DASH": {"Python": ('        if seg.startswith(b"-"):\n            return False', ""),
-               "C": ("        if (seg[s][0] == '-')\n            return 0;", "")},
+    "V_DASH": {"Python": ('        if seg.startswith(b"-"):\n            return False\n', ""),
+               "C": ("        if (seg[s][0] == '-')\n            return 0;\n", "")},
     "V_EXT": {"Python": (_EXT_PY_GOOD, _EXT_PY_BAD), "C": (_EXT_C_GOOD, _EXT_C_BAD)},
 }
 
@@ -154,24 +153,16 @@ WORDS = ["reports", "daily", "raw", "exports", "img", "backup", "q3", "2024", "e
          "inbox", "final", "v2", "sales", "metrics", "users", "north", "batch"]
 
 
-def render(template: str, lang: str, planted: list[str], param: str, depth: int, exts: list[str]) -> str:
-    src = template
-    for bug, variants in BUGS.items():
-        good, bad = variants[lang]
-        snippet = bad if bug in planted else good
-        # A slot on a line of its own whose snippet is empty disappears with its line.
-        src = src.replace(f"<<{bug}>>\n", "") if snippet == "" else src.replace(f"<<{bug}>>", snippet)
+def render(lang: str, planted: list[str], param: str, depth: int, exts: tuple[str, ...]) -> str:
+    """The validator in ``lang``: each bug slot gets the buggy snippet if planted, the correct one otherwise."""
+    slots = {bug: variants[lang][1 if bug in planted else 0] for bug, variants in BUGS.items()}
     quoted = ", ".join(f'b"{e}"' if lang == "Python" else f'"{e}"' for e in exts)
-    src = src.replace("<<PARAM>>", param).replace("<<DEPTH>>", str(depth)).replace("<<EXTS>>", quoted)
-    if "<<" in src:
-        raise FamilyError("unfilled slot in validator template")
-    return src
+    return fill(VALIDATOR_PY if lang == "Python" else VALIDATOR_C, PARAM=param, DEPTH=depth, EXTS=quoted, **slots)
 
 
 def load(src: str):
-    ns: dict = {"__name__": "tmax_reference"}
-    exec(src, ns)  # noqa: S102 - our own reference program
-    return ns["valid"]
+    """The ``valid`` (key bytes -> bool) of a filled Python validator."""
+    return run_python(src)["valid"]
 
 
 def _segment(rng, min_len=1):
@@ -230,6 +221,13 @@ def malicious_keys(rng, maxlen, depth, exts):
     return out
 
 
+@dataclass(frozen=True)
+class Knobs:
+    bugs: int  # planted defects
+    clean: int  # benign keys drawn for the corpora (edge cases come on top)
+    submissions: int  # logged submissions to audit (output case)
+
+
 @register
 class ValidatorBypass(Family):
     name = "validator_bypass"
@@ -238,32 +236,30 @@ class ValidatorBypass(Family):
     primitive_skills = ("validator bypass analysis", "crafting adversarial inputs", "input canonicalisation bugs",
                         "boundary-value testing", "regular expression debugging", "off-by-one diagnosis")
     verifiers = ("adversarial_corpus", "exact_text", "metric_threshold", "multi_protocol")
-    programs = {"Python": render(VALIDATOR_PY, "Python", [], PARAM, 4, ["csv"]),
-                "C": render(VALIDATOR_C, "C", [], PARAM, 4, ["csv"])}
+    programs = {lang: render(lang, [], PARAM, 4, ("csv",)) for lang in ("Python", "C")}
     languages = ("Python", "C")
     command_complexities = ("bash+code",)
-    levels = {1: {"bugs": 2, "clean": 20, "submissions": 30},
-              2: {"bugs": 3, "clean": 30, "submissions": 60},
-              3: {"bugs": 4, "clean": 40, "submissions": 120},
-              4: {"bugs": 6, "clean": 60, "submissions": 200}}
+    levels = {1: Knobs(bugs=2, clean=20, submissions=30), 2: Knobs(bugs=3, clean=30, submissions=60),
+              3: Knobs(bugs=4, clean=40, submissions=120), 4: Knobs(bugs=6, clean=60, submissions=200)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def draw(self, t: TaskBuilder) -> dict:
+        """The policy's values, the planted defects and the corpora (labelled by the reference), shared
+        by both cases."""
         k, rng = t.knobs, t.rng
         maxlen = rng.randint(40, 90)
         depth = rng.randint(3, 6)
-        exts = sorted(rng.sample(EXT_POOL, rng.randint(2, 4)))
-        planted = sorted(rng.sample(sorted(BUGS), k["bugs"]))
-        good = load(render(VALIDATOR_PY, "Python", [], str(maxlen), depth, exts))
-
-        # Fixtures: benign keys (edge cases included) and malicious keys, labelled by the reference.
-        clean = [clean_key(rng, maxlen, depth, exts, force_len=maxlen),
-                 clean_key(rng, maxlen, depth, exts, force_depth=depth)]
-        while len(clean) < k["clean"]:
-            clean.append(clean_key(rng, maxlen, depth, exts))
+        exts = tuple(sorted(rng.sample(EXT_POOL, rng.randint(2, 4))))
+        planted = sorted(rng.sample(sorted(BUGS), k.bugs))
+        good = load(render("Python", [], str(maxlen), depth, exts))
+        # Benign keys (edge cases included) and malicious keys, labelled by the reference. A key of
+        # exactly MAX_LEN bytes and one of MAX_LEN + 1 always come in: any other limit misjudges one.
+        edge = clean_key(rng, maxlen, depth, exts, force_len=maxlen)
+        clean = [edge, clean_key(rng, maxlen, depth, exts, force_depth=depth)]
+        clean += [clean_key(rng, maxlen, depth, exts) for _ in range(k.clean - len(clean))]
         for extra in (1, 3, 9):  # just under the limit
             clean.append(clean_key(rng, maxlen, depth, exts, force_len=maxlen - extra))
-        bad = malicious_keys(rng, maxlen, depth, exts)
-        for _ in range(3):
+        bad = ["z" + edge]
+        for _ in range(4):
             bad += malicious_keys(rng, maxlen, depth, exts)
         for extra in (1, 2, 6, 12):  # just over the limit
             key = clean_key(rng, maxlen, depth, exts, force_len=maxlen)
@@ -272,86 +268,118 @@ class ValidatorBypass(Family):
         bad = list(dict.fromkeys(b for b in bad if not good(b.encode())))
         stale = maxlen + rng.choice([-10, -5, 5, 10])
         # Every planted defect, and the stale limit, must be caught by the corpora on its own.
-        exposing: list[str] = []
+        exposing = [edge, "z" + edge]
         for bug, limit in [(b, maxlen) for b in planted] + [("none", stale)]:
-            v = load(render(VALIDATOR_PY, "Python", [bug], str(limit), depth, exts))
+            v = load(render("Python", [bug], str(limit), depth, exts))
             hits = [c for c in clean if not v(c.encode())] + [b for b in bad if v(b.encode())]
             if not hits:
                 raise FamilyError(f"validator_bypass: defect {bug} is not exposed by the corpora")
             exposing += rng.sample(hits, min(2, len(hits)))
-        policy = (f"The policy for an object key (the exact bytes submitted): (1) not empty and at most MAX_LEN "
+        policy = ("The policy for an object key (the exact bytes submitted): (1) not empty and at most MAX_LEN "
                   "bytes long; "
-                  f"(2) only the bytes `a-z`, `0-9`, `.`, `_`, `-` and `/`; (3) `/` separates segments, and no "
-                  f"segment may be empty (so no leading, trailing or doubled `/`); (4) at most {depth} segments; "
+                  "(2) only the bytes `a-z`, `0-9`, `.`, `_`, `-` and `/`; (3) `/` separates segments, and no "
+                  "segment may be empty (so no leading, trailing or doubled `/`); (4) at most "
+                  f"{depth} segments; "
                   "(5) no segment may start with `.` or `-`; (6) the last segment must end in an allowed "
                   "extension: the text after its last `.` is exactly one of "
                   + ", ".join(f"`{e}`" for e in exts) + ". Nothing else is tolerated: not even a trailing "
                   "newline.")
+        return {"maxlen": maxlen, "depth": depth, "exts": exts, "planted": planted, "stale": stale,
+                "good": good, "clean": clean, "bad": bad, "exposing": exposing, "policy": policy}
 
-        if t.axes.verifier == "adversarial_corpus":
-            langs = ["C"] if t.axes.language == "C" else ["Python", "C"] if t.axes.language == "multi-language" \
-                else ["Python"]
-            for lang in langs:
-                src = VALIDATOR_PY if lang == "Python" else VALIDATOR_C
-                t.add_file(f"/app/{PROGRAM_FILES[lang]}", render(src, lang, planted, str(stale), depth, exts))
-            where = " and ".join(f"`/app/{PROGRAM_FILES[lang]}`" for lang in langs)
-            t.say(f"Our upload gateway checks every object key with {where} (exit status 0: accept, 1: reject; "
-                  "the key is the whole of standard input). " + policy)
-            t.say("Keys that break the policy are getting through, and some customers say valid keys are refused. "
-                  "The hard-coded MAX_LEN is also stale: use the value given below. Fix the validator so it "
-                  "enforces the policy exactly.")
-            var = t.deliver(str(maxlen), "the maximum key length")
-            progs = {"Python": render(VALIDATOR_PY, "Python", [], PARAM, depth, exts),
-                     "C": render(VALIDATOR_C, "C", [], PARAM, depth, exts)}
-            t.expect_classifier("Fix the validator in place: the fixed file itself is what gets tested.",
-                                clean, bad, progs)
-            for lang in (["Python"] if t.axes.language == "any" else langs):
-                t.solve(f'sed -i "s/{PARAM}/{var}/" /app/{PROGRAM_FILES[lang]}')
-            return
+    def corpus_case(self, t: TaskBuilder) -> None:
+        d = self.draw(t)
+        langs = ["C"] if t.axes.language == "C" else ["Python", "C"] if t.axes.language == "multi-language" \
+            else ["Python"]
+        for lang in langs:
+            t.add_file(f"/app/{PROGRAM_FILES[lang]}",
+                       render(lang, d["planted"], str(d["stale"]), d["depth"], d["exts"]))
+        where = " and ".join(f"`/app/{PROGRAM_FILES[lang]}`" for lang in langs)
+        t.say(f"Our upload gateway checks every object key with {where} (exit status 0: accept, 1: reject; "
+              "the key is the whole of standard input). " + d["policy"])
+        t.say("Keys that break the policy are getting through, and some customers say valid keys are refused. "
+              "The hard-coded MAX_LEN is also stale: use the value given below. Fix the validator so it "
+              "enforces the policy exactly.")
+        var = t.deliver(str(d["maxlen"]), "the maximum key length")
+        progs = {lang: render(lang, [], PARAM, d["depth"], d["exts"]) for lang in ("Python", "C")}
+        t.expect_classifier("Fix the validator in place: the fixed file itself is what gets tested.",
+                            d["clean"], d["bad"], progs)
+        for lang in (["Python"] if t.axes.language == "any" else langs):
+            t.solve(f'sed -i "s/{PARAM}/{var}/" /app/{PROGRAM_FILES[lang]}')
 
-        # Output variants: audit the verdicts the buggy validator recorded.
+    def output_case(self, t: TaskBuilder) -> None:
+        """Audit the verdicts the buggy validator recorded. Under partial credit a wrong limit would still
+        earn every line it leaves alone: there the limit is stated, and the delivered value is the code of
+        our gateway, whose log is filed among other gateways' logs under a digest of it."""
+        d = self.draw(t)
+        k, rng = t.knobs, t.rng
+        maxlen, depth, exts, good = d["maxlen"], d["depth"], d["exts"], d["good"]
         lang = t.axes.language if t.axes.language in ("Python", "C") else "Python"
-        buggy = load(render(VALIDATOR_PY, "Python", planted, str(stale), depth, exts))
-        keys = exposing + [rng.choice(clean + bad) if rng.random() < 0.6 else clean_key(rng, maxlen, depth, exts)
-                           for _ in range(k["submissions"] - len(exposing))]
-        rng.shuffle(keys)
-        rows = list(zip(sorted(rng.sample(range(10000, 99999), len(keys))), keys))
-        log = "".join(json.dumps({"id": sid, "key": key, "verdict": "accepted" if buggy(key.encode()) else "rejected"})
-                      + "\n" for sid, key in rows)
+        buggy = load(render("Python", d["planted"], str(d["stale"]), depth, exts))
+        exposing, pool = d["exposing"], d["clean"] + d["bad"]
+        n_logs = 3 if t.partial_credit else 1
+        ids = iter(sorted(rng.sample(range(10000, 99999), k.submissions * n_logs)))
+
+        def log_of(keys: list[str]) -> tuple[str, list[tuple[int, str]]]:
+            rng.shuffle(keys)
+            rows = sorted((next(ids), key) for key in keys)
+            return "".join(json.dumps({"id": sid, "key": key, "verdict": "accepted" if buggy(key.encode())
+                                       else "rejected"}) + "\n" for sid, key in rows), rows
+
+        def keys_of(n: int) -> list[str]:
+            return [rng.choice(pool) if rng.random() < 0.6 else clean_key(rng, maxlen, depth, exts) for _ in range(n)]
+
+        log, rows = log_of(exposing + keys_of(k.submissions - len(exposing)))
         wrong = sorted((sid, good(key.encode())) for sid, key in rows if good(key.encode()) != buggy(key.encode()))
         if not wrong:
             raise FamilyError("validator_bypass: no wrong verdicts in the log")
         truth = "".join(f"{sid} {'accepted' if ok else 'rejected'}\n" for sid, ok in wrong)
         ext = "py" if lang == "Python" else "c"
-        t.add_file(f"/app/validator/keycheck.{ext}", render(VALIDATOR_PY if lang == "Python" else VALIDATOR_C,
-                                                             lang, planted, str(stale), depth, exts))
-        t.add_file("/app/data/submissions.jsonl", log)
+        t.add_file(f"/app/validator/keycheck.{ext}", render(lang, d["planted"], str(d["stale"]), depth, exts))
+        if t.partial_credit:
+            logs = [log] + [log_of(keys_of(k.submissions))[0] for _ in range(n_logs - 1)]
+            code = unseen(t, t.code, *logs)
+            names = [key_of(c) for c in [code, *distinct(t.code, n_logs - 1, taken=[code])]]
+            for name, text in zip(names, logs):
+                t.add_file(f"/app/data/{name}/submissions.jsonl", text)
+            where = ("`/app/data/<digest>/submissions.jsonl`, where the digest is the first 16 hex digits of the "
+                     "SHA-256 of our gateway's code, given below (the other folders hold other gateways' logs)")
+            value = (f"Note that the validator still has an outdated maximum key length; the current one is {maxlen}.",
+                     code, "our gateway's code", f"L (the maximum key length, {maxlen})")
+        else:
+            t.add_file("/app/data/submissions.jsonl", log)
+            where = "`/app/data/submissions.jsonl`"
+            value = ("Note that the validator still has an outdated maximum key length; the current one is given "
+                     "below.", str(maxlen), "the maximum key length", "L (the maximum key length, given below)")
         t.say(f"Our upload gateway checks every object key with `/app/validator/keycheck.{ext}` (exit status 0: "
-              "accept, 1: reject; the key is the whole of standard input). "
-              + policy.replace("MAX_LEN", "L (the maximum key length, given below)"))
-        t.say("The validator is buggy. Every submission of the last week and the verdict it got are in "
-              "`/app/data/submissions.jsonl` (one JSON object per line: `id`, `key`, `verdict`). Find every "
+              "accept, 1: reject; the key is the whole of standard input). " + d["policy"].replace("MAX_LEN", value[3]))
+        t.say(f"The validator is buggy. Every submission of the last week to our gateway and the verdict it got are "
+              f"in {where} (one JSON object per line: `id`, `key`, `verdict`). Find every "
               "submission whose verdict contradicts the policy and report one line per such submission: the id, "
               "a space, and the verdict it should have received (`accepted` or `rejected`), sorted by id. "
-              "Note that the validator still has an outdated maximum key length; the current one is given "
-              "below.")
-        var = t.deliver(str(maxlen), "the maximum key length")
-        t.add_solution_file("keycheck.py", render(VALIDATOR_PY, "Python", [], PARAM, depth, exts))
+              + value[0])
+        var = t.deliver(value[1], value[2])
         t.add_solution_file("audit.py", AUDIT)
-        t.solve(f'sed "s/{PARAM}/{var}/" /solution/keycheck.py > /tmp/keycheck.py\nmkdir -p /app/out\n'
-                "python3 /solution/audit.py /tmp/keycheck.py /app/data/submissions.jsonl > /app/out/wrong_verdicts.txt")
+        if t.partial_credit:
+            t.add_solution_file("keycheck.py", render("Python", [], str(maxlen), depth, exts))
+            fetch = (f'test -n "{var}"\nlog=/app/data/{key_cmd(var)}/submissions.jsonl\ntest -f "$log"\n'
+                     "cp /solution/keycheck.py /tmp/keycheck.py\n")
+        else:
+            t.add_solution_file("keycheck.py", render("Python", [], PARAM, depth, exts))
+            fetch = f'log=/app/data/submissions.jsonl\nsed "s/{PARAM}/{var}/" /solution/keycheck.py > /tmp/keycheck.py\n'
+        t.solve(fetch + 'mkdir -p /app/out\npython3 /solution/audit.py /tmp/keycheck.py "$log" > /app/out/wrong_verdicts.txt')
         t.expect_output("/app/out/wrong_verdicts.txt", truth, "the list of wrong verdicts")
 
 
 AUDIT = r'''import json
+import runpy
 import sys
 
-ns = {"__name__": "keycheck"}
-exec(open(sys.argv[1]).read(), ns)
+valid = runpy.run_path(sys.argv[1], run_name="keycheck")["valid"]
 rows = []
 for line in open(sys.argv[2]):
     rec = json.loads(line)
-    ok = ns["valid"](rec["key"].encode())
+    ok = valid(rec["key"].encode())
     if ok != (rec["verdict"] == "accepted"):
         rows.append((rec["id"], "accepted" if ok else "rejected"))
 for sid, verdict in sorted(rows):

@@ -20,6 +20,8 @@ import json
 import tempfile
 from collections.abc import Iterator
 
+from tmax.families.programs import run_python
+
 MKTREE = r'''
 import json
 import os
@@ -62,8 +64,7 @@ if __name__ == "__main__":
         mktree(json.load(f), sys.argv[2])
 '''
 
-_NS: dict = {}
-exec(MKTREE, _NS)  # noqa: S102 - our own helper, shared with the environment
+_NS = run_python(MKTREE)  # our own helper, shared with the environment
 
 
 def spec_json(spec: list) -> str:
@@ -98,12 +99,6 @@ def host_tree(spec: list, rebase: str | None = None) -> Iterator[str]:
 
 def epoch(y: int, m: int, d: int, hh: int = 0, mm: int = 0, ss: int = 0) -> int:
     return int(_dt.datetime(y, m, d, hh, mm, ss, tzinfo=_dt.timezone.utc).timestamp())
-
-
-def run_ref(src: str) -> dict:
-    ns: dict = {"__name__": "tmax_reference"}
-    exec(src, ns)  # noqa: S102 - our own reference program
-    return ns
 
 
 WORDS = ("alpha bravo budget cargo delta draft ember final forest harbor index invoice ledger lunar march "

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.file_operations._common import WORDS, finish_setup, run_ref
-from tmax.families.file_operations._hidden import key_cmd, key_of, unseen
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.file_operations._common import WORDS, finish_setup
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
 # Builds archives from a JSON spec; shipped to the environment and run on the host for the truth.
 ARCHIVER = r'''
@@ -100,8 +102,8 @@ if __name__ == "__main__":
 
 # The rules, on a listing: one member per line, TYPE<TAB>NAME<TAB>LINK-TARGET (target empty unless a link).
 RULES = r'''
-MAX_DEPTH = {max_depth}   # 0: no depth limit
-CHECKS = {checks!r}
+MAX_DEPTH = @MAX_DEPTH@  # 0: no depth limit
+CHECKS = @CHECKS@
 
 
 def parts(path):
@@ -173,7 +175,7 @@ import sys
 import tarfile
 import zipfile
 
-NESTED = {nested}
+NESTED = @NESTED@
 SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
 
 
@@ -216,11 +218,11 @@ def audit(label, source, is_zip, rows):
     import io
     members = open_members(source, is_zip)
     for i, reason in verdicts([m[:3] for m in members]):
-        rows.append((label, i, f"{{label}}\t{{members[i][1]}}\t{{reason}}\n"))
+        rows.append((label, i, f"{label}\t{members[i][1]}\t{reason}\n"))
     if NESTED:
         for typ, name, _, reader in members:
             if typ == "file" and name.endswith(SUFFIXES):
-                audit(f"{{label}}!{{name}}", io.BytesIO(reader()), name.endswith(".zip"), rows)
+                audit(f"{label}!{name}", io.BytesIO(reader()), name.endswith(".zip"), rows)
 
 
 def report(folder):
@@ -347,11 +349,12 @@ int main(void) {
 """
 
 
-def _c_program(max_depth, checks):
-    return (CLASSIFIER_C.lstrip("\n").replace("@MAX_DEPTH@", str(max_depth))
-            .replace("@THROUGH@", "1" if "through-link" in checks else "0")
-            .replace("@LINK@", "1" if "link-escape" in checks else "0")
-            .replace("@SPECIAL@", "1" if "special" in checks else "0"))
+def classifiers(max_depth, checks) -> dict[str, str]:
+    """The gatekeeper programs; ``max_depth`` may be source text (the oracle's "@@MAX_DEPTH@@")."""
+    flags = {name: "1" if check in checks else "0"
+             for name, check in (("THROUGH", "through-link"), ("LINK", "link-escape"), ("SPECIAL", "special"))}
+    return {"Python": fill(CLASSIFIER, MAX_DEPTH=max_depth, CHECKS=tuple(checks)),
+            "C": fill(CLASSIFIER_C.lstrip("\n"), MAX_DEPTH=str(max_depth), **flags)}
 
 
 VENDORS = ("acme", "globex", "initech", "umbrella", "hooli", "vandelay", "stark", "wayne")
@@ -459,9 +462,12 @@ class _Gen:
                     continue
                 members.append(self.unsafe(reason))
                 continue
-            m = self.safe(files)
-            while m[1].rstrip("/") in seen:
+            for _ in range(100):
                 m = self.safe(files)
+                if m[1].rstrip("/") not in seen:
+                    break
+            else:
+                raise FamilyError("archive_member_audit: no new member name in 100 draws")
             seen.add(m[1].rstrip("/"))
             if m[0] == "file" and m[2] is None and ".." not in m[1] and "//" not in m[1] and not m[1].startswith("./"):
                 files.append(m[1])
@@ -474,6 +480,15 @@ def _as_text(members):
                    for typ, name, target in members)
 
 
+@dataclass(frozen=True)
+class Knobs:
+    archives: int  # archives in the upload
+    members: int  # members in each archive (the most in a classifier item)
+    checks: tuple[str, ...]  # rules beyond absolute and traversal
+    kinds: tuple[str, ...]  # archive formats, in turn
+    nested: bool  # archives inside archives
+
+
 @register
 class ArchiveMemberAudit(Family):
     name = "archive_member_audit"
@@ -482,13 +497,13 @@ class ArchiveMemberAudit(Family):
     primitive_skills = ("archive listing", "archive extraction", "path traversal prevention", "path normalisation",
                         "symlink resolution", "compressed stream handling", "handling special characters in filenames")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
-    levels = {1: {"archives": 1, "members": 14, "checks": (), "kinds": ("tgz",), "nested": False},
-              2: {"archives": 2, "members": 22, "checks": ("link-escape",), "kinds": ("tgz", "zip"), "nested": False},
-              3: {"archives": 3, "members": 30, "checks": ("link-escape", "through-link", "special"),
-                  "kinds": ("tgz", "zip", "tar"), "nested": False},
-              4: {"archives": 4, "members": 36, "checks": ("link-escape", "through-link", "special"),
-                  "kinds": ("tgz", "zip", "tar"), "nested": True}}
-    programs = {"Python": CLASSIFIER.format(max_depth=0, checks=()), "C": _c_program(0, ())}
+    levels = {1: Knobs(archives=1, members=14, checks=(), kinds=("tgz",), nested=False),
+              2: Knobs(archives=2, members=22, checks=("link-escape",), kinds=("tgz", "zip"), nested=False),
+              3: Knobs(archives=3, members=30, checks=("link-escape", "through-link", "special"),
+                       kinds=("tgz", "zip", "tar"), nested=False),
+              4: Knobs(archives=4, members=36, checks=("link-escape", "through-link", "special"),
+                       kinds=("tgz", "zip", "tar"), nested=True)}
+    programs = classifiers(0, ())
 
     def _rules_text(self, checks, depth=None):
         rules = ["`absolute`: the name starts with `/`",
@@ -505,41 +520,45 @@ class ArchiveMemberAudit(Family):
         if "special" in checks:
             rules.append("`special`: a character device, block device or FIFO")
         if depth:
-            rules.append(f"`too-deep`: the normalised name has more than the maximum number of components (the "
+            rules.append("`too-deep`: the normalised name has more than the maximum number of components (the "
                          "depth limit given above)")
         return "; ".join(f"({i}) {r}" for i, r in enumerate(rules, 1))
 
-    def build(self, t: TaskBuilder) -> None:
+    @staticmethod
+    def _reasons(checks):
+        """The rules a single unsafe member can break on its own (through-link needs two members)."""
+        return ["absolute", "traversal", *[c for c in ("link-escape", "special") if c in checks]]
+
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         gen = _Gen(rng, t.level)
-        checks = k["checks"]
-        all_reasons = ["absolute", "traversal", *[c for c in ("link-escape", "special") if c in checks]]
-        if t.axes.verifier == "adversarial_corpus":
-            self._classifier(t, gen, checks, all_reasons)
-            return
+        checks = k.checks
+        all_reasons = self._reasons(checks)
         # One folder per upload, keyed by a hash of its ticket number: the ticket (the delivered value)
         # shows nowhere on disk, and the other uploads are decoys audited the same way.
         n_uploads = 5 if t.level <= 2 else 6
-        sizes = [k["archives"]] + [max(1, k["archives"] + rng.choice([-1, 0, 1])) for _ in range(n_uploads - 1)]
+        sizes = [k.archives] + [max(1, k.archives + rng.choice([-1, 0, 1])) for _ in range(n_uploads - 1)]
         suffix = {"tgz": ".tar.gz", "zip": ".zip", "tar": ".tar"}
-        rules = run_ref(RULES.format(max_depth=0, checks=checks))
+        rules = run_python(fill(RULES, MAX_DEPTH=0, CHECKS=checks))
         uploads = []
         for u, n_arch in enumerate(sizes):
             spec = []
             vendors = rng.sample(VENDORS, n_arch)
             for i in range(n_arch):
-                kind = k["kinds"][(i + u) % len(k["kinds"])]
-                while True:  # every archive carries at least one unsafe member
+                kind = k.kinds[(i + u) % len(k.kinds)]
+                for _ in range(100):  # every archive carries at least one unsafe member
                     reasons = [r for r in all_reasons if rng.random() < 0.7 and not (kind == "zip" and r == "special")]
                     if "through-link" in checks and kind != "zip" and rng.random() < 0.7:
                         reasons.append("through-link")
                     rng.shuffle(reasons)
-                    members = gen.listing(k["members"], reasons)
+                    members = gen.listing(k.members, reasons)
                     if kind == "zip":
                         members = [m for m in members if m[0] in ("file", "dir", "symlink")]
                     if rules["verdicts"](members):
                         break
-                if k["nested"] and rng.random() < 0.75:
+                else:
+                    raise FamilyError("archive_member_audit: no archive with an unsafe member in 100 draws")
+                if k.nested and rng.random() < 0.75:
                     ikind = rng.choice(["zip", "tgz"])
                     ireasons = rng.sample(all_reasons[:3], 2)
                     inner = gen.listing(12, ireasons)
@@ -550,9 +569,9 @@ class ArchiveMemberAudit(Family):
                 spec.append({"name": f"{vendors[i]}{suffix[kind]}", "kind": kind, "members": members})
             spec.sort(key=lambda a: a["name"])
             uploads.append(spec)
-        ns_arch = run_ref(ARCHIVER)
-        audit_src = AUDIT.format(max_depth=0, checks=checks, nested=k["nested"])
-        ref = run_ref(audit_src)
+        ns_arch = run_python(ARCHIVER)
+        audit_src = fill(AUDIT, MAX_DEPTH=0, CHECKS=checks, NESTED=k.nested)
+        ref = run_python(audit_src)
         blobs = []
         with tempfile.TemporaryDirectory(prefix="tmax-fo-") as d:
             reports = []
@@ -564,11 +583,8 @@ class ArchiveMemberAudit(Family):
                         blobs.append(f.read())
         truth = reports[0]
         spec_text = json.dumps(uploads, ensure_ascii=True, separators=(",", ":"))
-        tickets = []
-        while len(tickets) < n_uploads:
-            tk = unseen(t, lambda: str(rng.randrange(10 ** 11, 10 ** 12)), spec_text, *blobs, *tickets)
-            if tk not in tickets:
-                tickets.append(tk)
+        tickets = [unseen(t, lambda: str(rng.randrange(10 ** 11, 10 ** 12)), spec_text, *blobs)]
+        tickets += distinct(lambda: str(rng.randrange(10 ** 11, 10 ** 12)), n_uploads - 1, tickets)
         order = sorted(range(n_uploads), key=lambda u: key_of(tickets[u]))
         for u in order:
             t.add_file(f"/tmp/fo-fixture/upload{u}.json", json.dumps(uploads[u], ensure_ascii=True,
@@ -587,7 +603,7 @@ class ArchiveMemberAudit(Family):
         num_var = t.deliver(tickets[0], "the upload ticket number")
         nested = (" Some archives contain other archives (regular members whose names end in `.tar`, `.tar.gz`, "
                   "`.tgz` or `.zip`): audit those too, one level deep, and report their members with the archive "
-                  "written as `<outer archive file name>!<inner member name>`." if k["nested"] else "")
+                  "written as `<outer archive file name>!<inner member name>`." if k.nested else "")
         t.say(f"A member is unsafe if one of these rules applies; report the first that does, in this order: "
               f"{self._rules_text(checks)}.{nested}")
         t.say("The audit report has one line per unsafe member: `<archive file name><TAB><member name as stored in "
@@ -598,29 +614,39 @@ class ArchiveMemberAudit(Family):
                 'python3 /solution/audit.py "/app/incoming/$key" > /app/out/audit.tsv')
         t.expect_output("/app/out/audit.tsv", truth, "the audit report")
 
-    def _classifier(self, t, gen, checks, reasons):
+    def corpus_case(self, t: TaskBuilder) -> None:
         rng, k = t.rng, t.knobs
+        gen = _Gen(rng, t.level)
+        checks = k.checks
+        # The depth limit is the delivered value: the host judges the corpora with it, the oracle's
+        # programs get it at solve time. Clean items reach the limit and too-deep items pass it by one,
+        # so no other limit classifies both corpora right.
         depth = rng.randrange(5, 9)
-        src = CLASSIFIER.format(max_depth=depth, checks=tuple(checks))
-        ref = run_ref(src)
-        bad_reasons = reasons + (["through-link"] if "through-link" in checks else []) + ["too-deep"]
+        ref = run_python(classifiers(depth, checks)["Python"])
+        bad_reasons = self._reasons(checks) + (["through-link"] if "through-link" in checks else []) + ["too-deep"]
         clean, malicious = [], []
-        while len(clean) < 30:
-            members = gen.listing(rng.randrange(4, k["members"]), [])
+        for _ in range(3000):
+            if len(clean) == 30:
+                break
+            members = gen.listing(rng.randrange(4, k.members), [])
             if ref["verdicts"](members) and not all(r == "too-deep" for _, r in ref["verdicts"](members)):
                 continue
             members = [m for m in members if not (len(ref["parts"](m[1]) or []) > depth)]
+            if len(clean) % 2 == 0:  # a member exactly at the limit: a lower limit must reject it
+                members.insert(rng.randrange(len(members) + 1), ("file", gen.path(depth - 1), None))
             if not ref["verdicts"](members):
                 clean.append(_as_text(members))
+        if len(clean) < 30:
+            raise FamilyError(f"archive_member_audit: only {len(clean)} clean listings drawn")
         for i in range(40):
             reason = bad_reasons[i % len(bad_reasons)]
             if reason == "too-deep":
-                members = gen.listing(rng.randrange(4, k["members"]), [])
+                members = gen.listing(rng.randrange(4, k.members), [])
                 members = [m for m in members if not (len(ref["parts"](m[1]) or []) > depth)]
                 members.insert(rng.randrange(len(members) + 1),
                                ("file", gen.path(depth), None))
             else:
-                members = gen.listing(rng.randrange(4, k["members"]), [reason])
+                members = gen.listing(rng.randrange(4, k.members), [reason])
             if ref["verdicts"](members):
                 malicious.append(_as_text(members))
         t.say("Our upload pipeline should refuse any archive that would write outside its extraction directory. "
@@ -633,5 +659,5 @@ class ArchiveMemberAudit(Family):
         t.say("The rules, in the extractor's terms: " + self._rules_text(checks, depth) + ". Hard-code the depth "
               "limit in the program. Names that only "
               "look odd (`a/../b`, `..notes`, `v1..2.txt`, `./x`, doubled slashes) are fine.")
-        t.solve(f'test "{var}" = "{depth}"')
-        t.expect_classifier("", clean, malicious, {"Python": src, "C": _c_program(depth, checks)})
+        t.expect_classifier("", clean, malicious, classifiers("@@MAX_DEPTH@@", checks))
+        t.solve(f'test -n "{var}"\nfor f in /app/solution.*; do sed -i "s/@@MAX_DEPTH@@/{var}/" "$f"; done')

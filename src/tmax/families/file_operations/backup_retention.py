@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 
+from dataclasses import dataclass
+
 from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.file_operations._common import epoch, finish_setup, host_tree, run_ref, ship_tree, spec_json
-from tmax.families.file_operations._hidden import unseen
+from tmax.families.file_operations._common import epoch, finish_setup, host_tree, ship_tree, spec_json
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import unseen
 
 REFERENCE = r'''
 import datetime as dt
@@ -20,11 +23,11 @@ import re
 import stat
 import sys
 
-KEEP_DAYS = {keep_days}   # keep every backup from the last KEEP_DAYS days (0: rule off)
-DAILY = {daily}           # newest backup of each of the last DAILY days
-WEEKLY = {weekly}         # newest backup of each of the last WEEKLY ISO weeks
-MONTHLY = {monthly}       # newest backup of each of the last MONTHLY months
-NAME = re.compile(r"^([a-z][a-z0-9-]*)-([0-9]{{8}})-([0-9]{{4}})\.(tar\.gz|sql\.xz)$")
+KEEP_DAYS = @KEEP_DAYS@  # keep every backup from the last KEEP_DAYS days (0: rule off)
+DAILY = @DAILY@  # newest backup of each of the last DAILY days
+WEEKLY = @WEEKLY@  # newest backup of each of the last WEEKLY ISO weeks
+MONTHLY = @MONTHLY@  # newest backup of each of the last MONTHLY months
+NAME = re.compile(r"^([a-z][a-z0-9-]*)-([0-9]{8})-([0-9]{4})\.(tar\.gz|sql\.xz)$")
 
 
 def parse(base):
@@ -41,7 +44,7 @@ def parse(base):
 
 def plan(paths, today):
     """paths: backup candidates relative to the backup root; returns the ones to prune, sorted."""
-    sets = {{}}
+    sets = {}
     for rel in paths:
         folder, _, base = rel.rpartition("/")
         got = parse(base)
@@ -50,23 +53,23 @@ def plan(paths, today):
         sets.setdefault((folder, got[0]), []).append((got[1], rel))
     monday = today - dt.timedelta(days=today.weekday())
     rules = [
-        (DAILY, lambda d: d, {{today - dt.timedelta(days=i) for i in range(DAILY)}}),
+        (DAILY, lambda d: d, {today - dt.timedelta(days=i) for i in range(DAILY)}),
         (WEEKLY, lambda d: d - dt.timedelta(days=d.weekday()),
-         {{monday - dt.timedelta(weeks=i) for i in range(WEEKLY)}}),
+         {monday - dt.timedelta(weeks=i) for i in range(WEEKLY)}),
         (MONTHLY, lambda d: (d.year, d.month),
-         {{((today.year * 12 + today.month - 1 - i) // 12, (today.year * 12 + today.month - 1 - i) % 12 + 1)
-          for i in range(MONTHLY)}}),
+         {((today.year * 12 + today.month - 1 - i) // 12, (today.year * 12 + today.month - 1 - i) % 12 + 1)
+          for i in range(MONTHLY)}),
     ]
     prune = []
     for key in sorted(sets):
         items = sorted(sets[key])
         keep = set()
         if KEEP_DAYS:
-            keep |= {{rel for when, rel in items if (today - when.date()).days < KEEP_DAYS}}
+            keep |= {rel for when, rel in items if (today - when.date()).days < KEEP_DAYS}
         for count, period, window in rules:
             if not count:
                 continue
-            newest = {{}}
+            newest = {}
             for when, rel in items:  # ascending, so the last one written wins
                 p = period(when.date())
                 if p in window:
@@ -78,7 +81,7 @@ def plan(paths, today):
 
 def scan(root):
     """Regular files under root (symlinks are not followed), relative paths -> sizes."""
-    sizes = {{}}
+    sizes = {}
     for dirpath, dirnames, filenames in os.walk(root):
         for name in filenames:
             full = os.path.join(dirpath, name)
@@ -90,12 +93,12 @@ def scan(root):
 
 def report(root, today, account, with_total):
     """The prune manifest: the mirror's object URI of each pruned backup (and the bytes they free)."""
-    bucket = f"s3://backups-{{account}}/"
+    bucket = f"s3://backups-{account}/"
     sizes = scan(root)
     prune = plan(sorted(sizes), today)
     out = "".join(bucket + p + "\n" for p in prune)
     if with_total:
-        out += f"total {{bucket}} {{sum(sizes[p] for p in prune)}}\n"
+        out += f"total {bucket} {sum(sizes[p] for p in prune)}\n"
     return out
 
 
@@ -227,9 +230,10 @@ int main() {
 """
 
 
-def _cpp(keep_days, daily, weekly, monthly):
-    return (REFERENCE_CPP.replace("@KEEP_DAYS@", str(keep_days)).replace("@DAILY@", str(daily))
-            .replace("@WEEKLY@", str(weekly)).replace("@MONTHLY@", str(monthly)))
+def programs_for(keep_days, daily, weekly, monthly) -> dict[str, str]:
+    """The reference programs for a policy; a str value is source text (e.g. "@@DAYS@@")."""
+    values = {"KEEP_DAYS": keep_days, "DAILY": daily, "WEEKLY": weekly, "MONTHLY": monthly}
+    return {"Python": fill(REFERENCE, **values), "C++": fill(REFERENCE_CPP, **{n: str(v) for n, v in values.items()})}
 
 
 SETS = ("orders-db", "wiki", "mail-archive", "crm", "billing", "gitlab", "ldap", "metrics")
@@ -253,6 +257,20 @@ def _backups(rng, today, span, recent, ext):
     return sorted(set(out))
 
 
+NAMING = ("A backup is a file named `<set>-<YYYYMMDD>-<HHMM>.tar.gz` or `<set>-<YYYYMMDD>-<HHMM>.sql.xz` "
+          "(the set is the part of the name before the timestamp: lower-case letters, digits and dashes); the "
+          "timestamp in the name is when it was taken, and \"newest\" means the latest timestamp")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    policy: tuple[int, int, int, int]  # keep-days, daily, weekly, monthly (a non-zero keep-days/daily is drawn)
+    sets: int  # backup sets
+    span: int  # days of history
+    hosts: bool  # sets in per-host directories
+    traps: int  # 1: junk beside the backups; 2: lying mtimes, impossible and future dates, a bytes total
+
+
 @register
 class BackupRetention(Family):
     name = "backup_retention_prune"
@@ -262,11 +280,11 @@ class BackupRetention(Family):
                         "glob and pattern matching", "recursive directory traversal", "disk usage accounting",
                         "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
-    levels = {1: {"policy": (10, 0, 0, 0), "sets": 1, "span": 30, "hosts": False, "traps": 0},
-              2: {"policy": (0, 7, 4, 0), "sets": 1, "span": 70, "hosts": False, "traps": 0},
-              3: {"policy": (0, 7, 5, 3), "sets": 3, "span": 130, "hosts": False, "traps": 1},
-              4: {"policy": (0, 7, 5, 6), "sets": 3, "span": 240, "hosts": True, "traps": 2}}
-    programs = {"Python": REFERENCE.format(keep_days=10, daily=0, weekly=0, monthly=0), "C++": _cpp(10, 0, 0, 0)}
+    levels = {1: Knobs(policy=(10, 0, 0, 0), sets=1, span=30, hosts=False, traps=0),
+              2: Knobs(policy=(0, 7, 4, 0), sets=1, span=70, hosts=False, traps=0),
+              3: Knobs(policy=(0, 7, 5, 3), sets=3, span=130, hosts=False, traps=1),
+              4: Knobs(policy=(0, 7, 5, 6), sets=3, span=240, hosts=True, traps=2)}
+    programs = programs_for(10, 0, 0, 0)
 
     @staticmethod
     def _policy_text(keep_days, daily, weekly, monthly):
@@ -283,44 +301,38 @@ class BackupRetention(Family):
         return ("keep " + "; ".join(parts) + ". A backup kept by any of these rules stays; every other backup "
                 "goes. Days, weeks and months without backups still count towards the windows")
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        keep_days, daily, weekly, monthly = k["policy"]
+        keep_days, daily, weekly, monthly = k.policy
         today = dt.date(2025, 1, 1) + dt.timedelta(days=rng.randrange(700))
-        naming = ("A backup is a file named `<set>-<YYYYMMDD>-<HHMM>.tar.gz` or `<set>-<YYYYMMDD>-<HHMM>.sql.xz` "
-                  "(the set is the part of the name before the timestamp: lower-case letters, digits and dashes); the "
-                  "timestamp in the name is when it was taken, and \"newest\" means the latest timestamp")
-        if t.axes.verifier == "fuzz_equivalence":
-            self._fuzz(t, naming, today)
-            return
         if keep_days:
             keep_days = rng.choice([7, 10, 14])
         else:
             daily = rng.choice([5, 7, 10])
         policy = (keep_days, daily, weekly, monthly)
-        src = REFERENCE.format(keep_days=keep_days, daily=daily, weekly=weekly, monthly=monthly)
-        ref = run_ref(src)
-        sets = rng.sample(SETS, k["sets"])
+        src = programs_for(*policy)["Python"]
+        ref = run_python(src)
+        sets = rng.sample(SETS, k.sets)
         spec = []
-        dirs = rng.sample(HOSTS, 3) if k["hosts"] else [""]
+        dirs = rng.sample(HOSTS, 3) if k.hosts else [""]
         for folder in dirs:
-            for s in (sets if not k["hosts"] else rng.sample(sets, 2)):
+            for s in (sets if not k.hosts else rng.sample(sets, 2)):
                 ext = rng.choice(["tar.gz", "sql.xz"])
                 pre = f"{folder}/" if folder else ""
-                stamps = _backups(rng, today, k["span"], 12, ext)
+                stamps = _backups(rng, today, k.span, 12, ext)
                 if keep_days:  # at least one backup past the window: the prune list is never empty
-                    old = today - dt.timedelta(days=k["span"] - 1)
+                    old = today - dt.timedelta(days=k.span - 1)
                     stamps = sorted(set(stamps) | {dt.datetime(old.year, old.month, old.day, 2, 0)})
-                if k["traps"] >= 2:  # clock skew on one host: a backup from the future
+                if k.traps >= 2:  # clock skew on one host: a backup from the future
                     fut = today + dt.timedelta(days=rng.randrange(1, 4))
                     stamps.append(dt.datetime(fut.year, fut.month, fut.day, 2, 0))
                 for when in stamps:
                     rel = f"{pre}{s}-{when:%Y%m%d-%H%M}.{ext}"
                     mtime = int(when.replace(tzinfo=dt.timezone.utc).timestamp()) + rng.randrange(60, 3000)
-                    if k["traps"] >= 2 and rng.random() < 0.3:  # re-copied: mtime says nothing
+                    if k.traps >= 2 and rng.random() < 0.3:  # re-copied: mtime says nothing
                         mtime = epoch(today.year, today.month, today.day) - rng.randrange(0, 5 * 86400)
                     spec.append(["s", rel, rng.randrange(1000, 20000), 0o640, mtime])
-                if k["traps"] >= 1:
+                if k.traps >= 1:
                     last = stamps[-1]
                     junk = [f"{pre}{s}-{last:%Y%m%d-%H%M}.{ext}.sha256", f"{pre}.{s}-{_fmt(today)}-0200.{ext}.part",
                             f"{pre}{s}-manual-before-upgrade.{ext}", f"{pre}README.txt"]
@@ -328,23 +340,23 @@ class BackupRetention(Family):
                         if not any(e[1] == j for e in spec):
                             spec.append(["s", j, rng.randrange(100, 5000), 0o640, epoch(2024, 6, 1)])
                     spec.append(["l", f"{pre}{s}-latest.{ext}", f"{s}-{last:%Y%m%d-%H%M}.{ext}"])
-                if k["traps"] >= 2:
+                if k.traps >= 2:
                     spec.append(["s", f"{pre}{s}-{today.year - 1}0230-0200.{ext}", 1234, 0o640, epoch(2024, 6, 1)])
         # The delivered value is the mirror's account id, which prefixes every line: the date to count
         # from is in the data anyway (the newest backups), so it is stated, not delivered.
         account = unseen(t, lambda: str(rng.randrange(10 ** 11, 10 ** 12)), spec_json(spec))
         with host_tree(spec) as root:
-            truth = ref["report"](root, today, account, k["traps"] >= 2)
+            truth = ref["report"](root, today, account, k.traps >= 2)
         ship_tree(t, spec, "/app/backups", "backups")
         finish_setup(t)
         where = ("Backups are in `/app/backups/<host>/`; a backup set is one set name within one host directory, "
-                 "and each set is rotated on its own." if k["hosts"] else
-                 "Backups are in `/app/backups/`" + ("; each set is rotated on its own." if k["sets"] > 1 else "."))
-        t.say(f"{where} {naming}. Everything else there (checksums, partial uploads, symlinks, notes) is not a "
-              "backup: leave it out." if k["traps"] else f"{where} {naming}.")
+                 "and each set is rotated on its own." if k.hosts else
+                 "Backups are in `/app/backups/`" + ("; each set is rotated on its own." if k.sets > 1 else "."))
+        t.say(f"{where} {NAMING}. Everything else there (checksums, partial uploads, symlinks, notes) is not a "
+              "backup: leave it out." if k.traps else f"{where} {NAMING}.")
         t.say(f"The policy: {self._policy_text(*policy)}. Treat {today:%Y-%m-%d} as today and count the windows "
               "from it.")
-        if k["traps"] >= 2:
+        if k.traps >= 2:
             t.say("Go by the timestamp in the name: modification times are unreliable since the share was "
                   "re-copied. A name whose date does not exist on the calendar is not a backup, and backups "
                   "dated after today are left alone and ignored by the rules.")
@@ -354,49 +366,54 @@ class BackupRetention(Family):
         acct_var = t.deliver(account, "the storage account id")
         lines = ("List the backups the policy prunes, one per line as the object URI "
                  "`s3://backups-<ACCOUNT>/<path relative to /app/backups>`, sorted in byte order.")
-        if k["traps"] >= 2:
+        if k.traps >= 2:
             lines += (" After them, a last line `total s3://backups-<ACCOUNT>/ <bytes>` with their combined size in "
                       "bytes.")
         t.say(lines + " This is a dry run: do not delete anything.")
         t.add_solution_file("retention.py", src)
-        total = " total" if k["traps"] >= 2 else ""
+        total = " total" if k.traps >= 2 else ""
         t.solve(f'mkdir -p /app/out\npython3 /solution/retention.py /app/backups {_fmt(today)} "{acct_var}"{total} '
                 "> /app/out/prune.txt")
         t.expect_output("/app/out/prune.txt", truth, "the prune list")
 
-    def _fuzz(self, t, naming, today):
+    def program_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        keep_days, daily, weekly, monthly = k["policy"]
-        value = rng.choice([7, 10, 14]) if keep_days else rng.choice([5, 7, 10])
-        if keep_days:
-            keep_days = value
-        else:
-            daily = value
-        src = REFERENCE.format(keep_days=keep_days, daily=daily, weekly=weekly, monthly=monthly)
-        ref = run_ref(src)
-        cases = []
+        keep_days, daily, weekly, monthly = k.policy
+        texts = []
         for _ in range(12):
             day = dt.date(2024, 1, 1) + dt.timedelta(days=rng.randrange(1000))
             names = []
-            for s in rng.sample(SETS, max(1, k["sets"] - rng.randrange(2))):
+            for s in rng.sample(SETS, max(1, k.sets - rng.randrange(2))):
                 ext = rng.choice(["tar.gz", "sql.xz"])
-                for when in _backups(rng, day, k["span"], 12, ext):
+                for when in _backups(rng, day, k.span, 12, ext):
                     names.append(f"{s}-{when:%Y%m%d-%H%M}.{ext}")
-                if k["traps"]:
+                if k.traps:
                     names += [f"{s}-{_fmt(day)}-0200.{ext}.part", f"{s}-latest.{ext}", f"{s}-{day.year}0231-0200.{ext}",
                               f"{s}-{_fmt(day + dt.timedelta(days=2))}-0200.{ext}"]
             rng.shuffle(names)
-            text = _fmt(day) + "\n" + "".join(n + "\n" for n in names)
-            cases.append((text, ref["main_stdin"](text)))
+            texts.append(_fmt(day) + "\n" + "".join(n + "\n" for n in names))
+        # N (the window in days, or the daily count) is the delivered value. The worked examples use a demo
+        # N stated in the instruction, so they do not give ours away; the oracle gets ours at solve time.
+        lo, hi = (7, 22) if keep_days else (5, 13)
+        demo = rng.randrange(lo, hi)
+
+        def policy(n):
+            return (n, 0, 0, 0) if keep_days else (0, n, weekly, monthly)
+
+        shown = [run_python(programs_for(*policy(demo))["Python"])["main_stdin"](x) for x in texts[:2]]
+        value = int(unseen(t, lambda: str(rng.randrange(lo, hi)), str(demo)))
+        ref = run_python(programs_for(*policy(value))["Python"])
+        cases = [(x, shown[i] if i < 2 else ref["main_stdin"](x)) for i, x in enumerate(texts)]
         what = "the number of days in the retention window" if keep_days else "the number of daily backups to keep"
         var = t.deliver(str(value), what)
-        policy = self._policy_text(0, "N", weekly, monthly) if not keep_days else \
+        text = self._policy_text(0, "N", weekly, monthly) if not keep_days else \
             ("keep every backup taken in the last N days (today and the N-1 days before it); everything older goes")
-        t.say(f"We want our backup pruning logic as a small reusable tool. {naming}; each set is rotated on its "
-              f"own. The policy: {policy}. N is the number "
+        t.say(f"We want our backup pruning logic as a small reusable tool. {NAMING}; each set is rotated on its "
+              f"own. The policy: {text}. N is the number "
               "given above; hard-code it. Backups dated after today and names that are not backups (including "
               "dates that do not exist on the calendar) are never pruned. Input: the first line is today's date "
               "as YYYYMMDD, then one file name per line. Output: the names the policy prunes, one per line, "
-              "sorted in byte order.")
-        t.solve(f'test "{var}" = "{value}"')
-        t.expect_program("", cases, {"Python": src, "C++": _cpp(keep_days, daily, weekly, monthly)})
+              f"sorted in byte order. The worked examples were produced with a demo N of {demo}; your program "
+              "must use ours.")
+        t.expect_program("", cases, programs_for(*policy("@@DAYS@@")))
+        t.solve(f'test -n "{var}"\nfor f in /app/solution.*; do sed -i "s/@@DAYS@@/{var}/" "$f"; done')

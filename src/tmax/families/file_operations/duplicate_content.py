@@ -5,10 +5,12 @@ not a copy), a directory symlink loop and names that sha256sum has to escape."""
 
 from __future__ import annotations
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.file_operations._common import (WORDS, epoch, finish_setup, host_tree, run_ref, ship_tree,
-                                                   spec_json)
-from tmax.families.file_operations._hidden import key_cmd, key_of, visible
+from dataclasses import dataclass
+
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.file_operations._common import WORDS, epoch, finish_setup, host_tree, ship_tree, spec_json
+from tmax.families.programs import run_python
+from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
 REFERENCE = r'''
 import hashlib
@@ -83,6 +85,31 @@ def _near_copy(rng, text):
     return text[:i] + repl + text[i + 1:]
 
 
+def _rename(spec, old, new):
+    """``spec`` with the share folder ``old`` renamed ``new`` (paths, hard-link sources, absolute symlinks)."""
+    def move(p, pre=""):
+        return pre + new + p[len(pre + old):] if p == pre + old or p.startswith(pre + old + "/") else p
+
+    out = []
+    for e in spec:
+        e = [e[0], move(e[1]), *e[2:]]
+        if e[0] == "h":
+            e[2] = move(e[2])
+        elif e[0] == "l":
+            e[2] = move(e[2], "/app/shares/")
+        out.append(e)
+    return out
+
+
+@dataclass(frozen=True)
+class Knobs:
+    files: int  # files in each share
+    groups: int  # groups of copies
+    spaces: bool  # names with spaces and parentheses
+    traps: int  # 1: empty files, near-copies, symlinks; 2: hidden files; 3: hard links, a loop, escaped names
+    decoys: int  # neighbour shares built the same way
+
+
 @register
 class DuplicateContent(Family):
     name = "duplicate_content_report"
@@ -93,62 +120,63 @@ class DuplicateContent(Family):
                         "handling special characters in filenames", "hidden file handling",
                         "hard link identification", "symlink loop detection", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"files": 18, "groups": 3, "spaces": False, "traps": 0, "decoys": 3},
-              2: {"files": 45, "groups": 5, "spaces": True, "traps": 1, "decoys": 3},
-              3: {"files": 90, "groups": 8, "spaces": True, "traps": 2, "decoys": 3},
-              4: {"files": 160, "groups": 12, "spaces": True, "traps": 3, "decoys": 3}}
+    levels = {1: Knobs(files=18, groups=3, spaces=False, traps=0, decoys=3),
+              2: Knobs(files=45, groups=5, spaces=True, traps=1, decoys=3),
+              3: Knobs(files=90, groups=8, spaces=True, traps=2, decoys=3),
+              4: Knobs(files=160, groups=12, spaces=True, traps=3, decoys=3)}
 
-    def _share(self, t, k, share):
+    def _share(self, t, share):
         """Entries for one share (paths relative to /app/shares)."""
-        rng = t.rng
+        k, rng = t.knobs, t.rng
         spec = [["d", share, 0o755, epoch(2024, 1, 5)]]
-        dirs = list(DIRS[:3 + k["traps"] * 2])
-        if k["traps"] >= 2:
+        dirs = list(DIRS[:3 + k.traps * 2])
+        if k.traps >= 2:
             dirs += [".cache", "projects/.snapshots"]
         for d in dirs:
             spec.append(["d", f"{share}/{d}", 0o755, epoch(2024, 2, 1)])
         used = set()
 
         def name(d):
-            while True:
+            for _ in range(1000):
                 w = rng.choice(WORDS)
-                if k["spaces"] and rng.random() < 0.35:
+                if k.spaces and rng.random() < 0.35:
                     base = f"{w} {rng.choice(WORDS)} ({rng.randrange(1, 9)})"
                 else:
                     base = f"{w}_{rng.randrange(100, 999)}"
-                if k["traps"] >= 2 and rng.random() < 0.1:
+                if k.traps >= 2 and rng.random() < 0.1:
                     base = "." + base
                 p = f"{share}/{d}/{base}.{rng.choice(EXTS)}"
                 if p not in used:
                     used.add(p)
                     return p
+            raise FamilyError("duplicate_content_report: no free file name in 1000 draws")
 
         def mtime():
             return epoch(2023, 1, 1) + rng.randrange(0, 700 * 86400)
 
-        n_orig = k["files"] - k["groups"] * 2
+        n_orig = k.files - k.groups * 2
         originals = []
         for _ in range(n_orig):
             text = _content(rng, 30, 500)
             p = name(rng.choice(dirs))
             originals.append((p, text))
             spec.append(["f", p, text, 0o644, mtime()])
-        for gi in range(k["groups"]):
+        for gi in range(k.groups):
             src_p, text = originals[gi]
             for _ in range(rng.choice([1, 1, 2, 3])):
                 spec.append(["f", name(rng.choice(dirs)), text, rng.choice([0o644, 0o600, 0o664]), mtime()])
-        if k["traps"] >= 1:
+        if k.traps >= 1:
             for _ in range(3):  # empty files: never duplicates
                 spec.append(["f", name(rng.choice(dirs)), "", 0o644, mtime()])
-            for gi in range(k["groups"], k["groups"] + 3):  # same size, different content
+            for gi in range(k.groups, k.groups + 3):  # same size, different content
                 p, text = originals[gi]
                 spec.append(["f", name(rng.choice(dirs)), _near_copy(rng, text), 0o644, mtime()])
-            for gi in range(0, k["groups"] + 2):  # symlinks to files are not files
+            for gi in range(0, k.groups + 2):  # symlinks to files are not files
                 p, _ = originals[gi]
                 spec.append(["l", name(rng.choice(dirs)), "/app/shares/" + p])
-        if k["traps"] >= 3:
+        if k.traps >= 3:
             spec.append(["l", f"{share}/projects/alpha/up", "../.."])  # a directory loop
-            for gi in range(k["groups"] - 2, k["groups"] + 2):  # hard links: one file, several names
+            for gi in range(k.groups - 2, k.groups + 2):  # hard links: one file, several names
                 p, _ = originals[gi]
                 spec.append(["h", name(rng.choice(dirs)), p])
             odd = [f"{share}/misc/line\nbreak {rng.randrange(10, 99)}.txt",
@@ -158,39 +186,39 @@ class DuplicateContent(Family):
             spec.append(["f", f"{share}/misc/copy of {odd[1].rsplit('/', 1)[1]}", spec[-1][2], 0o644, mtime()])
         return spec, originals
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         # Share folders are named by a hash of the share name (the delivered value), so the name shows
-        # nowhere on disk and the neighbour shares are indistinguishable decoys without it.
-        while True:
-            names = []
-            while len(names) < 1 + k["decoys"]:
-                c = t.code(2)
-                if c not in names:
-                    names.append(c)
-            share = key_of(names[0])
-            spec, originals = self._share(t, k, share)
-            for d in names[1:]:
-                dspec, _ = self._share(t, k, key_of(d))  # same traps: the target must not stand out
-                spec += dspec
-                # cross-share copies: a copy in a neighbour share is not a copy within this share
-                p, text = originals[-1]
-                spec.append(["f", f"{key_of(d)}/docs/imported_{rng.randrange(100, 999)}.txt", text, 0o644,
-                             epoch(2024, 3, 3)])
-            if not visible(t, names[0], spec_json(spec)):
-                break
-        ref = run_ref(REFERENCE)
+        # nowhere on disk and the neighbour shares are indistinguishable decoys without it. The shares
+        # are built under placeholder folders first, so the name can be drawn clear of their content.
+        spec, originals = self._share(t, "share0")
+        shares = [spec]
+        for i in range(1, 1 + k.decoys):
+            dspec, _ = self._share(t, f"share{i}")  # same traps: the target must not stand out
+            # cross-share copies: a copy in a neighbour share is not a copy within this share
+            p, text = originals[-1]
+            dspec.append(["f", f"share{i}/docs/imported_{rng.randrange(100, 999)}.txt", text, 0o644,
+                          epoch(2024, 3, 3)])
+            shares.append(dspec)
+        target = unseen(t, lambda: t.code(2), *(spec_json(s) for s in shares))
+        names = [target, *distinct(lambda: t.code(2), k.decoys, [target])]
+        keys = [key_of(n) for n in names]
+        share = keys[0]
+        # Built in the order of their keys, so creation order (inode numbers) does not single out the target.
+        spec = [e for i in sorted(range(len(keys)), key=lambda i: keys[i])
+                for e in _rename(shares[i], f"share{i}", keys[i])]
+        ref = run_python(REFERENCE)
         with host_tree(spec) as root:
             truth = ref["report"](f"{root}/{share}")
         ship_tree(t, spec, "/app/shares", "shares")
         finish_setup(t)
         traps = []
-        if k["traps"] >= 1:
+        if k.traps >= 1:
             traps.append("Only regular files count: do not follow symbolic links, and empty files are never "
                          "duplicates.")
-        if k["traps"] >= 2:
+        if k.traps >= 2:
             traps.append("Hidden files and directories are part of the share.")
-        if k["traps"] >= 3:
+        if k.traps >= 3:
             traps.append("Hard links to the same file are one file, not copies of each other: list such a file "
                          "once, under whichever of its paths sorts first, and it only appears if another file "
                          "has the same content.")
@@ -199,7 +227,7 @@ class DuplicateContent(Family):
               "sha256sum`). Find the files in the share named below whose content is byte-for-byte identical to "
               "at least one other file in that same share (copies in other shares do not matter). "
               + " ".join(traps))
-        who = t.deliver(names[0], "the share name")
+        who = t.deliver(target, "the share name")
         t.say("The report has one line per duplicated file, exactly as `sha256sum` prints it (`<sha256 hex "
               "digest>  <path>`, including sha256sum's escaping of unusual names), with the path relative to the "
               "share directory and no leading `./`. Sort the lines by digest, then by path in byte order.")

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.file_operations._common import epoch, finish_setup, host_tree, run_ref, ship_tree
+from dataclasses import dataclass
+
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.file_operations._common import epoch, finish_setup, host_tree, ship_tree, spec_json
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import unseen
 
 REFERENCE = r'''
 import datetime as dt
@@ -18,15 +22,15 @@ import re
 import stat
 import sys
 
-CODE = "{code}"
-SPLIT = {split}    # photos/ and videos/ top folders
+CODE = @CODE@  # the owner code
+SPLIT = @SPLIT@  # photos/ and videos/ top folders
 PHOTO = ("jpg", "jpeg", "png", "heic")
 VIDEO = ("mp4", "mov")
 PATTERNS = [
-    re.compile(r"^(?:IMG|VID)_(\d{{4}})(\d{{2}})(\d{{2}})_(\d{{2}})(\d{{2}})(\d{{2}})(?:_\d+)?\.[^.]+$"),
-    re.compile(r"^PXL_(\d{{4}})(\d{{2}})(\d{{2}})_(\d{{2}})(\d{{2}})(\d{{2}})\d{{3}}\.[^.]+$"),
-    re.compile(r"^(\d{{4}})-(\d{{2}})-(\d{{2}}) (\d{{2}})\.(\d{{2}})\.(\d{{2}})\.[^.]+$"),
-    re.compile(r"^Screenshot_(\d{{4}})-(\d{{2}})-(\d{{2}})-(\d{{2}})-(\d{{2}})-(\d{{2}})\.[^.]+$"),
+    re.compile(r"^(?:IMG|VID)_(\d{4})(\d{2})(\d{2})_(\d{2})(\d{2})(\d{2})(?:_\d+)?\.[^.]+$"),
+    re.compile(r"^PXL_(\d{4})(\d{2})(\d{2})_(\d{2})(\d{2})(\d{2})\d{3}\.[^.]+$"),
+    re.compile(r"^(\d{4})-(\d{2})-(\d{2}) (\d{2})\.(\d{2})\.(\d{2})\.[^.]+$"),
+    re.compile(r"^Screenshot_(\d{4})-(\d{2})-(\d{2})-(\d{2})-(\d{2})-(\d{2})\.[^.]+$"),
 ]
 
 
@@ -41,9 +45,12 @@ def when(name, mtime):
     return dt.datetime.fromtimestamp(mtime, dt.timezone.utc).replace(tzinfo=None)
 
 
-def plan(files, existing):
-    """files: (relative path, mtime); existing: paths already in the library. -> [(old, new)] by old."""
-    taken = set(existing)
+def plan(files, existing, code=None):
+    """files: (relative path, mtime); existing: old-scheme names already in the library (the new names
+    without the owner code). -> [(old, new)] by old."""
+    code = code or CODE
+    legacy = set(existing)
+    taken = set()
     items = []
     for rel, mtime in files:
         name = rel.rsplit("/", 1)[-1]
@@ -57,14 +64,18 @@ def plan(files, existing):
     out = []
     for t, rel, ext in sorted(items):
         folder = ("videos/" if ext in VIDEO else "photos/") if SPLIT else ""
-        stem = f"{{folder}}{{t:%Y/%m}}/{{t:%Y%m%d_%H%M%S}}_{{CODE}}"
-        new, n = f"{{stem}}.{{ext}}", 1
-        while new in taken:
+        stem = f"{folder}{t:%Y/%m}/{t:%Y%m%d_%H%M%S}"
+        n = 1
+        while f"{stem}_{code}{suffix(n)}.{ext}" in taken or f"{stem}{suffix(n)}.{ext}" in legacy:
             n += 1
-            new = f"{{stem}}-{{n}}.{{ext}}"
+        new = f"{stem}_{code}{suffix(n)}.{ext}"
         taken.add(new)
         out.append((rel, new))
     return sorted(out)
+
+
+def suffix(n):
+    return "" if n == 1 else f"-{n}"
 
 
 def walk(root):
@@ -79,10 +90,10 @@ def walk(root):
 
 
 def render(pairs):
-    return "".join(f"{{a}}\t{{b}}\n" for a, b in pairs)
+    return "".join(f"{a}\t{b}\n" for a, b in pairs)
 
 
-def main_stdin(text):
+def main_stdin(text, code=None):
     files, existing = [], []
     for line in text.split("\n"):
         f = line.split("\t")
@@ -90,7 +101,7 @@ def main_stdin(text):
             files.append((f[2], int(f[1])))
         elif f[0] == "E" and len(f) == 2:
             existing.append(f[1])
-    return render(plan(files, existing))
+    return render(plan(files, existing, code))
 
 
 if __name__ == "__main__":
@@ -182,11 +193,11 @@ static std::vector<std::string> split(const std::string &s, char sep) {
 
 int main() {
     std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    std::set<std::string> taken;
+    std::set<std::string> taken, legacy;
     std::vector<std::tuple<When, std::string, std::string>> items;
     for (const auto &line : split(text, '\n')) {
         auto f = split(line, '\t');
-        if (f[0] == "E" && f.size() == 2) { taken.insert(f[1]); continue; }
+        if (f[0] == "E" && f.size() == 2) { legacy.insert(f[1]); continue; }
         if (!(f[0] == "F" && f.size() == 3)) continue;
         const std::string &rel = f[2];
         size_t slash = rel.rfind('/');
@@ -207,11 +218,14 @@ int main() {
         const std::string &ext = std::get<2>(it);
         std::string folder = SPLIT ? (ext == "mp4" || ext == "mov" ? "videos/" : "photos/") : "";
         char buf[64];
-        std::snprintf(buf, sizeof buf, "%04ld/%02ld/%04ld%02ld%02ld_%02ld%02ld%02ld_", w.y, w.mo, w.y, w.mo, w.d, w.h,
+        std::snprintf(buf, sizeof buf, "%04ld/%02ld/%04ld%02ld%02ld_%02ld%02ld%02ld", w.y, w.mo, w.y, w.mo, w.d, w.h,
                       w.mi, w.s);
-        std::string stem = folder + buf + CODE;
-        std::string name = stem + "." + ext;
-        for (int n = 2; taken.count(name); n++) name = stem + "-" + std::to_string(n) + "." + ext;
+        std::string stem = folder + buf, name;
+        for (int n = 1;; n++) {  // free both among the names given out and in the old scheme
+            std::string suf = n == 1 ? "" : "-" + std::to_string(n);
+            name = stem + "_" + CODE + suf + "." + ext;
+            if (!taken.count(name) && !legacy.count(stem + suf + "." + ext)) break;
+        }
         taken.insert(name);
         out.emplace_back(std::get<1>(it), name);
     }
@@ -222,8 +236,15 @@ int main() {
 """
 
 
-def _cpp(code, split):
-    return REFERENCE_CPP.replace("@CODE@", code).replace("@SPLIT@", "true" if split else "false")
+def programs_for(code: str, split: bool) -> dict[str, str]:
+    """The reference programs with the owner code ``code`` (source text: a Python expression)."""
+    return {"Python": fill(REFERENCE, CODE=code, SPLIT=split),
+            "C++": fill(REFERENCE_CPP, CODE=code.strip('"'), SPLIT="true" if split else "false")}
+
+
+def legacy(new: str, code: str) -> str:
+    """The old-scheme name of a new name: without its `_<code>` part."""
+    return new.replace(f"_{code}", "", 1)
 
 
 CARDS = ("card01", "card02", "phone_backup", "sd_2023", "camera_b")
@@ -259,7 +280,9 @@ class _Gen:
         r, lv = self.rng, self.level
         out, used = [], set()
         cards = CARDS[:1 + lv]
-        while len(out) < n:
+        for _ in range(20 * n):
+            if len(out) >= n:
+                break
             t = self.stamp()
             name = self.name(t)
             folder = f"{r.choice(cards)}/{r.choice(SUB[:2 + lv])}" if lv >= 2 else "card01"
@@ -281,6 +304,8 @@ class _Gen:
                 if twin not in used:
                     used.add(twin)
                     out.append((twin, mtime))
+        if len(out) < n:
+            raise FamilyError(f"media_rename_plan: only {len(out)} of {n} different file names drawn")
         if lv >= 3:
             for _ in range(4):
                 folder = f"{r.choice(cards)}/{r.choice(SUB[:2 + lv])}"
@@ -297,6 +322,13 @@ class _Gen:
         return out
 
 
+@dataclass(frozen=True)
+class Knobs:
+    files: int  # files in the dumps (the most in a fuzz case)
+    split: bool  # photos/ and videos/ top folders
+    existing: int  # old-scheme names already in the library
+
+
 @register
 class MediaRenamePlan(Family):
     name = "media_rename_plan"
@@ -306,11 +338,11 @@ class MediaRenamePlan(Family):
                         "glob and pattern matching", "hidden file handling",
                         "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
-    levels = {1: {"files": 15, "split": False, "existing": 0},
-              2: {"files": 40, "split": False, "existing": 0},
-              3: {"files": 80, "split": True, "existing": 0},
-              4: {"files": 140, "split": True, "existing": 12}}
-    programs = {"Python": REFERENCE.format(code="CODE", split=False), "C++": _cpp("CODE", False)}
+    levels = {1: Knobs(files=15, split=False, existing=0),
+              2: Knobs(files=40, split=False, existing=0),
+              3: Knobs(files=80, split=True, existing=0),
+              4: Knobs(files=140, split=True, existing=12)}
+    programs = programs_for('"CODE"', False)
 
     def _rules(self, t, code_text):
         k, lv = t.knobs, t.level
@@ -322,11 +354,13 @@ class MediaRenamePlan(Family):
         media = ("Media files are those with extension jpg, jpeg, png, heic, mp4 or mov, in any letter case; "
                  "anything else, and any hidden file (name starting with `.`), is left out of the plan. "
                  if lv >= 3 else "Every file there is a photo. ")
-        folder = ("`photos/` for jpg, png and heic, `videos/` for mp4 and mov, followed by " if k["split"] else "")
+        folder = ("`photos/` for jpg, png and heic, `videos/` for mp4 and mov, followed by " if k.split else "")
         invalid = (" If a name matches a scheme but its timestamp is not a real date and time, use the modification "
                    "time instead." if lv >= 4 else "")
-        existing = (" `/app/library/` already holds files from an earlier run: a name that exists there is taken "
-                    "too." if k["existing"] else "")
+        existing = (f" The library already holds files from an earlier import under the old scheme, which had no "
+                    f"owner code: a new name is also taken when the library has its old-scheme form, the same path "
+                    f"without the `_{code_text}` part (`..._HHMMSS.<ext>` for `..._HHMMSS_{code_text}.<ext>`, "
+                    f"`..._HHMMSS-2.<ext>` for `..._HHMMSS_{code_text}-2.<ext>`)." if k.existing else "")
         return (f"{media}The capture time comes from the file name when it follows one of the camera schemes: "
                 f"{'; '.join(schemes)}. Otherwise it is the file's modification time, in UTC.{invalid} "
                 f"The new name is {folder}`YYYY/MM/YYYYMMDD_HHMMSS_{code_text}.<ext>` from the capture time, with "
@@ -334,47 +368,53 @@ class MediaRenamePlan(Family):
                 "(ties by original path in byte order); when a new name is already taken, use "
                 f"`..._{code_text}-2.<ext>`, then `-3` and so on, whichever is the first free.{existing}")
 
-    def build(self, t: TaskBuilder) -> None:
+    def program_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        code = t.code(1)
         gen = _Gen(rng, t.level)
-        if t.axes.verifier == "fuzz_equivalence":
-            src = REFERENCE.format(code=code, split=k["split"])
-            ref = run_ref(src)
-            cases = []
-            for _ in range(12):
-                files = gen.dump(rng.randrange(max(6, k["files"] // 4), k["files"]))
-                rng.shuffle(files)
-                lines = [f"F\t{m}\t{p}" for p, m in files]
-                if k["existing"]:
-                    for p, new in ref["plan"](files, [])[:: max(2, len(files) // k["existing"])]:
-                        lines.append(f"E\t{new}")
-                    rng.shuffle(lines)
-                text = "\n".join(lines) + "\n"
-                cases.append((text, ref["main_stdin"](text)))
-            t.say("We rename camera dumps into our library with a fixed scheme, and we want the planner as a "
-                  "program. The owner code used in every new name is given below; hard-code it.")
-            var = t.deliver(code, "the owner code")
-            t.say(self._rules(t, "<CODE>") + " Input: one line per file, `F<TAB><modification time as Unix "
-                  "seconds><TAB><path>`" + (", plus lines `E<TAB><path>` for names already taken in the library"
-                                             if k["existing"] else "") + ". Output: the plan, one line per media "
-                  "file, `<original path><TAB><new path>`, sorted by original path in byte order.")
-            t.solve(f'test "{var}" = "{code}"')
-            t.expect_program("", cases, {"Python": src, "C++": _cpp(code, k["split"])})
-            return
-        src = REFERENCE.format(code="", split=k["split"]).replace('CODE = ""', 'CODE = sys.argv[3]')
-        files = gen.dump(k["files"])
+        ref = run_python(fill(REFERENCE, CODE='""', SPLIT=k.split))  # the code is passed to each call
+        texts = []
+        for _ in range(12):
+            files = gen.dump(rng.randrange(max(6, k.files // 4), k.files))
+            rng.shuffle(files)
+            lines = [f"F\t{m}\t{p}" for p, m in files]
+            if k.existing:
+                for p, new in ref["plan"](files, [], "CODE")[:: max(2, len(files) // k.existing)]:
+                    lines.append(f"E\t{legacy(new, 'CODE')}")
+                rng.shuffle(lines)
+            texts.append("\n".join(lines) + "\n")
+        # The worked examples use a demo code stated in the instruction: they show the format, not our code.
+        demo = t.code(1)
+        shown = [ref["main_stdin"](text, demo) for text in texts[:2]]
+        rules = self._rules(t, "<CODE>")
+        code = unseen(t, lambda: t.code(1), *texts, *shown, demo, rules)
+        cases = [(text, shown[i] if i < 2 else ref["main_stdin"](text, code)) for i, text in enumerate(texts)]
+        t.say("We rename camera dumps into our library with a fixed scheme, and we want the planner as a "
+              "program. The owner code used in every new name is given below; hard-code it.")
+        var = t.deliver(code, "the owner code")
+        t.say(rules + " Input: one line per file, `F<TAB><modification time as Unix "
+              "seconds><TAB><path>`" + (", plus lines `E<TAB><path>` for the old-scheme names in the library"
+                                         if k.existing else "") + ". Output: the plan, one line per media "
+              "file, `<original path><TAB><new path>`, sorted by original path in byte order. The worked examples "
+              f"were produced with the demo owner code {demo}; your program must use ours.")
+        t.expect_program("", cases, programs_for('"@@CODE@@"', k.split))
+        t.solve(f'test -n "{var}"\nfor f in /app/solution.*; do sed -i "s/@@CODE@@/{var}/" "$f"; done')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        gen = _Gen(rng, t.level)
+        ref = run_python(fill(REFERENCE, CODE='""', SPLIT=k.split))  # the code is passed to each call
+        files = gen.dump(k.files)
         spec = [["s", p, rng.randrange(200, 3000), 0o644, m] for p, m in files]
-        ref_truth = run_ref(REFERENCE.format(code=code, split=k["split"]))
         lib_spec = []
-        if k["existing"]:
-            pre = ref_truth["plan"](files, [])
-            for _, new in rng.sample(pre, k["existing"]):
-                lib_spec.append(["s", new, rng.randrange(200, 3000), 0o644, epoch(2024, 1, 1)])
+        if k.existing:
+            pre = ref["plan"](files, [], "CODE")
+            for _, new in rng.sample(pre, k.existing):
+                lib_spec.append(["s", legacy(new, "CODE"), rng.randrange(200, 3000), 0o644, epoch(2024, 1, 1)])
+        rules = self._rules(t, "<CODE>")
+        code = unseen(t, lambda: t.code(1), spec_json(spec), spec_json(lib_spec), rules)
         with host_tree(spec) as root:
             with host_tree(lib_spec) as lib:
-                truth = ref_truth["render"](ref_truth["plan"](ref_truth["walk"](root),
-                                                              [p for p, _ in ref_truth["walk"](lib)]))
+                truth = ref["render"](ref["plan"](ref["walk"](root), [p for p, _ in ref["walk"](lib)], code))
         ship_tree(t, spec, "/app/dumps", "dumps")
         if lib_spec:
             ship_tree(t, lib_spec, "/app/library", "library")
@@ -383,9 +423,9 @@ class MediaRenamePlan(Family):
               "naming scheme; before anything moves, we want the plan. Every new name carries the owner code "
               "given below.")
         var = t.deliver(code, "the owner code")
-        t.say(self._rules(t, "<CODE>") + " The plan has one line per media file: `<path relative to /app/dumps>"
+        t.say(rules + " The plan has one line per media file: `<path relative to /app/dumps>"
               "<TAB><new path relative to /app/library>`, sorted by original path in byte order. Do not move or "
               "rename anything yet.")
-        t.add_solution_file("plan.py", src)
+        t.add_solution_file("plan.py", fill(REFERENCE, CODE="sys.argv[3]", SPLIT=k.split))
         t.solve(f'mkdir -p /app/out\npython3 /solution/plan.py /app/dumps /app/library "{var}" > /app/out/plan.tsv')
         t.expect_output("/app/out/plan.tsv", truth, "the rename plan")

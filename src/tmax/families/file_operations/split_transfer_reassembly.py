@@ -11,10 +11,11 @@ import datetime as dt
 import hashlib
 import json
 import struct
+from dataclasses import dataclass
 
 from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.file_operations._common import run_ref
-from tmax.families.file_operations._hidden import unseen
+from tmax.families.programs import run_python
+from tmax.families.unseen import distinct, unseen
 
 REFERENCE = r'''
 import gzip
@@ -162,6 +163,17 @@ with open(sys.argv[1], encoding="utf-8") as f:
 '''
 
 
+@dataclass(frozen=True)
+class Knobs:
+    parts: int  # parts the target export is split into
+    rows: int  # CSV rows of the target export
+    bad: int  # parts whose first copy is damaged (a good copy was resent)
+    pad: bool  # zero-padded part numbers
+    gz: int  # parts gzipped in transit
+    attempts: bool  # several attempt folders, extra damaged copies
+    tar: bool  # a straggler in a tarball, a stale manifest
+
+
 @register
 class SplitTransferReassembly(Family):
     name = "split_transfer_reassembly"
@@ -170,12 +182,12 @@ class SplitTransferReassembly(Family):
     primitive_skills = ("splitting and joining files", "checksum verification", "natural sort ordering",
                         "compressed stream handling", "archive extraction", "recursive directory traversal")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"parts": 4, "rows": 60, "bad": 1, "pad": True, "gz": 0, "attempts": False, "tar": False},
-              2: {"parts": 11, "rows": 160, "bad": 3, "pad": False, "gz": 0, "attempts": False, "tar": False},
-              3: {"parts": 12, "rows": 260, "bad": 4, "pad": False, "gz": 3, "attempts": True, "tar": False},
-              4: {"parts": 14, "rows": 380, "bad": 6, "pad": False, "gz": 4, "attempts": True, "tar": True}}
+    levels = {1: Knobs(parts=4, rows=60, bad=1, pad=True, gz=0, attempts=False, tar=False),
+              2: Knobs(parts=11, rows=160, bad=3, pad=False, gz=0, attempts=False, tar=False),
+              3: Knobs(parts=12, rows=260, bad=4, pad=False, gz=3, attempts=True, tar=False),
+              4: Knobs(parts=14, rows=380, bad=6, pad=False, gz=4, attempts=True, tar=True)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         # The partner encrypts every export before splitting it and sends the passphrase separately:
         # the passphrase is the delivered value, and without it no reassembly gives the export.
@@ -188,17 +200,17 @@ class SplitTransferReassembly(Family):
         target = names[0]
         tar_members = []
         truth = ""
-        plains, passphrases = [], []
+        plains = [_csv(rng, k.rows if bi == 0 else k.rows // 3) for bi in range(len(names))]
+        passphrases = [unseen(t, lambda: t.code(3), *plains)]
+        passphrases += distinct(lambda: t.code(3), len(names) - 1, passphrases)
         for bi, code in enumerate(names):
             is_target = bi == 0
-            text = _csv(rng, k["rows"] if is_target else k["rows"] // 3)
-            plains.append(text)
-            passphrases.append(unseen(t, lambda: t.code(3), *plains, *passphrases))
-            blob = _encrypt(rng, passphrases[-1], text.encode())
-            n = k["parts"] if is_target else max(3, k["parts"] // 3)
+            text = plains[bi]
+            blob = _encrypt(rng, passphrases[bi], text.encode())
+            n = k.parts if is_target else max(3, k.parts // 3)
             parts = _split(blob, n, rng)
             base = f"{code}.csv.enc"
-            width = 2 if k["pad"] else 0
+            width = 2 if k.pad else 0
             names_ = [f"{base}.part{i + 1:0{width}d}" for i in range(n)]
             manifest = ("".join(f"{_sha(p)}  {nm}\n" for p, nm in zip(parts, names_)) + f"{_sha(blob)}  {base}\n"
                         + f"{_sha(text.encode())}  {code}.csv\n")
@@ -208,17 +220,17 @@ class SplitTransferReassembly(Family):
                     put(f"/app/transfer/{nm}", p)
                 continue
             truth = text
-            if k["tar"]:  # an outdated manifest from an earlier export
-                stale = _split(_encrypt(rng, passphrases[-1], _csv(rng, k["rows"]).encode()), n, rng)
+            if k.tar:  # an outdated manifest from an earlier export
+                stale = _split(_encrypt(rng, passphrases[0], _csv(rng, k.rows).encode()), n, rng)
                 t.add_file(f"/app/transfer/{code}.sha256.old",
                            "".join(f"{_sha(p)}  {nm}\n" for p, nm in zip(stale, names_)))
-            bad = set(rng.sample(range(n), k["bad"]))
-            gz = set(rng.sample(range(n), k["gz"]))
-            straggler = rng.choice(sorted(set(range(n)) - bad - gz)) if k["tar"] else -1
+            bad = set(rng.sample(range(n), k.bad))
+            gz = set(rng.sample(range(n), k.gz))
+            straggler = rng.choice(sorted(set(range(n)) - bad - gz)) if k.tar else -1
             gz_at = []
             for i, (p, nm) in enumerate(zip(parts, names_)):
-                first = "attempt1/" if k["attempts"] else ""
-                second = "attempt2/" if k["attempts"] else "resend/"
+                first = "attempt1/" if k.attempts else ""
+                second = "attempt2/" if k.attempts else "resend/"
                 if i == straggler:
                     tar_members.append((nm, p))
                     put(f"/app/transfer/{first}{nm}", _corrupt(rng, p))
@@ -233,7 +245,7 @@ class SplitTransferReassembly(Family):
                     gz_at.append(good_at)
                 else:
                     put(good_at, p)
-                if k["attempts"] and i not in bad and rng.random() < 0.3:  # an extra, damaged copy
+                if k.attempts and i not in bad and rng.random() < 0.3:  # an extra, damaged copy
                     put(f"/app/transfer/{second}{nm}", _corrupt(rng, p))
         for nm, p in tar_members:
             put(f"/tmp/fo-fixture/stragglers/{nm}", p)
@@ -254,12 +266,12 @@ class SplitTransferReassembly(Family):
         var = t.deliver(passphrases[0], "the passphrase")
         hints = ["Some parts arrived more than once and not every copy is intact: use, for each part, a copy that "
                  "matches the manifest."]
-        if not k["pad"]:
+        if not k.pad:
             hints.append("Part numbers are not zero-padded; parts go in numeric order.")
-        if k["attempts"]:
+        if k.attempts:
             hints.append("The transfer ran in several attempts (one folder each). Some parts were gzipped in "
                          "transit (`.gz` appended to the name); the manifest is about their decompressed content.")
-        if k["tar"]:
+        if k.tar:
             hints.append("A few late parts were bundled into a tarball by the partner. `<NAME>.sha256` is the "
                          "current manifest; anything else is stale.")
         t.say(" ".join(hints) + " Deliver the decrypted file only if its checksum matches the manifest; it must be "
@@ -271,5 +283,5 @@ class SplitTransferReassembly(Family):
                 f"want=$(awk '$2 == \"{target}.csv\" {{print $1}}' /app/transfer/{target}.sha256)\n"
                 f'test "$(sha256sum < /tmp/{target}.csv | cut -c1-64)" = "$want"\n'
                 f"cp /tmp/{target}.csv /app/out/restored.csv")
-        run_ref(REFERENCE)  # the reference must at least load on the host
+        run_python(REFERENCE)  # the reference must at least load on the host
         t.expect_output("/app/out/restored.csv", truth, "the rebuilt export")

@@ -6,9 +6,12 @@ symlinks."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.file_operations._common import WORDS, epoch, finish_setup, host_tree, run_ref, ship_tree
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.file_operations._common import WORDS, epoch, finish_setup, host_tree, ship_tree, spec_json
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import unseen
 
 REFERENCE = r'''
 import datetime as dt
@@ -16,10 +19,10 @@ import os
 import stat
 import sys
 
-MIN_SIZE = {min_size}
-SKIP_EXEC = {skip_exec}
-EXCLUDE = {exclude!r}
-TOTAL = {total}
+MIN_SIZE = @MIN_SIZE@
+SKIP_EXEC = @SKIP_EXEC@
+EXCLUDE = @EXCLUDE@
+TOTAL = @TOTAL@
 
 
 def extension(name):
@@ -32,7 +35,7 @@ def extension(name):
 def report(root, cutoff):
     limit = dt.datetime.strptime(cutoff, "%Y%m%d").replace(tzinfo=dt.timezone.utc).timestamp()
     seen = set()
-    groups = {{}}
+    groups = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in EXCLUDE)
         for name in sorted(filenames):
@@ -49,9 +52,9 @@ def report(root, cutoff):
             g[0] += 1
             g[1] += st.st_size
     rows = sorted(groups.items(), key=lambda kv: (-kv[1][1], kv[0]))
-    out = "".join(f"{{ext}}\t{{n}}\t{{size}}\n" for ext, (n, size) in rows)
+    out = "".join(f"{ext}\t{n}\t{size}\n" for ext, (n, size) in rows)
     if TOTAL:
-        out += f"TOTAL\t{{sum(n for n, _ in groups.values())}}\t{{sum(s for _, s in groups.values())}}\n"
+        out += f"TOTAL\t{sum(n for n, _ in groups.values())}\t{sum(s for _, s in groups.values())}\n"
     return out
 
 
@@ -63,6 +66,16 @@ TOPS = ("users/ana", "users/bo", "users/chen", "projects/atlas", "projects/zephy
 EXTS = ("log", "csv", "parquet", "tar.gz", "json", "txt", "bin", "iso", "LOG", "CSV", "npz", "h5", "core")
 
 
+@dataclass(frozen=True)
+class Knobs:
+    files: int  # regular files on the volume
+    min_size: bool  # a minimum size (drawn per task) below which files are left out
+    hidden: bool  # hidden files and .cache directories
+    links: bool  # hard links (counted once) and symlinks (never counted)
+    exec: bool  # files with an execute bit are left out
+    exclude: tuple[str, ...]  # directory names whose contents are skipped
+
+
 @register
 class StaleSpaceReport(Family):
     name = "stale_space_report"
@@ -72,18 +85,21 @@ class StaleSpaceReport(Family):
                         "filtering by size", "grouping by extension", "hard link identification",
                         "permission bits inspection", "hidden file handling", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"files": 30, "min_size": 0, "hidden": False, "links": False, "exec": False, "exclude": ()},
-              2: {"files": 70, "min_size": 1, "hidden": False, "links": False, "exec": False, "exclude": ()},
-              3: {"files": 130, "min_size": 1, "hidden": True, "links": True, "exec": False, "exclude": ()},
-              4: {"files": 220, "min_size": 1, "hidden": True, "links": True, "exec": True,
-                  "exclude": (".git", "node_modules", ".snapshot")}}
+    levels = {1: Knobs(files=30, min_size=False, hidden=False, links=False, exec=False, exclude=()),
+              2: Knobs(files=70, min_size=True, hidden=False, links=False, exec=False, exclude=()),
+              3: Knobs(files=130, min_size=True, hidden=True, links=True, exec=False, exclude=()),
+              4: Knobs(files=220, min_size=True, hidden=True, links=True, exec=True,
+                       exclude=(".git", "node_modules", ".snapshot"))}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        cutoff = dt.date(2024, 1, 1) + dt.timedelta(days=rng.randrange(500))
-        cut_ts = epoch(cutoff.year, cutoff.month, cutoff.day)
-        min_size = rng.choice([4096, 10000, 20000, 32768]) if k["min_size"] else 0
+        min_size = rng.choice([4096, 10000, 20000, 32768]) if k.min_size else 0
         tops = list(TOPS[:4 + t.level])
+        # The cutoff date is the delivered value. The tree is drawn first with modification times as
+        # offsets from the cutoff's midnight, the date is drawn clear of it, then the times are shifted.
+        # Some files sit exactly at the cutoff (to test the strict "before"), as many at other midnights,
+        # so no cluster of modification times gives the date away.
+        edges = [rng.randrange(-400, 200) * 86400 for _ in range(5)]
         spec, used = [], set()
 
         def add(rel, size, mode, mtime):
@@ -96,30 +112,36 @@ class StaleSpaceReport(Family):
         def mtime():
             r = rng.random()
             if r < 0.05:  # right at the cutoff, on either side
-                return cut_ts + rng.choice([-1, 0, 1, 3600])
-            return cut_ts + rng.randrange(-400 * 86400, 200 * 86400)
+                return rng.choice([-1, 0, 1, 3600])
+            if r < 0.15:  # right at another midnight
+                return rng.choice(edges) + rng.choice([-1, 0, 1, 3600])
+            return rng.randrange(-400 * 86400, 200 * 86400)
 
         n = 0
-        while n < k["files"]:
+        for _ in range(20 * k.files):
+            if n == k.files:
+                break
             d = rng.choice(tops) + rng.choice(["", "/old", "/run1", "/cache"])
             ext = rng.choice(EXTS)
             name = f"{rng.choice(WORDS)}_{rng.randrange(1000)}.{ext}"
-            if k["hidden"] and rng.random() < 0.12:
+            if k.hidden and rng.random() < 0.12:
                 name = rng.choice(["." + name, f".{rng.choice(WORDS)}rc", f".{rng.choice(WORDS)}.{ext}"])
             if rng.random() < 0.05:
                 name = rng.choice(["Makefile", "README", f"{rng.choice(WORDS)}.", f"core.{rng.randrange(10**5)}"])
-            if k["hidden"] and rng.random() < 0.08:
+            if k.hidden and rng.random() < 0.08:
                 d += "/.cache"
             size = int(rng.lognormvariate(9.5, 1.3)) % 400000
             if min_size and rng.random() < 0.05:
                 size = min_size + rng.choice([-1, 0, 1])
             mode = 0o644
-            if k["exec"] and rng.random() < 0.12:
+            if k.exec and rng.random() < 0.12:
                 mode = rng.choice([0o755, 0o700, 0o744, 0o754])
             if add(f"{d}/{name}", size, mode, mtime()):
                 n += 1
+        if n < k.files:
+            raise FamilyError(f"stale_space_report: only {n} of {k.files} different file names drawn")
         regular = [e for e in spec]
-        if k["links"]:
+        if k.links:
             for e in rng.sample(regular, 8):  # hard links: one file, several names
                 base = e[1].rsplit("/", 1)[1]
                 ext = "." + base.rsplit(".", 1)[1] if "." in base[1:] else ""
@@ -133,34 +155,38 @@ class StaleSpaceReport(Family):
                     used.add(link)
                     spec.append(["l", link, "/app/volume/" + e[1]])
             spec.append(["l", f"{tops[0]}/everything", ".."])
-        for ex in k["exclude"]:
+        for ex in k.exclude:
             for _ in range(3):
                 add(f"{rng.choice(tops)}/{ex}/{rng.choice(WORDS)}_{rng.randrange(100)}.{rng.choice(EXTS)}",
-                    rng.randrange(50000, 300000), 0o644, cut_ts - rng.randrange(10, 300) * 86400)
-        src = REFERENCE.format(min_size=min_size, skip_exec=k["exec"], exclude=tuple(k["exclude"]),
-                               total=t.level >= 4)
-        ref = run_ref(src)
+                    rng.randrange(50000, 300000), 0o644, -rng.randrange(10, 300) * 86400)
+        day = unseen(t, lambda: f"{dt.date(2024, 1, 1) + dt.timedelta(days=rng.randrange(500)):%Y%m%d}",
+                     spec_json(spec), str(min_size))
+        cutoff = dt.datetime.strptime(day, "%Y%m%d").date()
+        cut_ts = epoch(cutoff.year, cutoff.month, cutoff.day)
+        spec = [[*e[:4], e[4] + cut_ts] if e[0] == "s" else e for e in spec]
+        src = fill(REFERENCE, MIN_SIZE=min_size, SKIP_EXEC=k.exec, EXCLUDE=k.exclude, TOTAL=t.level >= 4)
+        ref = run_python(src)
         with host_tree(spec) as root:
-            truth = ref["report"](root, cutoff.strftime("%Y%m%d"))
+            truth = ref["report"](root, day)
         ship_tree(t, spec, "/app/volume", "volume")
         finish_setup(t)
         t.say("The scratch volume `/app/volume/` is full, and we want to see where the space of stale files goes "
               "before deciding what to archive. A file is stale if it was last modified before the cutoff date "
               "given below (YYYYMMDD, midnight UTC at the start of that day; a file modified exactly then is not "
               "stale).")
-        var = t.deliver(cutoff.strftime("%Y%m%d"), "the cutoff date")
+        var = t.deliver(day, "the cutoff date")
         rules = ["Only regular files count; sizes are apparent sizes in bytes (what `ls -l` shows)."]
         if min_size:
             rules.append(f"Files smaller than {min_size} bytes are not worth archiving: leave them out.")
-        if k["hidden"]:
+        if k.hidden:
             rules.append("Hidden files and directories count like any other.")
-        if k["links"]:
+        if k.links:
             rules.append("Symbolic links are never followed or counted, and a file with several hard links is "
                          "counted once.")
-        if k["exec"]:
+        if k.exec:
             rules.append("Files with any execute permission bit set are tools: leave them out.")
-        if k["exclude"]:
-            rules.append("Skip everything inside directories named " + ", ".join(f"`{x}`" for x in k["exclude"]) + ".")
+        if k.exclude:
+            rules.append("Skip everything inside directories named " + ", ".join(f"`{x}`" for x in k.exclude) + ".")
         t.say("\n".join("- " + r for r in rules))
         total = " After the rows, one last line `TOTAL<TAB><count><TAB><bytes>` over all of them." \
             if t.level >= 4 else ""

@@ -6,16 +6,20 @@ healthy link."""
 
 from __future__ import annotations
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.file_operations._common import WORDS, epoch, finish_setup, host_tree, run_ref, ship_tree
-from tmax.families.file_operations._hidden import key_cmd, key_of, unseen
+import json
+from dataclasses import dataclass
+
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.file_operations._common import WORDS, epoch, finish_setup, host_tree, ship_tree, spec_json
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
 REFERENCE = r'''
 import errno
 import os
 import sys
 
-WITH_TARGET = {with_target}
+WITH_TARGET = @WITH_TARGET@
 
 
 def classify(root):
@@ -39,7 +43,7 @@ def classify(root):
                 rows.append((rel, "outside", ""))
     out = []
     for rel, status, target in sorted(rows):
-        out.append(f"{{rel}}\t{{status}}\t{{target}}\n" if WITH_TARGET and status == "ok" else f"{{rel}}\t{{status}}\n")
+        out.append(f"{rel}\t{status}\t{target}\n" if WITH_TARGET and status == "ok" else f"{rel}\t{status}\n")
     return "".join(out)
 
 
@@ -64,6 +68,14 @@ def _rel(frm_dir, to):
     return "/".join([".."] * (len(a) - i) + b[i:]) or "."
 
 
+@dataclass(frozen=True)
+class Knobs:
+    links: int  # symbolic links in each release
+    kinds: tuple[str, ...]  # the kinds of link drawn (each at least once)
+    extra_dirs: int  # extra directories: hidden, with spaces in the name
+    target: bool  # report the resolved target of every ok link
+
+
 @register
 class SymlinkHealth(Family):
     name = "symlink_health_audit"
@@ -73,61 +85,57 @@ class SymlinkHealth(Family):
                         "recursive directory traversal", "path normalisation", "hidden file handling",
                         "handling special characters in filenames")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"links": 10, "kinds": ("ok", "dangling"), "extra_dirs": 0, "target": False},
-              2: {"links": 18, "kinds": ("ok", "dangling", "outside", "chain"), "extra_dirs": 0, "target": False},
-              3: {"links": 28, "kinds": ("ok", "dangling", "outside", "chain", "loop", "dirlink"),
-                  "extra_dirs": 2, "target": True},
-              4: {"links": 40, "kinds": ("ok", "dangling", "outside", "chain", "loop", "dirlink", "through", "abs"),
-                  "extra_dirs": 3, "target": True}}
+    levels = {1: Knobs(links=10, kinds=("ok", "dangling"), extra_dirs=0, target=False),
+              2: Knobs(links=18, kinds=("ok", "dangling", "outside", "chain"), extra_dirs=0, target=False),
+              3: Knobs(links=28, kinds=("ok", "dangling", "outside", "chain", "loop", "dirlink"), extra_dirs=2,
+                       target=True),
+              4: Knobs(links=40, kinds=("ok", "dangling", "outside", "chain", "loop", "dirlink", "through", "abs"),
+                       extra_dirs=3, target=True)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         # Release folders are named by a hash of the build id (the delivered value): the id shows nowhere
-        # on disk, and without it the other releases are indistinguishable decoys.
-        builds = []
-        while len(builds) < 5:
-            b = unseen(t, lambda: str(rng.randrange(10 ** 11, 10 ** 12)), *builds)
-            if b not in builds:
-                builds.append(b)
-        nums = sorted(key_of(b) for b in builds)
-        release = key_of(builds[0])
-        dirs = list(DIRS[:5 + t.level]) + list(EXTRA_DIRS[:k["extra_dirs"]])
-        spec = [["d", "shared/uploads", 0o755, epoch(2024, 1, 2)], ["f", "shared/uploads/banner.png", "PNG\n", 0o644,
-                                                                    epoch(2024, 1, 2)]]
+        # on disk, and without it the other releases are indistinguishable decoys. The releases are drawn
+        # under placeholder names first (release 0 is the candidate), so the ids can be drawn clear of them.
+        tokens = [f"RELEASE{i}" for i in range(5)]
+        dirs = list(DIRS[:5 + t.level]) + list(EXTRA_DIRS[:k.extra_dirs])
+        shared = [["d", "shared/uploads", 0o755, epoch(2024, 1, 2)],
+                  ["f", "shared/uploads/banner.png", "PNG\n", 0o644, epoch(2024, 1, 2)]]
+        per: dict = {num: [] for num in tokens}
         files_by: dict = {}
-        for num in nums:
+        for num in tokens:
             for d in dirs:
-                spec.append(["d", f"releases/{num}/{d}", 0o755, epoch(2024, 3, 1)])
+                per[num].append(["d", f"releases/{num}/{d}", 0o755, epoch(2024, 3, 1)])
                 for _ in range(rng.randrange(2, 5)):
                     fname = f"{rng.choice(WORDS)}_{rng.randrange(10, 99)}.{EXT[d]}"
                     if d in EXTRA_DIRS and rng.random() < 0.5:
                         fname = f"{rng.choice(WORDS)} {fname}"
                     p = f"{d}/{fname}"
-                    spec.append(["f", f"releases/{num}/{p}", f"{num} {p}\n", 0o644, epoch(2024, 3, 1)])
+                    per[num].append(["f", f"releases/{num}/{p}", f"{num} {p}\n", 0o644, epoch(2024, 3, 1)])
                     if p not in files_by.setdefault(num, []):
                         files_by[num].append(p)
-        live = rng.choice([n for n in nums if n != release])
-        spec.append(["l", "current", f"releases/{live}"])
-        for num in nums:  # every release carries the same kinds of links, so none stands out
+        live = rng.choice(tokens[1:])
+        for num in tokens:  # every release carries the same kinds of links, so none stands out
             base = f"releases/{num}"
             files = files_by[num]
-            other = rng.choice([n for n in nums if n != num])
+            other = rng.choice([n for n in tokens if n != num])
             links = []  # (path relative to the release, target)
             used = set(files) | set(dirs)
 
             def link_name(d):
-                while True:
+                for _ in range(1000):
                     w = rng.choice(WORDS)
                     name = f"{d}/{w}" + rng.choice(["", "-link", ".lnk", f"_{rng.randrange(9)}"])
-                    if k["extra_dirs"] and rng.random() < 0.2:
+                    if k.extra_dirs and rng.random() < 0.2:
                         name = f"{d}/{w} {rng.choice(WORDS)}"
                     if name not in used:
                         used.add(name)
                         return name
+                raise FamilyError("symlink_health_audit: no free link name in 1000 draws")
 
-            kinds = list(k["kinds"])
+            kinds = list(k.kinds)
             made = []
-            for i in range(k["links"]):
+            for i in range(k.links):
                 kind = kinds[i % len(kinds)] if i < len(kinds) else rng.choice(kinds)
                 d = rng.choice(dirs)
                 name = link_name(d)
@@ -181,8 +189,20 @@ class SymlinkHealth(Family):
             if t.level >= 2:
                 links.append(("assets", "static"))  # a top-level directory link
             for name, target in links:
-                spec.append(["l", f"{base}/{name}", target])
-        ref = run_ref(REFERENCE.format(with_target=k["target"]))
+                per[num].append(["l", f"{base}/{name}", target])
+        draft = spec_json(shared + [e for num in tokens for e in per[num]])
+        builds = [unseen(t, lambda: str(rng.randrange(10 ** 11, 10 ** 12)), draft)]
+        builds += distinct(lambda: str(rng.randrange(10 ** 11, 10 ** 12)), len(tokens) - 1, builds)
+        keys = [key_of(b) for b in builds]
+        release = keys[0]
+        # Written in the order of their keys, so creation order (inode numbers) does not single out the candidate.
+        text = spec_json(shared + [e for i in sorted(range(len(tokens)), key=lambda i: keys[i])
+                                   for e in per[tokens[i]]] + [["l", "current", f"releases/{live}"]])
+        for tok, key in zip(tokens, keys):
+            text = text.replace(tok, key)
+        spec = json.loads(text)
+        src = fill(REFERENCE, WITH_TARGET=k.target)
+        ref = run_python(src)
         with host_tree(spec, rebase="/app/deploy") as root:
             truth = ref["classify"](f"{root}/releases/{release}")
         ship_tree(t, spec, "/app/deploy", "deploy")
@@ -198,15 +218,15 @@ class SymlinkHealth(Family):
         statuses = ["`ok`: following it (and any further links) reaches an existing file or directory inside the "
                     "release directory",
                     "`dangling`: it leads to something that does not exist"]
-        if "outside" in k["kinds"]:
+        if "outside" in k.kinds:
             statuses.append("`outside`: it reaches an existing file or directory outside the release directory")
-        if "loop" in k["kinds"]:
+        if "loop" in k.kinds:
             statuses.append("`loop`: resolving it never ends (links that lead back to each other)")
         target = (" For `ok` links add a third field: the fully resolved path, relative to the release directory "
-                  "(`.` for the release directory itself)." if k["target"] else "")
+                  "(`.` for the release directory itself)." if k.target else "")
         t.say("Classify each link as " + "; ".join(statuses) + ". The report has one line per link: "
               f"`<link path relative to the release directory><TAB><status>`, sorted by path in byte order.{target}")
-        t.add_solution_file("links.py", REFERENCE.format(with_target=k["target"]))
+        t.add_solution_file("links.py", src)
         t.solve(f'mkdir -p /app/out\nkey={key_cmd(var)}\n'
                 'python3 /solution/links.py "/app/deploy/releases/$key" > /app/out/links.tsv')
         t.expect_output("/app/out/links.tsv", truth, "the link report")

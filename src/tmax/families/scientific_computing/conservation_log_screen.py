@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import math
 import random
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.scientific_computing._unseen import clear_of, visible_numbers
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import hidden
 
 REFERENCE = r'''
 import math
 import sys
 
-TOL_PPB = int("__TOL_PPB__")
-RULES = __RULES__
+TOL_PPB = "@@TOL_PPB@@"  # the oracle writes the delivered tolerance here
+RULES = @RULES@
 DRIFTS = [r for r in RULES if r in ("momentum", "energy")]
 
 
@@ -40,7 +42,7 @@ def parse(text):
 
 def check(text, tol_ppb=None):
     """(first failing rule or None, momentum drift, energy drift) -- drifts relative, None if not reached."""
-    tol = (TOL_PPB if tol_ppb is None else tol_ppb) * 1e-9
+    tol = int(TOL_PPB if tol_ppb is None else tol_ppb) * 1e-9
     masses, dt, rows = parse(text)
     n = len(masses)
     steps = {}
@@ -88,7 +90,7 @@ def usage(text, tol_ppb=None):
     """The largest checked drift of a sound run as a share of the tolerance."""
     _, mom, en = check(text, tol_ppb)
     drift = max({"momentum": mom, "energy": en}[r] for r in DRIFTS)
-    return drift / ((TOL_PPB if tol_ppb is None else tol_ppb) * 1e-9)
+    return drift / (int(TOL_PPB if tol_ppb is None else tol_ppb) * 1e-9)
 
 
 def report(named, tol_ppb=None, mode="reasons"):
@@ -122,13 +124,13 @@ C_REFERENCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
-#define TOL_PPB __TOL_PPB__
-#define R_ROWS __R_ROWS__
-#define R_TIME __R_TIME__
-#define R_NONFINITE __R_NONFINITE__
-#define R_MASS __R_MASS__
-#define R_MOMENTUM __R_MOMENTUM__
-#define R_ENERGY __R_ENERGY__
+#define TOL_PPB @@TOL_PPB@@
+#define R_ROWS @R_ROWS@
+#define R_TIME @R_TIME@
+#define R_NONFINITE @R_NONFINITE@
+#define R_MASS @R_MASS@
+#define R_MOMENTUM @R_MOMENTUM@
+#define R_ENERGY @R_ENERGY@
 
 typedef struct { long step; double t; long id; double v[4]; } Row;
 
@@ -314,6 +316,82 @@ def _scale_internal(vel: list[list[float]], masses: list[float], f: float) -> No
         v[1] = cy + f * (v[1] - cy)
 
 
+def share_ok(x: float) -> bool:
+    """A margin that rounds the same in any correct program."""
+    f = x * 10000
+    return abs(f - math.floor(f) - 0.5) > 1e-3
+
+
+@dataclass(frozen=True)
+class Knobs:
+    rules: tuple[str, ...]  # the checks applied (taken in ORDER)
+    runs: int  # run logs to screen (output cases)
+    reasons: bool  # a rejected run's line names its first failed check
+
+
+WHAT = "the tolerance in ppb"
+
+
+class Runs:
+    """The run logs of one task for a tolerance (in ppb): sound runs kept well inside it, broken ones well
+    outside, a few planted just inside and just outside. ``small``: the short logs of a corpus."""
+
+    def __init__(self, t: TaskBuilder, ns: dict, tol_ppb: int, small: bool):
+        self.rng, self.ns, self.small = t.rng, ns, small
+        self.tol_ppb, self.tol = tol_ppb, tol_ppb * 1e-9
+
+    def check(self, text: str) -> tuple:
+        return self.ns["check"](text, self.tol_ppb)
+
+    def run(self, fault: str | None) -> str:
+        tol = self.tol
+        for _ in range(2000):
+            text = simulate(self.rng, tol, fault, self.small)
+            why, mom, en = self.check(text)
+            if why != fault:
+                continue
+            # keep sound quantities well inside the tolerance and broken ones well outside it
+            if (mom is not None and (0.5 * tol < mom < 1.5 * tol)) or \
+                    (en is not None and (0.5 * tol < en < 1.5 * tol)):
+                continue
+            # a sound run's margin is large enough that a tolerance 0.1% off moves its 4th decimal
+            if fault is None:
+                share = self.ns["usage"](text, self.tol_ppb)
+                if not (share >= 0.2 and share_ok(share)):
+                    continue
+            return text
+        raise FamilyError(f"conservation_log_screen: no clear-cut run with fault {fault} in 2000 draws")
+
+    def tuned(self, fault: str | None, lo: float, hi: float) -> str:
+        """A run whose drift (the energy's for a sound run, the fault's own otherwise) is lo..hi
+        tolerances: the noise or kick size is bisected over the same random run."""
+        tol = self.tol
+        for _ in range(200):
+            seed = self.rng.getrandbits(64)
+
+            def drift(amp: float) -> tuple[str, str | None, float, float]:
+                text = simulate(random.Random(seed), tol, fault, self.small, amp)
+                why, mom, en = self.check(text)
+                if mom is None:
+                    return text, why, 0.0, 0.0
+                return text, why, (mom if fault == "momentum" else en) / tol, en / tol
+
+            target, a, b = (lo + hi) / 2, 0.0, 1.0
+            while b < 1e4 and drift(b)[2] <= target:
+                a, b = b, 2 * b
+            if b >= 1e4:
+                continue
+            for _ in range(80):
+                m = (a + b) / 2
+                text, why, d, en = drift(m)
+                if lo <= d <= hi:
+                    if why == fault and share_ok(d) and (fault != "momentum" or en < 0.5):
+                        return text
+                    break
+                a, b = (m, b) if d < target else (a, m)
+        raise FamilyError(f"conservation_log_screen: no run with fault {fault} tuned to {lo}..{hi} tolerances")
+
+
 @register
 class ConservationLogScreen(Family):
     name = "conservation_log_screen"
@@ -322,110 +400,32 @@ class ConservationLogScreen(Family):
     primitive_skills = ("energy conservation checks", "momentum conservation checks", "tolerance-based comparison",
                         "measurement validation", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
-    levels = {1: {"rules": ["energy"], "runs": 8, "reasons": False},
-              2: {"rules": ["momentum", "energy"], "runs": 12, "reasons": True},
-              3: {"rules": ["time", "nonfinite", "momentum", "energy"], "runs": 16, "reasons": True},
-              4: {"rules": list(ORDER), "runs": 20, "reasons": True}}
+    levels = {1: Knobs(rules=("energy",), runs=8, reasons=False),
+              2: Knobs(rules=("momentum", "energy"), runs=12, reasons=True),
+              3: Knobs(rules=("time", "nonfinite", "momentum", "energy"), runs=16, reasons=True),
+              4: Knobs(rules=ORDER, runs=20, reasons=True)}
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
 
-    def build(self, t: TaskBuilder) -> None:
-        # The delivered tolerance is a 7-digit count of ppb drawn clear of every number in what the agent
-        # sees (the logs have no run of more than 6 digits). Runs planted just inside and just outside it,
-        # and the margin report, make any other candidate give a different answer.
-        while True:
+    def draw(self, t: TaskBuilder, make) -> tuple[int, object]:
+        """The delivered tolerance and what ``make(tol_ppb)`` builds with it. The tolerance is a 7-digit
+        count of ppb drawn clear of every number in what the agent sees (the logs have no run of more than
+        6 digits). Runs planted just inside and just outside it, and the margin report, make any other
+        candidate give a different answer."""
+        for _ in range(20):
             tol_ppb = t.rng.randrange(1_100_000, 9_900_000)
-            built = self.generate(t, tol_ppb)
-            if clear_of(tol_ppb, visible_numbers(*built["seen"]), 0.05 * tol_ppb):
-                break
-        self.write(t, tol_ppb, built)
+            built, seen = make(tol_ppb)
+            if hidden(t, tol_ppb, 0.05 * tol_ppb, *seen):
+                return tol_ppb, built
+        raise FamilyError("conservation_log_screen: every tolerance drawn shows in the task in 20 draws")
 
-    def generate(self, t: TaskBuilder, tol_ppb: int) -> dict:
-        k, rng = t.knobs, t.rng
-        tol = tol_ppb * 1e-9
-        rules = [r for r in ORDER if r in k["rules"]]
-        src = REFERENCE.replace("__RULES__", repr(rules))
-        ns: dict = {}
-        exec(src.replace("__TOL_PPB__", str(tol_ppb)), ns)  # noqa: S102 - our own reference program
-        small = t.axes.verifier == "adversarial_corpus"
+    def setup(self, t: TaskBuilder) -> tuple[list[str], str, dict]:
+        """The checks in order, the filled reference and its namespace."""
+        rules = [r for r in ORDER if r in t.knobs.rules]
+        src = fill(REFERENCE, RULES=rules)
+        return rules, src, run_python(src)
 
-        def share_ok(x: float) -> bool:  # a margin that rounds the same in any correct program
-            f = x * 10000
-            return abs(f - math.floor(f) - 0.5) > 1e-3
-
-        def run(fault: str | None) -> str:
-            while True:
-                text = simulate(rng, tol, fault, small)
-                why, mom, en = ns["check"](text)
-                if why != fault:
-                    continue
-                # keep sound quantities well inside the tolerance and broken ones well outside it
-                if (mom is not None and (0.5 * tol < mom < 1.5 * tol)) or \
-                        (en is not None and (0.5 * tol < en < 1.5 * tol)):
-                    continue
-                # a sound run's margin is large enough that a tolerance 0.1% off moves its 4th decimal
-                if fault is None and not (ns["usage"](text) >= 0.2 and share_ok(ns["usage"](text))):
-                    continue
-                return text
-
-        def tuned(fault: str | None, lo: float, hi: float) -> str:
-            """A run whose drift (the energy's for a sound run, the fault's own otherwise) is lo..hi
-            tolerances: the noise or kick size is bisected over the same random run."""
-            while True:
-                seed = rng.getrandbits(64)
-
-                def drift(amp: float) -> tuple[str, str | None, float, float]:
-                    text = simulate(random.Random(seed), tol, fault, small, amp)
-                    why, mom, en = ns["check"](text)
-                    if mom is None:
-                        return text, why, 0.0, 0.0
-                    return text, why, (mom if fault == "momentum" else en) / tol, en / tol
-
-                target, a, b = (lo + hi) / 2, 0.0, 1.0
-                while b < 1e4 and drift(b)[2] <= target:
-                    a, b = b, 2 * b
-                if b >= 1e4:
-                    continue
-                for _ in range(80):
-                    m = (a + b) / 2
-                    text, why, d, en = drift(m)
-                    if lo <= d <= hi:
-                        if why == fault and share_ok(d) and (fault != "momentum" or en < 0.5):
-                            return text
-                        break
-                    a, b = (m, b) if d < target else (a, m)
-
-        out: dict = {"rules": rules, "src": src, "ns": ns}
-        if small:
-            faults = rules
-            clean = [run(None) for _ in range(22)] + [tuned(None, *NEAR_OK) for _ in range(2)]
-            near = [f for f in ("energy", "momentum") if f in rules]
-            malicious = [run(faults[i % len(faults)]) for i in range(24 - len(near))] + \
-                [tuned(f, *NEAR_BAD) for f in near]
-            samples = {}
-            for i, fault in enumerate([None, None] + faults[:2], 1):
-                verdict = "accepted" if fault is None else "rejected"
-                samples[f"run{i}_{verdict}.csv"] = run(fault)
-            out.update(clean=clean, malicious=malicious, samples=samples, seen=list(samples.values()))
-            return out
-        n_bad = max(2, k["runs"] // 3)
-        kinds = [None] * (k["runs"] - n_bad) + [rules[i % len(rules)] for i in range(n_bad)]
-        rng.shuffle(kinds)
-        near_ok = rng.choice([i for i, f in enumerate(kinds) if f is None])
-        near_bad = rng.choice([i for i, f in enumerate(kinds) if f == "energy"])
-        named = {}
-        for i, fault in enumerate(kinds):
-            name = f"run_{i + 1:02d}.csv"
-            if i == near_ok:
-                named[name] = tuned(None, *NEAR_OK)
-            elif i == near_bad:
-                named[name] = tuned("energy", *NEAR_BAD)
-            else:
-                named[name] = run(fault)
-        out.update(named=named, seen=list(named.values()))
-        return out
-
-    def write(self, t: TaskBuilder, tol_ppb: int, built: dict) -> None:
-        k, rules, src, ns = t.knobs, built["rules"], built["src"], built["ns"]
+    def texts(self, rules: list[str]) -> tuple[str, str]:
+        """(the log format, the checks) as the instruction states them."""
         desc = ("Each run log starts with two header lines, `# masses: m_0 m_1 ...` (one mass per particle) and "
                 "`# dt: <seconds>`, then a CSV with header `step,t,id,x,y,vx,vy`: one row per particle per time step. "
                 "The particles only interact through elastic collisions, so a sound run conserves total momentum and "
@@ -434,26 +434,64 @@ class ConservationLogScreen(Family):
         checks = ("A run is rejected when it fails one of these checks" + (", taken in this order (the first one "
                   "it fails is its reason)" if len(rules) > 1 else "") + ": " + "; ".join(RULE_TEXT[r] for r in rules)
                   + ".")
-        what = "the tolerance in ppb"
-        if t.axes.verifier == "adversarial_corpus":
-            for name, text in built["samples"].items():
-                t.add_file(f"/app/samples/{name}", text)
-            t.say("Our particle simulation code has been producing the odd corrupted run and we want a gate in the "
-                  "pipeline that refuses them before analysis. " + desc)
-            v = t.deliver(str(tol_ppb), what)
-            t.say(checks + " A few past runs with their verdicts are in `/app/samples/`.")
-            c_src = C_REFERENCE
-            for r in ORDER:
-                c_src = c_src.replace(f"__R_{r.upper()}__", "1" if r in rules else "0")
-            t.expect_classifier("Write that gate as a program (hard-code the tolerance): one run log arrives on "
-                                "standard input.", built["clean"], built["malicious"], {"Python": src, "C": c_src})
-            t.solve(f'test -n "{v}"\nfor f in /app/solution.*; do sed -i "s/__TOL_PPB__/{v}/" "$f"; done')
-            return
-        named = built["named"]
+        return desc, checks
+
+    def corpus_case(self, t: TaskBuilder) -> None:
+        rules, src, ns = self.setup(t)
+
+        def make(tol_ppb: int) -> tuple[dict, list[str]]:
+            r = Runs(t, ns, tol_ppb, small=True)
+            clean = [r.run(None) for _ in range(22)] + [r.tuned(None, *NEAR_OK) for _ in range(2)]
+            near = [f for f in ("energy", "momentum") if f in rules]
+            malicious = [r.run(rules[i % len(rules)]) for i in range(24 - len(near))] + \
+                [r.tuned(f, *NEAR_BAD) for f in near]
+            samples = {}
+            for i, fault in enumerate([None, None] + rules[:2], 1):
+                verdict = "accepted" if fault is None else "rejected"
+                samples[f"run{i}_{verdict}.csv"] = r.run(fault)
+            return {"clean": clean, "malicious": malicious, "samples": samples}, list(samples.values())
+
+        tol_ppb, built = self.draw(t, make)
+        desc, checks = self.texts(rules)
+        for name, text in built["samples"].items():
+            t.add_file(f"/app/samples/{name}", text)
+        t.say("Our particle simulation code has been producing the odd corrupted run and we want a gate in the "
+              "pipeline that refuses them before analysis. " + desc)
+        v = t.deliver(str(tol_ppb), WHAT)
+        t.say(checks + " A few past runs with their verdicts are in `/app/samples/`.")
+        c_src = fill(C_REFERENCE, **{f"R_{r.upper()}": "1" if r in rules else "0" for r in ORDER})
+        t.expect_classifier("Write that gate as a program (hard-code the tolerance): one run log arrives on "
+                            "standard input.", built["clean"], built["malicious"], {"Python": src, "C": c_src})
+        t.solve(f'test -n "{v}"\nfor f in /app/solution.*; do sed -i "s/@@TOL_PPB@@/{v}/" "$f"; done')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k = t.knobs
+        rules, src, ns = self.setup(t)
+        n_bad = max(2, k.runs // 3)
+        kinds = [None] * (k.runs - n_bad) + [rules[i % len(rules)] for i in range(n_bad)]
+        t.rng.shuffle(kinds)
+        near_ok = t.rng.choice([i for i, f in enumerate(kinds) if f is None])
+        near_bad = t.rng.choice([i for i, f in enumerate(kinds) if f == "energy"])
+
+        def make(tol_ppb: int) -> tuple[dict, list[str]]:
+            r = Runs(t, ns, tol_ppb, small=False)
+            named = {}
+            for i, fault in enumerate(kinds):
+                name = f"run_{i + 1:02d}.csv"
+                if i == near_ok:
+                    named[name] = r.tuned(None, *NEAR_OK)
+                elif i == near_bad:
+                    named[name] = r.tuned("energy", *NEAR_BAD)
+                else:
+                    named[name] = r.run(fault)
+            return named, list(named.values())
+
+        tol_ppb, named = self.draw(t, make)
+        desc, checks = self.texts(rules)
         for name, text in named.items():
             t.add_file(f"/app/runs/{name}", text)
-        t.say(f"The last batch of our particle simulation wrote {k['runs']} run logs to `/app/runs/`. " + desc)
-        v = t.deliver(str(tol_ppb), what)
+        t.say(f"The last batch of our particle simulation wrote {k.runs} run logs to `/app/runs/`. " + desc)
+        v = t.deliver(str(tol_ppb), WHAT)
         t.say(checks)
         drifts = [r for r in rules if r in ("momentum", "energy")]
         # Every sound run is reported with its share of the tolerance, so the answer needs the exact
@@ -462,19 +500,19 @@ class ConservationLogScreen(Family):
                  "compared with the tolerance above)" if len(drifts) > 1 else "the share of the tolerance it used: "
                  "its energy drift (the quantity compared with the tolerance above)") + \
             " divided by the tolerance, rounded to 4 decimals"
-        if t.axes.verifier == "metric_threshold":  # rejected runs' lines would not depend on the tolerance
+        if t.partial_credit:  # rejected runs' lines would not depend on the tolerance
             mode, out = "margins", "/app/out/margins.txt"
             fmt = ("one line per run that passes every check, sorted by file name: the file name (e.g. "
                    f"`run_07.csv`), a space, and {share}. Rejected runs are not listed.")
             what_out = "the margin report of the sound runs (format above)"
         else:
-            mode, out = ("reasons" if k["reasons"] else "names"), "/app/out/screen.txt"
-            reject = ("the reason (the name of the first check it fails, e.g. `" + rules[-1] + "`)" if k["reasons"]
+            mode, out = ("reasons" if k.reasons else "names"), "/app/out/screen.txt"
+            reject = ("the reason (the name of the first check it fails, e.g. `" + rules[-1] + "`)" if k.reasons
                       else "the word `rejected`")
             fmt = ("one line per run, sorted by file name: the file name (e.g. `run_07.csv`), a space, then for a "
                    f"sound run `ok`, a space and {share}; for a rejected run {reject}.")
             what_out = "the screening report (format above)"
         t.say(f"Output format: {fmt}")
-        t.add_solution_file("screen.py", src.replace("__TOL_PPB__", "0"))
+        t.add_solution_file("screen.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/screen.py --dir /app/runs "{v}" {mode} > {out}')
-        t.expect_output(out, ns["report"](named, None, mode), what_out)
+        t.expect_output(out, ns["report"](named, tol_ppb, mode), what_out)

@@ -6,17 +6,20 @@ draws must be consumed in exactly the stated order."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import C_TRIM, fill, run_python
+from tmax.families.unseen import unseen, visible
 
 REFERENCE = r'''
 import math
 import sys
 
-SEED = __SEED__
-A, C, M = __LCG__
-MODE = "__MODE__"
-FUNC = __FUNC__
+SEED = "@@SEED@@"  # the oracle writes the delivered seed here
+A, C, M = @LCG@
+MODE = "@MODE@"
+FUNC = @FUNC@
 
 
 class Lcg:
@@ -61,6 +64,7 @@ def run(p, seed):
     cap = int(p.get("max_collisions", 0))
     out = {"transmitted": 0, "reflected": 0, "absorbed": 0, "terminated": 0}
     collisions_of_transmitted = 0
+    depth_of_absorbed = 0.0
     for _ in range(n):
         x, mu, coll = 0.0, 1.0, 0
         while True:
@@ -75,6 +79,7 @@ def run(p, seed):
             coll += 1
             if rng.next() < sa / st:
                 out["absorbed"] += 1
+                depth_of_absorbed += x
                 break
             if coll == cap:
                 out["terminated"] += 1
@@ -84,17 +89,18 @@ def run(p, seed):
     out["transmission"] = tr
     out["std_error"] = math.sqrt(tr * (1 - tr) / n)
     out["mean_collisions"] = collisions_of_transmitted / out["transmitted"] if out["transmitted"] else 0.0
+    out["mean_absorption_depth"] = depth_of_absorbed / out["absorbed"] if out["absorbed"] else 0.0
     return out
 
 
 FORMATS = {"hits": "%d", "pi_estimate": "%.6f", "estimate": "%.6f", "std_error": "%.6f", "transmitted": "%d",
            "reflected": "%d", "absorbed": "%d", "terminated": "%d", "transmission": "%.6f",
            "mean_collisions": "%.4f"}
-FIELDS = __FIELDS__
+FIELDS = @FIELDS@
 
 
 def measure(text, seed=None):
-    return run(parse(text), SEED if seed is None else seed)
+    return run(parse(text), int(SEED if seed is None else seed))
 
 
 def report(text, seed=None):
@@ -112,6 +118,7 @@ if __name__ == "__main__":
 
 C_REFERENCE = r'''
 /* Monte Carlo driven by a linear congruential generator (see the task statement). */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,9 +127,9 @@ C_REFERENCE = r'''
 #define MODE_PI 0
 #define MODE_INTEGRAL 1
 #define MODE_SLAB 2
-static const int MODE = __CMODE__;
-static const unsigned long long SEED = __SEED__ULL;
-static const unsigned long long A = __A__ULL, C = __C__ULL, M = __M__ULL;
+static const int MODE = @CMODE@;
+static const unsigned long long SEED = @@SEED@@ULL;
+static const unsigned long long A = @A@ULL, C = @C@ULL, M = @M@ULL;
 static unsigned long long state;
 
 static double next_u(void) {
@@ -130,7 +137,7 @@ static double next_u(void) {
     return ((double)state + 0.5) / (double)M;
 }
 
-static double func(double x) { return __CFUNC__; }
+static double func(double x) { return @CFUNC@; }
 
 static double param(char keys[][64], double *vals, int n, const char *key, double dflt) {
     for (int i = 0; i < n; i++)
@@ -138,12 +145,7 @@ static double param(char keys[][64], double *vals, int n, const char *key, doubl
     return dflt;
 }
 
-static char *trim(char *s) {
-    while (*s == ' ' || *s == '\t') s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r')) *--e = 0;
-    return s;
-}
+@C_TRIM@
 
 int main(void) {
     char line[256], keys[32][64];
@@ -230,6 +232,72 @@ def safe(x: float, d: int) -> bool:
     return abs(f - math.floor(f) - 0.5) > 1e-3
 
 
+@dataclass(frozen=True)
+class Knobs:
+    mode: str  # pi (hit-or-miss), integral (sample mean) or slab (particle transport)
+    n: tuple[int, ...]  # sample or particle counts to choose from
+    fields: tuple[str, ...]  # the reported keys, in order
+    cap: bool = False  # slab: a collision cap (max_collisions)
+
+
+WHAT = "the generator seed"
+C_MODES = {"pi": "MODE_PI", "integral": "MODE_INTEGRAL", "slab": "MODE_SLAB"}
+
+
+class Setup:
+    """One task's draws: the generator, the integrand and the reference filled with them. The seed (the
+    delivered value) is drawn with the data, since what counts as a safe configuration depends on it."""
+
+    def __init__(self, t: TaskBuilder):
+        k, rng = t.knobs, t.rng
+        self.k, self.rng = k, rng
+        self.lcg = rng.choice(LCGS)
+        self.func, self.func_text, self.c_func = rng.choice(FUNCS)
+        self.src = fill(REFERENCE, LCG=self.lcg, MODE=k.mode, FUNC=self.func, FIELDS=k.fields)
+        self.ns = run_python(self.src)
+
+    def c_src(self) -> str:
+        a, c, m = self.lcg
+        return fill(C_REFERENCE, CMODE=C_MODES[self.k.mode], CFUNC=self.c_func, A=a, C=c, M=m, C_TRIM=C_TRIM)
+
+    def config(self, n: int, seed: int) -> str:
+        """Parameters whose rounded results are safe from float noise (and, for the slab, every outcome
+        occurs)."""
+        k = self.k
+        for _ in range(1000):
+            text = params(self.rng, k, n)
+            m = self.ns["measure"](text, seed)
+            if all(safe(m[f], DECIMALS[f]) for f in k.fields if f in DECIMALS) and \
+                    (k.mode != "slab" or min(m["transmitted"], m["reflected"], m["absorbed"]) > 0):
+                return text
+        raise FamilyError("lcg_monte_carlo: no configuration with safely rounded results in 1000 draws")
+
+    def seeded(self, t: TaskBuilder, sizes: list[int], shown: int, *extra: str) -> tuple[int, list[str]]:
+        """The seed and configurations of the given sizes made with it: the seed shows neither in the
+        task so far (``extra`` included) nor in the first ``shown`` configurations and their results."""
+        for _ in range(20):
+            seed = int(unseen(t, lambda: str(self.rng.randrange(1000, 2 ** 31)), *extra))
+            texts = [self.config(n, seed) for n in sizes]
+            if not visible(t, str(seed), *extra, *texts[:shown],
+                           *(self.ns["report"](x, seed) for x in texts[:shown])):
+                return seed, texts
+        raise FamilyError("lcg_monte_carlo: the seed shows in the configurations in 20 draws")
+
+
+def params(rng, k: Knobs, n: int) -> str:
+    if k.mode == "pi":
+        return f"samples = {n}\n"
+    if k.mode == "integral":
+        a = rng.randrange(0, 20) / 10
+        return f"samples = {n}\na = {a:g}\nb = {a + rng.randrange(5, 30) / 10:g}\n"
+    st = rng.randrange(5, 30) / 10
+    text = (f"particles = {n}\nthickness = {rng.randrange(10, 40) / 10:g}\nsigma_t = {st:g}\n"
+            f"sigma_a = {st * rng.randrange(10, 60) / 100:.3g}\n")
+    if k.cap:
+        text += f"max_collisions = {rng.randint(3, 8)}\n"
+    return text
+
+
 @register
 class LcgMonteCarlo(Family):
     name = "lcg_monte_carlo"
@@ -239,37 +307,24 @@ class LcgMonteCarlo(Family):
                         "standard error estimation", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"mode": "pi", "n": (10000, 20000, 25000, 40000), "fields": ["hits", "pi_estimate"]},
-              2: {"mode": "integral", "n": (10000, 20000, 25000), "fields": ["estimate", "std_error"]},
-              3: {"mode": "slab", "n": (2000, 4000, 5000), "cap": False,
-                  "fields": ["transmitted", "reflected", "absorbed", "transmission"]},
-              4: {"mode": "slab", "n": (5000, 8000, 10000), "cap": True,
-                  "fields": ["transmitted", "reflected", "absorbed", "terminated", "transmission", "std_error",
-                             "mean_collisions"]}}
+    levels = {1: Knobs(mode="pi", n=(10000, 20000, 25000, 40000), fields=("hits", "pi_estimate")),
+              2: Knobs(mode="integral", n=(10000, 20000, 25000), fields=("estimate", "std_error")),
+              3: Knobs(mode="slab", n=(2000, 4000, 5000), cap=False,
+                       fields=("transmitted", "reflected", "absorbed", "transmission")),
+              4: Knobs(mode="slab", n=(5000, 8000, 10000), cap=True,
+                       fields=("transmitted", "reflected", "absorbed", "terminated", "transmission", "std_error",
+                               "mean_collisions"))}
 
-    def params(self, rng, k: dict, n: int) -> str:
-        if k["mode"] == "pi":
-            return f"samples = {n}\n"
-        if k["mode"] == "integral":
-            a = rng.randrange(0, 20) / 10
-            return f"samples = {n}\na = {a:g}\nb = {a + rng.randrange(5, 30) / 10:g}\n"
-        st = rng.randrange(5, 30) / 10
-        text = (f"particles = {n}\nthickness = {rng.randrange(10, 40) / 10:g}\nsigma_t = {st:g}\n"
-                f"sigma_a = {st * rng.randrange(10, 60) / 100:.3g}\n")
-        if k["cap"]:
-            text += f"max_collisions = {rng.randint(3, 8)}\n"
-        return text
-
-    def rules(self, k: dict, lcg: tuple[int, int, int], func: str) -> str:
+    def rules(self, k: Knobs, lcg: tuple[int, int, int], func: str) -> str:
         a, c, m = lcg
         s = (f"The generator is the linear congruential generator x_(i+1) = ({a} * x_i + {c}) mod {m}, with x_0 the "
              f"seed (given below); every draw advances it once and yields u = (x_(i+1) + 0.5) / {m}, so 0 < u < 1. "
              "Use exact integer arithmetic for the recurrence and double precision for everything else, and "
              "consume the draws in exactly the order described. ")
-        if k["mode"] == "pi":
+        if k.mode == "pi":
             s += ("Estimate pi by hit-or-miss: for each of `samples` points draw u, then v; the point is a hit when "
                   "u*u + v*v <= 1.")
-        elif k["mode"] == "integral":
+        elif k.mode == "integral":
             s += (f"Estimate the integral of f(x) = {func} from x = a to x = b by the sample mean: for each of "
                   "`samples` draws u, take x = a + (b - a) * u and the value y = (b - a) * f(x); the estimate is the "
                   "mean of the y values and `std_error` is their sample standard deviation (dividing by samples - 1) "
@@ -281,71 +336,60 @@ class LcgMonteCarlo(Family):
                   "logarithm); if now x >= thickness the "
                   "particle is transmitted, if x < 0 it is reflected (either ends it). Otherwise it collides: draw u; "
                   "if u < sigma_a / sigma_t it is absorbed (ends).")
-            if k["cap"]:
+            if k.cap:
                 s += (" Otherwise, if this was its `max_collisions`-th collision it is terminated (ends, no more "
                       "draws).")
             s += (" Otherwise it scatters: draw u and set mu = 2 * u - 1, then continue. Particles are simulated one "
                   "after another from the same generator.")
-            if "std_error" in k["fields"]:
+            if "std_error" in k.fields:
                 s += " `std_error` is sqrt(transmission * (1 - transmission) / particles)."
         return s
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
-        lcg = rng.choice(LCGS)
-        seed = rng.randrange(1000, 2 ** 31)
-        func, func_text, c_func = rng.choice(FUNCS)
-        src = (REFERENCE.replace("__LCG__", repr(lcg)).replace("__MODE__", k["mode"]).replace("__FUNC__", func)
-               .replace("__FIELDS__", repr(k["fields"])))
-        ns: dict = {}
-        exec(src.replace("__SEED__", str(seed)), ns)  # noqa: S102 - our own reference program
-
-        def config(n: int) -> str:
-            while True:
-                text = self.params(rng, k, n)
-                m = ns["measure"](text)
-                if all(safe(m[f], DECIMALS[f]) for f in k["fields"] if f in DECIMALS) and \
-                        (k["mode"] != "slab" or min(m["transmitted"], m["reflected"], m["absorbed"]) > 0):
-                    return text
-
+    def texts(self, k: Knobs, d: Setup) -> tuple[str, str, str]:
+        """(the parameter keys, the rules, the output format) as the instruction states them."""
         keys = {"pi": "`samples`", "integral": "`samples`, `a`, `b`",
-                "slab": "`particles`, `thickness`, `sigma_t`, `sigma_a`"
-                        + (", `max_collisions`" if k.get("cap") else "")}
-        fmt = "`key=value` lines, in this order: " + ", ".join(FIELD_TEXT[f] for f in k["fields"]) + "."
-        what = "the generator seed"
-        if t.axes.verifier == "fuzz_equivalence":
-            cases = []
-            for _ in range(10):
-                text = config(rng.choice([n // 5 for n in k["n"]]))
-                cases.append((text, ns["report"](text)))
-            t.say("Our group reruns the same Monte Carlo calculations with different parameters and wants them "
-                  "bit-for-bit reproducible. Write the calculation as a program that reads the parameters on standard "
-                  f"input (`key = value` lines, keys {keys[k['mode']]}). " + self.rules(k, lcg, func_text))
-            v = t.deliver(str(seed), what)
-            t.say(f"Output: {fmt}")
-            c_mode = {"pi": "MODE_PI", "integral": "MODE_INTEGRAL", "slab": "MODE_SLAB"}[k["mode"]]
-            c_src = (C_REFERENCE.replace("__CMODE__", c_mode).replace("__CFUNC__", c_func)
-                     .replace("__A__", str(lcg[0])).replace("__C__", str(lcg[1])).replace("__M__", str(lcg[2])))
-            t.expect_program("Every run uses the seed given above: hard-code it.", cases,
-                             {"Python": src, "C": c_src})
-            t.solve(f'test -n "{v}"\nfor f in /app/solution.*; do sed -i "s/__SEED__/{v}/" "$f"; done')
-            return
-        text = config(rng.choice(k["n"]))
+                "slab": "`particles`, `thickness`, `sigma_t`, `sigma_a`" + (", `max_collisions`" if k.cap else "")}
+        fmt = "`key=value` lines, in this order: " + ", ".join(FIELD_TEXT[f] for f in k.fields) + "."
+        return keys[k.mode], self.rules(k, d.lcg, d.func_text), fmt
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k = t.knobs
+        d = Setup(t)
+        keys, rules, fmt = self.texts(k, d)
+        t.say("Our group reruns the same Monte Carlo calculations with different parameters and wants them "
+              "bit-for-bit reproducible. Write the calculation as a program that reads the parameters on standard "
+              f"input (`key = value` lines, keys {keys}). " + rules)
+        seed, texts = d.seeded(t, [d.rng.choice([n // 5 for n in k.n]) for _ in range(10)], 2, fmt)
+        cases = [(text, d.ns["report"](text, seed)) for text in texts]
+        v = t.deliver(str(seed), WHAT)
+        t.say(f"Output: {fmt}")
+        t.expect_program("Every run uses the seed given above: hard-code it.", cases,
+                         {"Python": d.src, "C": d.c_src()})
+        t.solve(f'test -n "{v}"\nfor f in /app/solution.*; do sed -i "s/@@SEED@@/{v}/" "$f"; done')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k = t.knobs
+        d = Setup(t)
+        keys, rules, fmt = self.texts(k, d)
+        seed, (text,) = d.seeded(t, [d.rng.choice(k.n)], 1, rules, fmt)
         t.add_file("/app/mc/params.txt", text)
         t.say("We need to reproduce a Monte Carlo result from our notebook exactly. The parameters are in "
-              f"`/app/mc/params.txt` (`key = value` lines, keys {keys[k['mode']]}). " + self.rules(k, lcg, func_text))
-        v = t.deliver(str(seed), what)
-        t.add_solution_file("mc.py", src.replace("__SEED__", "None"))
-        if t.axes.verifier == "metric_threshold":
-            key = {"pi": "pi_estimate", "integral": "estimate", "slab": "transmission"}[k["mode"]]
+              f"`/app/mc/params.txt` (`key = value` lines, keys {keys}). " + rules)
+        v = t.deliver(str(seed), WHAT)
+        t.add_solution_file("mc.py", d.src)
+        if t.partial_credit:  # one number graded by its relative error, not report lines
+            # A slab's counts repeat for many seeds (a seed read off the fixture would often win): its number
+            # is a continuous one instead.
+            key = {"pi": "pi_estimate", "integral": "estimate", "slab": "mean_absorption_depth"}[k.mode]
             label = {"pi": "the pi estimate", "integral": "the integral estimate",
-                     "slab": "the transmission fraction (transmitted / particles)"}[k["mode"]]
+                     "slab": "the mean absorption depth (the average of the positions x at which the absorbed "
+                             "particles were absorbed)"}[k.mode]
             t.say(f"I need {label}.")
             t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/mc.py --value {key} "{v}" '
                     f'< /app/mc/params.txt > /app/out/{key}.txt')
-            t.expect_number(f"/app/out/{key}.txt", ns["measure"](text)[key], 1e-7, f"{label} (unrounded)")
+            t.expect_number(f"/app/out/{key}.txt", d.ns["measure"](text, seed)[key], 1e-7, f"{label} (unrounded)")
             return
         t.say(f"Output format: {fmt}")
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/mc.py "{v}" < /app/mc/params.txt '
                 '> /app/out/mc_result.txt')
-        t.expect_output("/app/out/mc_result.txt", ns["report"](text), "the result (format above)")
+        t.expect_output("/app/out/mc_result.txt", d.ns["report"](text, seed), "the result (format above)")

@@ -7,16 +7,18 @@ outermost equilibria from the exact antiderivative."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.scientific_computing._unseen import clear_of, visible_numbers
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, hidden
 
 REFERENCE = r'''
 import sys
 
-NAME = "__NAME__"
-LEVEL_MICRO = int("__LEVEL__")  # the constant subtracted from the polynomial, in millionths
-FIELDS = __FIELDS__
+NAME = "@NAME@"
+LEVEL_MICRO = "@@LEVEL@@"  # the constant subtracted from the polynomial, in millionths: the oracle writes it
+FIELDS = @FIELDS@
 
 
 def horner(c, x):
@@ -87,7 +89,7 @@ def offset(c, level_micro):
 
 def analyse(text, level_micro=None):
     a, b, c = table(text)[NAME]
-    c = offset(c, LEVEL_MICRO if level_micro is None else level_micro)
+    c = offset(c, int(LEVEL_MICRO if level_micro is None else level_micro))
     rs = roots(c, a, b)
     d = deriv(c)
     n = len(c)
@@ -137,17 +139,19 @@ def mul(p: list[float], q: list[float]) -> list[float]:
     return out
 
 
-def make_poly(rng, k: dict) -> tuple[float, float, list[float], int]:
+def make_poly(rng, k: "Knobs") -> tuple[float, float, list[float], int]:
     a = rng.randrange(-30, -5) / 10
     b = rng.randrange(5, 30) / 10
-    deg = rng.randint(*k["degree"])
-    n_roots = rng.randint(*k["roots"])
-    while True:
+    deg = rng.randint(*k.degree)
+    n_roots = rng.randint(*k.roots)
+    for _ in range(10000):
         rs = sorted(rng.uniform(a + 0.1, b - 0.1) for _ in range(n_roots))
         gaps = [y - x for x, y in zip(rs, rs[1:])]
-        if all(g >= 0.15 for g in gaps) or (k["close"] and all(g >= 0.03 for g in gaps)
-                                              and sum(g < 0.15 for g in gaps) == 1):
+        if all(g >= 0.15 for g in gaps) or (k.close and all(g >= 0.03 for g in gaps)
+                                            and sum(g < 0.15 for g in gaps) == 1):
             break
+    else:
+        raise FamilyError(f"polynomial_root_bracketing: no {n_roots} separated roots in 10000 draws")
     c = [rng.choice([-1, 1]) * round(rng.uniform(0.5, 2.5), 2)]
     for r in rs:
         c = mul(c, [1.0, -r])
@@ -168,6 +172,15 @@ def poly_line(name: str, a: float, b: float, c: list[float]) -> str:
     return f"{name} {a:g} {b:g} " + " ".join(f"{x:.6f}" for x in c) + "\n"
 
 
+@dataclass(frozen=True)
+class Knobs:
+    polys: int  # polynomials in a table
+    degree: tuple[int, int]  # degree range
+    roots: tuple[int, int]  # range of the number of real roots inside the interval
+    close: bool  # one pair of roots may lie close together (0.03 .. 0.15 apart)
+    fields: tuple[str, ...]  # stability, work: the bead's physics reading
+
+
 @register
 class PolynomialRootBracketing(Family):
     name = "polynomial_root_bracketing"
@@ -177,10 +190,10 @@ class PolynomialRootBracketing(Family):
                         "polynomial integration", "stability classification", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: {"polys": 3, "degree": (3, 3), "roots": (1, 1), "close": False, "fields": []},
-              2: {"polys": 4, "degree": (4, 5), "roots": (2, 3), "close": False, "fields": []},
-              3: {"polys": 5, "degree": (5, 6), "roots": (3, 4), "close": False, "fields": ["stability"]},
-              4: {"polys": 6, "degree": (6, 7), "roots": (4, 5), "close": True, "fields": ["stability", "work"]}}
+    levels = {1: Knobs(polys=3, degree=(3, 3), roots=(1, 1), close=False, fields=()),
+              2: Knobs(polys=4, degree=(4, 5), roots=(2, 3), close=False, fields=()),
+              3: Knobs(polys=5, degree=(5, 6), roots=(3, 4), close=False, fields=("stability",)),
+              4: Knobs(polys=6, degree=(6, 7), roots=(4, 5), close=True, fields=("stability", "work"))}
 
     def robust(self, ns: dict, a: float, b: float, c: list[float], n_roots: int) -> bool:
         rs = ns["roots"](c, a, b)
@@ -197,12 +210,12 @@ class PolynomialRootBracketing(Family):
         anti = [x / (n - i) for i, x in enumerate(c)] + [0.0]
         return safe(ns["horner"](anti, rs[-1]) - ns["horner"](anti, rs[0]))
 
-    def table(self, rng, k: dict, ns: dict, names: list[str], target: str, level_micro: int) -> str:
+    def table(self, rng, k: Knobs, ns: dict, names: list[str], target: str, level_micro: int) -> str:
         """The polynomials of ``names``; the target's is written with the level added to its constant term,
         so that its roots are those of the written polynomial minus the level."""
         lines = []
         for name in names:
-            while True:
+            for _ in range(2000):
                 a, b, c, n_roots = make_poly(rng, k)
                 if name == target:
                     c = c[:-1] + [float(f"{c[-1] + level_micro / 1000000:.6f}")]
@@ -212,43 +225,35 @@ class PolynomialRootBracketing(Family):
                 if self.robust(ns, a, b, seen, n_roots):
                     lines.append(poly_line(name, a, b, c))
                     break
+            else:
+                raise FamilyError("polynomial_root_bracketing: no robust polynomial in 2000 draws")
         return "# name a b coefficients (highest degree first)\n" + "".join(lines)
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
-        names: list[str] = []
-        while len(names) < k["polys"]:
-            c = t.code(1)
-            if c not in names:
-                names.append(c)
-        target = rng.choice(names)
-        fuzz = t.axes.verifier == "fuzz_equivalence"
-        src = REFERENCE.replace("__FIELDS__", repr(k["fields"])).replace("__NAME__", target)
+    def setup(self, t: TaskBuilder) -> tuple[list[str], str, str, dict]:
+        """The polynomial names, the target, the filled reference and its namespace."""
+        names = distinct(lambda: t.code(1), t.knobs.polys)
+        target = t.rng.choice(names)
+        src = fill(REFERENCE, FIELDS=t.knobs.fields, NAME=target)
+        return names, target, src, run_python(src)
 
-        def order() -> list[str]:
-            others = [n for n in names if n != target]
-            rng.shuffle(others)
-            out = others[:rng.randint(1, len(others))] + [target]
-            rng.shuffle(out)
-            return out
+    def level(self, t: TaskBuilder, make, shown_outputs: bool, ns: dict) -> tuple[int, list[str]]:
+        """The level in millionths (the delivered value) and the tables ``make(level)`` builds with it. It
+        has 7 digits: longer than any digit run of the tables or worked examples, and drawn clear of every
+        number in them. Any other level moves every root, so no visible number is a usable guess."""
+        for _ in range(50):
+            level_micro = t.rng.randrange(1_000_000, 7_000_000)
+            seen = make(level_micro)
+            outs = [ns["report"](x, level_micro) for x in seen] if shown_outputs else []
+            if hidden(t, level_micro, 2000, *seen, *outs):
+                return level_micro, seen
+        raise FamilyError("polynomial_root_bracketing: every level drawn shows in the task in 50 draws")
 
-        # The delivered value is the level in millionths, 7 digits: longer than any digit run of the tables or
-        # worked examples, and drawn clear of every number in them. Any other level moves every root, so no
-        # visible number is a usable guess.
-        while True:
-            level_micro = rng.randrange(1_000_000, 7_000_000)
-            ns: dict = {}
-            exec(src.replace("__LEVEL__", str(level_micro)), ns)  # noqa: S102 - our own reference program
-            seen = [self.table(rng, k, ns, order(), target, level_micro) for _ in range(2)] if fuzz else \
-                [self.table(rng, k, ns, names, target, level_micro)]
-            outs = [ns["report"](x) for x in seen] if fuzz else []
-            if clear_of(level_micro, visible_numbers(*seen, *outs), 2000):
-                break
-        physics = bool(k["fields"])
+    def texts(self, k: Knobs, target: str) -> tuple[str, str, str, str, str]:
+        """(the input format, the task, the output format, the rules, what is delivered)."""
         fmt_in = ("one polynomial per line: its name, the interval ends a and b, then its coefficients from the "
                   "highest degree down to the constant term, separated by spaces; a line starting with `#` is a "
                   "comment")
-        if physics:
+        if k.fields:
             task = ("Each polynomial is the force F(x) (newtons) that the springs of a wire exert on a bead sliding "
                     "along it, as a function of its position x (metres), and the interval [a, b] is the part of the "
                     f"wire we care about. Bead `{target}` also carries a constant load L that pulls it towards "
@@ -257,7 +262,7 @@ class PolynomialRootBracketing(Family):
                     "of F(x) - L in [a, b]. An equilibrium is `stable` if dF/dx < 0 there and `unstable` if dF/dx > 0.")
             fmt = ("one line per equilibrium, in increasing x: the position rounded to 6 decimals, a space, and "
                    "`stable` or `unstable`")
-            if "work" in k["fields"]:
+            if "work" in k.fields:
                 fmt += ("; then a line `work=<J>`: the work done by the net force F - L as the bead moves from the "
                         "leftmost to the rightmost of those equilibria (the integral of F(x) - L over that span, "
                         "computed exactly from the antiderivative), rounded to 6 decimals")
@@ -270,24 +275,41 @@ class PolynomialRootBracketing(Family):
             what = "the threshold level in millionths"
         rules = ("All those roots are simple (they may lie close together); none is at an interval end. "
                  "Never write `-0.000000`.")
-        if fuzz:
-            cases = [(text, ns["report"](text)) for text in seen]
-            for _ in range(8):
-                text = self.table(rng, k, ns, order(), target, level_micro)
-                cases.append((text, ns["report"](text)))
-            t.say(f"I keep getting tables of polynomials in this format: {fmt_in}. I want a program that reads one "
-                  "such table on standard input and does the following. " + task)
-            v = t.deliver(str(level_micro), what)
-            t.say(f"{rules} Output: {fmt}.")
-            t.expect_program("The level is always the one given above: hard-code it.", cases, {"Python": src})
-            t.solve(f'test -n "{v}"\nsed -i "s/__LEVEL__/{v}/" /app/solution.py')
-            return
-        text = seen[0]
+        return fmt_in, task, fmt, rules, what
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        names, target, src, ns = self.setup(t)
+
+        def order() -> list[str]:
+            others = [n for n in names if n != target]
+            rng.shuffle(others)
+            out = others[:rng.randint(1, len(others))] + [target]
+            rng.shuffle(out)
+            return out
+
+        level_micro, seen = self.level(
+            t, lambda lv: [self.table(rng, k, ns, order(), target, lv) for _ in range(2)], True, ns)
+        texts = seen + [self.table(rng, k, ns, order(), target, level_micro) for _ in range(8)]
+        cases = [(text, ns["report"](text, level_micro)) for text in texts]
+        fmt_in, task, fmt, rules, what = self.texts(k, target)
+        t.say(f"I keep getting tables of polynomials in this format: {fmt_in}. I want a program that reads one "
+              "such table on standard input and does the following. " + task)
+        v = t.deliver(str(level_micro), what)
+        t.say(f"{rules} Output: {fmt}.")
+        t.expect_program("The level is always the one given above: hard-code it.", cases, {"Python": src})
+        t.solve(f'test -n "{v}"\nsed -i "s/@@LEVEL@@/{v}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        names, target, src, ns = self.setup(t)
+        level_micro, (text,) = self.level(t, lambda lv: [self.table(rng, k, ns, names, target, lv)], False, ns)
+        fmt_in, task, fmt, rules, what = self.texts(k, target)
         t.add_file("/app/data/polynomials.txt", text)
         t.say(f"`/app/data/polynomials.txt` lists several polynomials, {fmt_in}. " + task)
         v = t.deliver(str(level_micro), what)
         t.say(f"{rules} Output format: {fmt}.")
-        t.add_solution_file("roots.py", src.replace("__LEVEL__", "0"))
+        t.add_solution_file("roots.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/roots.py /app/data/polynomials.txt "{v}" '
                 '> /app/out/roots.txt')
-        t.expect_output("/app/out/roots.txt", ns["report"](text), "the result (format above)")
+        t.expect_output("/app/out/roots.txt", ns["report"](text, level_micro), "the result (format above)")

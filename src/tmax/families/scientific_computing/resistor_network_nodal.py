@@ -6,15 +6,17 @@ derive a branch current, the dissipated power and the most loaded resistor."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
 
 REFERENCE = r'''
 import sys
 
-SUPPLY = __SUPPLY__
-PROBE = "__PROBE__"
-FIELDS = __FIELDS__
+SUPPLY = "@@SUPPLY@@"  # the oracle writes the delivered supply voltage here
+PROBE = @PROBE@
+FIELDS = @FIELDS@
 SCALE = {"k": 1e3, "M": 1e6, "m": 1e-3, "u": 1e-6}
 
 
@@ -135,13 +137,13 @@ def ohms_text(rng, prefixes: bool) -> str:
     return f"{r:g}"
 
 
-def netlist(rng, k: dict, probe: str) -> str:
-    n = rng.randint(*k["nodes"])
+def netlist(rng, k: "Knobs", probe: str) -> str:
+    n = rng.randint(*k.nodes)
     nodes = ["0"] + [f"N{i}" for i in range(1, n + 1)]
     edges = []
     for i in range(1, len(nodes)):  # a random spanning tree over ground and the nodes
         edges.append((nodes[rng.randrange(i)], nodes[i]))
-    while len(edges) < n + k["extra"]:
+    while len(edges) < n + k.extra:
         p, q = rng.sample(nodes, 2)
         edges.append((p, q))
     rng.shuffle(edges)
@@ -149,23 +151,69 @@ def netlist(rng, k: dict, probe: str) -> str:
     for i, (p, q) in enumerate(edges, 1):
         if rng.random() < 0.5:
             p, q = q, p
-        lines.append(f"R{i} {p} {q} {ohms_text(rng, k['prefixes'])}")
-    for i in range(1, k["isrc"] + 1):
+        lines.append(f"R{i} {p} {q} {ohms_text(rng, k.prefixes)}")
+    for i in range(1, k.isrc + 1):
         p, q = rng.sample(nodes, 2)
         amps = rng.choice([f"{rng.randint(1, 20)}m", f"{rng.randrange(100, 990, 10)}u", f"{rng.randint(1, 9) / 2:g}m"])
         lines.append(f"I{i} {p} {q} {amps}")
     lines.append("V1 N1 0 ?")
-    if k["floating"]:
+    if k.floating:
         p, q = rng.sample(nodes[2:], 2)
         lines.append(f"V2 {p} {q} {rng.randint(1, 9)}")
     rng.shuffle(lines)
-    if k["comments"]:
+    if k.comments:
         lines.insert(rng.randrange(len(lines)), "* probe points were moved in rev B")
         for _ in range(2):
             j = rng.randrange(len(lines))
             if not lines[j].startswith("*"):
                 lines[j] += rng.choice(["  ; hand-soldered", " ; replaced", "   ; check tolerance"])
     return f"* bench circuit {rng.randint(10, 99)}\n" + "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Knobs:
+    nodes: tuple[int, int]  # range of the number of non-ground nodes
+    extra: int  # resistors beyond a spanning tree (loops)
+    isrc: int  # independent current sources
+    prefixes: bool  # values with SI suffixes (k, M, m, u)
+    floating: bool  # a second voltage source between two non-ground nodes
+    comments: bool  # `*` comment lines and `;` trailing comments
+    fields: tuple[str, ...]  # report lines after the node voltages: probe, power, top
+
+
+VALUE = "the supply voltage"
+
+
+class Setup:
+    """One task's draws: the supply (the delivered value, a few volts: too short to protect), the probed
+    resistor and the reference filled with them; ``circuit()`` draws a netlist whose rounded answers
+    are safe from float noise."""
+
+    def __init__(self, t: TaskBuilder):
+        k, rng = t.knobs, t.rng
+        self.k, self.rng = k, rng
+        self.supply = rng.choice([5, 9, 12, 15, 18, 24, 36, 48])
+        self.probe = f"R{rng.randint(1, 3)}"
+        self.src = fill(REFERENCE, PROBE=f'"{self.probe}"', FIELDS=k.fields)
+        self.ns = run_python(self.src)
+
+    def robust(self, text: str) -> bool:
+        nodes, volts, amps, power, top = self.ns["analyse"](text, self.supply)
+        vals = [(volts[n], 4) for n in nodes] + [(amps[self.probe] * 1000, 4), (power * 1000, 3)]
+        if not all(safe(x, d) and abs(x) > 1e-3 for x, d in vals):
+            return False
+        mags = sorted((abs(i) for i in amps.values()), reverse=True)
+        return mags[0] - mags[1] > 1e-6 and safe(mags[0] * 1000, 4)
+
+    def circuit(self) -> str:
+        for _ in range(500):
+            text = netlist(self.rng, self.k, self.probe)
+            if self.robust(text):
+                return text
+        raise FamilyError("resistor_network_nodal: no netlist with safely rounded answers in 500 draws")
+
+    def report(self, text: str) -> str:
+        return self.ns["report"](text, self.supply)
 
 
 @register
@@ -177,25 +225,24 @@ class ResistorNetworkNodal(Family):
                         "unit handling", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: {"nodes": (3, 4), "extra": 1, "isrc": 0, "prefixes": False, "floating": False, "comments": False,
-                  "fields": []},
-              2: {"nodes": (5, 7), "extra": 3, "isrc": 0, "prefixes": True, "floating": False, "comments": False,
-                  "fields": ["probe"]},
-              3: {"nodes": (7, 9), "extra": 4, "isrc": 2, "prefixes": True, "floating": False, "comments": True,
-                  "fields": ["probe", "power"]},
-              4: {"nodes": (9, 12), "extra": 6, "isrc": 2, "prefixes": True, "floating": True, "comments": True,
-                  "fields": ["probe", "power", "top"]}}
+    levels = {1: Knobs(nodes=(3, 4), extra=1, isrc=0, prefixes=False, floating=False, comments=False, fields=()),
+              2: Knobs(nodes=(5, 7), extra=3, isrc=0, prefixes=True, floating=False, comments=False,
+                       fields=("probe",)),
+              3: Knobs(nodes=(7, 9), extra=4, isrc=2, prefixes=True, floating=False, comments=True,
+                       fields=("probe", "power")),
+              4: Knobs(nodes=(9, 12), extra=6, isrc=2, prefixes=True, floating=True, comments=True,
+                       fields=("probe", "power", "top"))}
 
-    def rules(self, k: dict, probe: str) -> tuple[str, str]:
+    def rules(self, k: Knobs, probe: str) -> tuple[str, str]:
         s = ["Each element line is `<name> <node> <node> <value>`; node `0` is ground (0 V). Resistor names start "
              "with `R` (value in ohms), independent voltage sources with `V`: `V<x> a b value` holds "
              "V(a) - V(b) = value volts."]
-        if k["isrc"]:
+        if k.isrc:
             s.append("Independent current sources start with `I`: `I<x> a b value` drives value amperes from node a "
                      "through the source to node b (it draws that current out of a and pushes it into b).")
-        if k["prefixes"]:
+        if k.prefixes:
             s.append("Values may carry an SI suffix: `k` = 1e3, `M` = 1e6, `m` = 1e-3, `u` = 1e-6 (case matters).")
-        if k["comments"]:
+        if k.comments:
             s.append("Lines starting with `*` are comments, and `;` starts a comment that runs to the end of the "
                      "line.")
         else:
@@ -203,59 +250,40 @@ class ResistorNetworkNodal(Family):
         s.append("The value of the supply `V1` is written as `?` in the netlist: it is given below, in volts.")
         fmt = ["one line `V(<node>)=<volts>` per node other than ground, in increasing node number (N1, N2, ..., "
                "N10, ...), volts rounded to 4 decimals"]
-        if "probe" in k["fields"]:
+        if "probe" in k.fields:
             fmt.append(f"then `I({probe})=<mA>`: the current through {probe} flowing from its first listed node to "
                        "its second, in milliamperes, 4 decimals (negative if it flows the other way)")
-        if "power" in k["fields"]:
+        if "power" in k.fields:
             fmt.append("then `P_resistors=<mW>`: the total power dissipated in all resistors, in milliwatts, "
                        "3 decimals")
-        if "top" in k["fields"]:
+        if "top" in k.fields:
             fmt.append("then `max_current=<name> <mA>`: the resistor carrying the largest current magnitude and that "
                        "magnitude in milliamperes, 4 decimals")
         return " ".join(s), "; ".join(fmt) + ". Never write a negative zero."
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
-        supply = rng.choice([5, 9, 12, 15, 18, 24, 36, 48])
-        probe = f"R{rng.randint(1, 3)}"
-        src = REFERENCE.replace("__PROBE__", probe).replace("__FIELDS__", repr(k["fields"]))
-        ns: dict = {}
-        exec(src.replace("__SUPPLY__", str(supply)), ns)  # noqa: S102 - our own reference program
+    def program_case(self, t: TaskBuilder) -> None:
+        d = Setup(t)
+        rules, fmt = self.rules(t.knobs, d.probe)
+        cases = [(text, d.report(text)) for text in (d.circuit() for _ in range(10))]
+        t.say("Our test benches are described by small SPICE-like netlists and I want a solver for them: it "
+              "reads one netlist on standard input and prints the DC operating point. " + rules)
+        v = t.deliver(str(d.supply), VALUE)
+        t.say(f"Output: {fmt}")
+        t.expect_program("Every bench runs from the same supply, the one given above: hard-code it.", cases,
+                         {"Python": d.src})
+        t.solve(f'test -n "{v}"\nsed -i "s/@@SUPPLY@@/{v}/" /app/solution.py')
 
-        def robust(text: str) -> bool:
-            nodes, volts, amps, power, top = ns["analyse"](text)
-            vals = [(volts[n], 4) for n in nodes] + [(amps[probe] * 1000, 4), (power * 1000, 3)]
-            if not all(safe(x, d) and abs(x) > 1e-3 for x, d in vals):
-                return False
-            mags = sorted((abs(i) for i in amps.values()), reverse=True)
-            return mags[0] - mags[1] > 1e-6 and safe(mags[0] * 1000, 4)
-
-        def circuit() -> str:
-            while True:
-                text = netlist(rng, k, probe)
-                if robust(text):
-                    return text
-
-        rules, fmt = self.rules(k, probe)
-        what = "the supply voltage"
-        if t.axes.verifier == "fuzz_equivalence":
-            cases = [(text, ns["report"](text)) for text in (circuit() for _ in range(10))]
-            t.say("Our test benches are described by small SPICE-like netlists and I want a solver for them: it "
-                  "reads one netlist on standard input and prints the DC operating point. " + rules)
-            v = t.deliver(str(supply), what)
-            t.say(f"Output: {fmt}")
-            t.expect_program("Every bench runs from the same supply, the one given above: hard-code it.", cases,
-                             {"Python": src.replace("__SUPPLY__", "None")})
-            t.solve(f'test -n "{v}"\nsed -i "s/^SUPPLY = None$/SUPPLY = {v}/" /app/solution.py')
-            return
-        text = circuit()
+    def output_case(self, t: TaskBuilder) -> None:
+        d = Setup(t)
+        rules, fmt = self.rules(t.knobs, d.probe)
+        text = d.circuit()
         t.add_file("/app/circuit/bench.cir", text)
         t.say("`/app/circuit/bench.cir` is the netlist of a DC test bench, in a small SPICE-like format. I need its "
               "DC operating point (every source is constant). " + rules)
-        v = t.deliver(str(supply), what)
-        t.add_solution_file("mna.py", src.replace("__SUPPLY__", "None"))
-        if t.axes.verifier == "metric_threshold":
-            nodes, volts = ns["analyse"](text)[:2]
+        v = t.deliver(str(d.supply), VALUE)
+        t.add_solution_file("mna.py", d.src)
+        if t.partial_credit:  # one number graded by its relative error, not report lines
+            nodes, volts = d.ns["analyse"](text, d.supply)[:2]
             node = nodes[-1]
             t.say(f"I only need the voltage of node {node} with respect to ground, in volts.")
             t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/mna.py --node {node} "{v}" '
@@ -265,4 +293,4 @@ class ResistorNetworkNodal(Family):
         t.say(f"Output format: {fmt}")
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/mna.py "{v}" < /app/circuit/bench.cir '
                 '> /app/out/operating_point.txt')
-        t.expect_output("/app/out/operating_point.txt", ns["report"](text), "the operating point (format above)")
+        t.expect_output("/app/out/operating_point.txt", d.report(text), "the operating point (format above)")

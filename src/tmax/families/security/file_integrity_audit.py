@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, unseen, visible_numbers
 
 REFERENCE = r'''
 import fnmatch
@@ -20,7 +22,7 @@ import os
 import stat
 import sys
 
-IGNORE = {ignore!r}
+IGNORE = @IGNORE@
 
 
 def digest(key, data):
@@ -28,7 +30,7 @@ def digest(key, data):
 
 
 def parse_baseline(text, key):
-    entries, checked = {{}}, False
+    entries, checked = {}, False
     for line in text.splitlines():
         line = line.rstrip("\r")
         if line.startswith("# key check: "):
@@ -52,23 +54,23 @@ def ignored(path, patterns):
 def audit(baseline_text, current, key, patterns=None):
     """current: relative path -> (4-digit octal mode, keyed digest hex)."""
     patterns = IGNORE if patterns is None else patterns
-    base = {{p: v for p, v in parse_baseline(baseline_text, key).items() if not ignored(p, patterns)}}
-    now = {{p: v for p, v in current.items() if not ignored(p, patterns)}}
+    base = {p: v for p, v in parse_baseline(baseline_text, key).items() if not ignored(p, patterns)}
+    now = {p: v for p, v in current.items() if not ignored(p, patterns)}
     rows = []
     for path in sorted(set(base) | set(now), key=lambda p: p.encode()):
         if path not in now:
-            rows.append(f"MISSING {{path}}")
+            rows.append(f"MISSING {path}")
         elif path not in base:
-            rows.append(f"ADDED {{path}}")
+            rows.append(f"ADDED {path}")
         elif base[path][1] != now[path][1]:
-            rows.append(f"MODIFIED {{path}}")
+            rows.append(f"MODIFIED {path}")
         elif base[path][0] != now[path][0]:
-            rows.append(f"MODE {{base[path][0]}} {{now[path][0]}} {{path}}")
+            rows.append(f"MODE {base[path][0]} {now[path][0]} {path}")
     return "".join(r + "\n" for r in rows)
 
 
 def scan(root, key):
-    current = {{}}
+    current = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
         for name in sorted(filenames):
@@ -103,9 +105,10 @@ STEMS = ["index", "login", "logout", "config", "db", "session", "upload", "searc
 EXT = {"": ".php", "admin/": ".php", "assets/css/": ".css", "assets/js/": ".js", "includes/": ".inc.php",
        "uploads/": ".txt", "vendor/mailer/": ".php", "api/": ".php", "templates/": ".html"}
 SPACED = ["Terms of Service.html", "price list 2026.txt", "Team Photo caption.txt", "old backup notes.txt"]
-WEBSHELLS = ["<?php if(isset($_REQUEST['c'])){{system($_REQUEST['c']);}} ?>",
-             "<?php @eval(base64_decode($_POST['{k}'])); ?>",
-             "<?php $f=$_GET['{k}'];@assert($f); ?>"]
+# One-line webshells, each given the name of its request parameter.
+WEBSHELLS = [lambda k: "<?php if(isset($_REQUEST['c'])){system($_REQUEST['c']);} ?>",
+             lambda k: f"<?php @eval(base64_decode($_POST['{k}'])); ?>",
+             lambda k: f"<?php $f=$_GET['{k}'];@assert($f); ?>"]
 
 
 def _content(rng, path):
@@ -113,7 +116,7 @@ def _content(rng, path):
     n = rng.randrange(3, 14)
     words = ["user", "order", "total", "session", "token", "price", "name", "email", "id", "status", "limit"]
     if ext == "php":
-        body = [f"$%s = $_GET['%s'] ?? %d;" % (rng.choice(words), rng.choice(words), rng.randrange(100))
+        body = ["$%s = $_GET['%s'] ?? %d;" % (rng.choice(words), rng.choice(words), rng.randrange(100))
                 for _ in range(n)]
         return "<?php\n// " + path + "\n" + "\n".join(body) + "\n"
     if ext == "css":
@@ -130,13 +133,14 @@ def _mac(key, text):
     return hmac.new(key.encode(), text.encode(), hashlib.sha256).hexdigest()
 
 
-def _numbers(text):
-    """Every digit run in ``text``, also without a repeated digit at either end (what a search for the
-    delivered number would turn up)."""
-    out = set()
-    for run in re.findall(r"[0-9]+", text):
-        out.update((run, run.rstrip(run[-1]), run.lstrip(run[0])))
-    return out
+@dataclass(frozen=True)
+class Knobs:
+    files: int  # files in the web root when the trusted baseline was taken
+    changes: int  # changes applied to the live tree since
+    baselines: int  # baselines to choose from (the right one is never the newest)
+    modes: bool  # permission bits count (MODE findings, setuid)
+    ignore: bool  # an ignore file of volatile globs
+    spaces: bool  # file names with spaces, and renames
 
 
 @register
@@ -147,42 +151,40 @@ class FileIntegrityAudit(Family):
     primitive_skills = ("checksum verification", "file integrity monitoring", "permission and setuid auditing",
                         "glob-based exclusions", "timeline reconstruction")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"files": 14, "changes": 4, "baselines": 2, "modes": False, "ignore": False, "spaces": False},
-              2: {"files": 28, "changes": 7, "baselines": 3, "modes": True, "ignore": False, "spaces": False},
-              3: {"files": 55, "changes": 10, "baselines": 3, "modes": True, "ignore": True, "spaces": False},
-              4: {"files": 110, "changes": 16, "baselines": 4, "modes": True, "ignore": True, "spaces": True}}
+    levels = {1: Knobs(files=14, changes=4, baselines=2, modes=False, ignore=False, spaces=False),
+              2: Knobs(files=28, changes=7, baselines=3, modes=True, ignore=False, spaces=False),
+              3: Knobs(files=55, changes=10, baselines=3, modes=True, ignore=True, spaces=False),
+              4: Knobs(files=110, changes=16, baselines=4, modes=True, ignore=True, spaces=True)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         # The tree as it was when the chosen baseline was taken: path -> [mode, content]
         tree: dict[str, list[str]] = {}
-        while len(tree) < k["files"]:
+
+        def draw_path():
             d = rng.choice(DIRS)
-            path = f"{d}{rng.choice(STEMS)}{EXT[d]}"
-            if path not in tree:
-                tree[path] = ["0644", _content(rng, path)]
-        if k["spaces"]:
+            return f"{d}{rng.choice(STEMS)}{EXT[d]}"
+
+        for path in distinct(draw_path, k.files):
+            tree[path] = ["0644", _content(rng, path)]
+        if k.spaces:
             for name in rng.sample(SPACED, 2):
                 tree[rng.choice(["", "templates/", "uploads/"]) + name] = ["0644", _content(rng, name)]
-        if k["modes"]:
+        if k.modes:
             for p in sorted(tree):
                 if p.startswith("admin/") and rng.random() < 0.5:
                     tree[p][0] = "0640"
             tree["cron.sh"] = ["0750", "#!/bin/sh\nphp /app/srv/www/cron.php\n"]
         ignore = []
-        if k["ignore"]:
+        if k.ignore:
             ignore = ["cache/*", "*.log", "uploads/tmp/*"]
             for i in range(rng.randrange(2, 5)):
                 tree[f"cache/page-{rng.randrange(10 ** 6):06d}.html"] = ["0644", _content(rng, "x.html")]
             tree["logs/access.log"] = ["0644", _content(rng, "x.txt")]
         paths = sorted(tree)
         # Baselines: the chosen one matches `tree`; decoys are other snapshots (older and newer).
-        n_base = k["baselines"]
-        codes = []
-        while len(codes) < n_base:
-            c = t.code()
-            if c not in codes:
-                codes.append(c)
+        n_base = k.baselines
+        codes = distinct(t.code, n_base)
         chosen = rng.randrange(n_base - 1) if n_base > 1 else 0  # never the newest
         dates = sorted(f"2026-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}" for _ in range(n_base))
 
@@ -210,23 +212,23 @@ class FileIntegrityAudit(Family):
         # The live tree: apply the attacker's and admins' changes.
         live = {p: list(v) for p, v in tree.items()}
         kinds = ["modified", "missing", "added", "touched"]
-        if k["modes"]:
+        if k.modes:
             kinds += ["mode", "mode_and_content"]
-        if k["spaces"]:
+        if k.spaces:
             kinds += ["rename"]
-        victims = rng.sample([p for p in paths if not p.startswith(("cache/", "logs/"))], k["changes"])
+        victims = rng.sample([p for p in paths if not p.startswith(("cache/", "logs/"))], k.changes)
         touched = []
         for i, p in enumerate(victims):
             kind = kinds[i % len(kinds)]
             if kind == "modified":
-                shell = rng.choice(WEBSHELLS).format(k=rng.choice(["x", "cmd", "q", "z"]))
+                shell = rng.choice(WEBSHELLS)(rng.choice(["x", "cmd", "q", "z"]))
                 live[p][1] = (shell + "\n" + live[p][1]) if rng.random() < 0.5 else (live[p][1] + shell + "\n")
             elif kind == "missing":
                 del live[p]
             elif kind == "added":
                 d = rng.choice(["uploads/", "assets/js/", "", "vendor/mailer/"])
                 name = rng.choice([".cache.php", ".htaccess", "wp-conf.php", "thumb.php", "jquery.min.js.php"])
-                live.setdefault(d + name, ["0644", rng.choice(WEBSHELLS).format(k="p") + "\n"])
+                live.setdefault(d + name, ["0644", rng.choice(WEBSHELLS)("p") + "\n"])
             elif kind == "touched":
                 touched.append(p)
             elif kind == "mode":
@@ -237,7 +239,7 @@ class FileIntegrityAudit(Family):
             elif kind == "rename":
                 d, _, base = p.rpartition("/")
                 live[(d + "/" if d else "") + "old " + base] = live.pop(p)
-        if k["ignore"]:  # churn inside ignored paths
+        if k.ignore:  # churn inside ignored paths
             for p in [q for q in paths if q.startswith("cache/")][:2]:
                 live[p][1] += "<!-- regenerated -->\n"
             live["logs/access.log"][1] += "GET / 200\n"
@@ -245,17 +247,6 @@ class FileIntegrityAudit(Family):
             live["logs/error.log"] = ["0644", "PHP Warning\n"]
             live["uploads/tmp/upload-1.part"] = ["0600", "partial\n"]
             t.add_file("/app/integrity/ignore.txt", "# volatile paths, never alerted on\n" + "\n".join(ignore) + "\n")
-        # The site key (delivered) keys every digest: without it no content can be checked. Drawn so that no
-        # visible number spells it.
-        seen = _numbers("".join(c for _, c in live.values()) + "".join(d for _, d, _, _ in snapshots))
-        while True:
-            key = str(rng.randrange(10 ** 11, 10 ** 12))
-            texts = [baseline_text(key, *snap) for snap in snapshots]
-            if key not in seen and key not in _numbers("".join(texts)):
-                break
-        chosen_text = texts[chosen]
-        for (code, *_), text in zip(snapshots, texts):
-            t.add_file(f"/app/integrity/{code}.baseline", text)
         for p in sorted(live):
             t.add_file(f"/app/srv/www/{p}", live[p][1])
         modes = "".join(f"{live[p][0]} {p}\n" for p in sorted(live))
@@ -264,14 +255,26 @@ class FileIntegrityAudit(Family):
                     "rm -f /tmp/tmax-fixture/modes.txt")
         if touched:
             t.add_setup("touch -d '2026-11-02 03:14:00' " + " ".join(f"'/app/srv/www/{p}'" for p in touched))
-        ns: dict = {}
-        exec(REFERENCE.format(ignore=ignore), ns)  # noqa: S102 - our own reference program
+        # The site key (delivered) keys every digest: without it no content can be checked. Drawn so that no
+        # visible number spells it (the baselines' hex digests could show it only by chance: checked too).
+        dates = "".join(f"{code} {date}\n" for code, date, _, _ in snapshots)
+        for _ in range(50):
+            key = unseen(t, lambda: str(rng.randrange(10 ** 11, 10 ** 12)), dates)
+            texts = [baseline_text(key, *snap) for snap in snapshots]
+            if int(key) not in visible_numbers(*texts):
+                break
+        else:
+            raise FamilyError("file_integrity_audit: every site key drawn showed in its own baselines")
+        chosen_text = texts[chosen]
+        for (code, *_), text in zip(snapshots, texts):
+            t.add_file(f"/app/integrity/{code}.baseline", text)
+        ns = run_python(fill(REFERENCE, IGNORE=ignore))
         current = {p: (m, _mac(key, c)) for p, (m, c) in live.items()}
         truth = ns["audit"](chosen_text, current, key, ignore)
         key_var = t.deliver(key, "the site integrity key")
         mode_rule = ("`MODE <old> <new> <path>` when the content is unchanged but the permission bits differ (modes "
                      "as 4-digit octal, as in the baseline, e.g. `0644`, `4755`); a file whose content changed is "
-                     "reported as MODIFIED only, whatever happened to its mode; " if k["modes"] else "")
+                     "reported as MODIFIED only, whatever happened to its mode; " if k.modes else "")
         fmt = ("one line per finding, sorted by path (byte order): `MODIFIED <path>` when the content's digest differs, " + mode_rule + "`MISSING <path>` for a file in the baseline that is gone, "
                "`ADDED <path>` for a regular file that is not in the baseline; paths relative to `/app/srv/www`, "
                "exactly as the baseline writes them; unchanged files are not listed")
@@ -285,7 +288,7 @@ class FileIntegrityAudit(Family):
               f"`# key check:` line holds the HMAC of the empty string under that key. Compare the live tree with "
               f"the baseline of snapshot `{codes[chosen]}` (the last one we trust), and only that one. Modification "
               f"times mean nothing here; only content and permission bits count.{ign}")
-        sol = REFERENCE.format(ignore=[])
+        sol = fill(REFERENCE, IGNORE=[])
         t.add_solution_file("integrity.py", sol)
         t.solve(f'test -n "{key_var}"\nmkdir -p /app/out\n'
                 f'python3 /solution/integrity.py "{key_var}" "/app/integrity/{codes[chosen]}.baseline" /app/srv/www '

@@ -7,8 +7,11 @@ strings. Variant: a pre-commit secret detector judged on hidden benign and malic
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, unseen
 
 REFERENCE = r'''
 import hashlib
@@ -18,15 +21,15 @@ import subprocess
 import sys
 
 PATTERNS = [
-    ("aws_access_key_id", re.compile(r"(?<![A-Za-z0-9])AKIA[0-9A-Z]{{16}}(?![A-Za-z0-9])")),
-    ("github_token", re.compile(r"(?<![A-Za-z0-9])ghp_[A-Za-z0-9]{{36}}(?![A-Za-z0-9])")),
-    ("slack_webhook", re.compile(r"(?<![A-Za-z0-9])https://hooks\.slack\.com/services/T[A-Z0-9]{{8}}/B[A-Z0-9]{{8}}/"
-                                 r"[A-Za-z0-9]{{24}}(?![A-Za-z0-9])")),
-    ("stripe_live_key", re.compile(r"(?<![A-Za-z0-9])sk_live_[A-Za-z0-9]{{24}}(?![A-Za-z0-9])")),
-    ("internal_token", re.compile(r"(?<![A-Za-z0-9]){prefix}_[0-9a-f]{{32}}(?![A-Za-z0-9])")),
+    ("aws_access_key_id", re.compile(r"(?<![A-Za-z0-9])AKIA[0-9A-Z]{16}(?![A-Za-z0-9])")),
+    ("github_token", re.compile(r"(?<![A-Za-z0-9])ghp_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
+    ("slack_webhook", re.compile(r"(?<![A-Za-z0-9])https://hooks\.slack\.com/services/T[A-Z0-9]{8}/B[A-Z0-9]{8}/"
+                                 r"[A-Za-z0-9]{24}(?![A-Za-z0-9])")),
+    ("stripe_live_key", re.compile(r"(?<![A-Za-z0-9])sk_live_[A-Za-z0-9]{24}(?![A-Za-z0-9])")),
+    ("internal_token", re.compile(r"(?<![A-Za-z0-9])@PREFIX@_[0-9a-f]{32}(?![A-Za-z0-9])")),
 ]
-ALLOWED = {{"AKIAIOSFODNN7EXAMPLE"}}
-PRAGMA = {pragma!r}
+ALLOWED = {"AKIAIOSFODNN7EXAMPLE"}
+PRAGMA = @PRAGMA@
 
 
 def scan(text):
@@ -52,12 +55,12 @@ def report(history_texts, tip_texts, key):
     for t in tip_texts:
         live |= scan(t)
     rows = sorted((k, fingerprint(key, v), (k, v) in live) for k, v in seen)
-    return "".join(f"{{k}} {{f}} {{'live' if is_live else 'removed'}}\n" for k, f, is_live in rows)
+    return "".join(f"{k} {f} {'live' if is_live else 'removed'}\n" for k, f, is_live in rows)
 
 
 def blobs(repo, args):
     out = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, check=True).stdout
-    return sorted({{line.split()[2] for line in out.splitlines() if line.split()[1] == "blob"}})
+    return sorted({line.split()[2] for line in out.splitlines() if line.split()[1] == "blob"})
 
 
 def contents(repo, ids):
@@ -232,6 +235,24 @@ class _Repo:
                          "date": self.date()})
 
 
+STOCK = "\n".join("\n".join(v) for v in FILES.values())
+
+
+@dataclass(frozen=True)
+class Knobs:
+    commits: int  # commits of ordinary work (about)
+    removed: bool  # secrets scrubbed later (only in history)
+    decoy_branch: bool  # an experiment branch with its own secrets
+    pragma: bool  # an allow pragma that silences a line
+    merge: bool  # a merged feature branch
+    deleted_file: bool  # a file with a secret, added and deleted again
+    items: int  # benign and malicious files each (the detector variant)
+
+
+def _text(lines):
+    return "\n".join(lines) + "\n"
+
+
 @register
 class GitSecretScan(Family):
     name = "git_secret_scan"
@@ -241,103 +262,105 @@ class GitSecretScan(Family):
                         "regular expressions", "allowlist and denylist matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
     programs = {"Python": REFERENCE}
-    levels = {1: {"commits": 6, "removed": False, "decoy_branch": False, "pragma": False, "merge": False,
-                  "deleted_file": False, "items": 20},
-              2: {"commits": 10, "removed": True, "decoy_branch": False, "pragma": False, "merge": False,
-                  "deleted_file": False, "items": 30},
-              3: {"commits": 14, "removed": True, "decoy_branch": True, "pragma": True, "merge": False,
-                  "deleted_file": True, "items": 40},
-              4: {"commits": 20, "removed": True, "decoy_branch": True, "pragma": True, "merge": True,
-                  "deleted_file": True, "items": 60}}
+    levels = {1: Knobs(commits=6, removed=False, decoy_branch=False, pragma=False, merge=False, deleted_file=False,
+                       items=20),
+              2: Knobs(commits=10, removed=True, decoy_branch=False, pragma=False, merge=False, deleted_file=False,
+                       items=30),
+              3: Knobs(commits=14, removed=True, decoy_branch=True, pragma=True, merge=False, deleted_file=True,
+                       items=40),
+              4: Knobs(commits=20, removed=True, decoy_branch=True, pragma=True, merge=True, deleted_file=True,
+                       items=60)}
 
-    def _text(self, lines):
-        return "\n".join(lines) + "\n"
+    def patterns(self, prefix: str | None, pragma: str) -> str:
+        """The secret patterns as the instruction states them (``prefix`` None: the delivered one)."""
+        return ("`aws_access_key_id`: `AKIA` followed by 16 characters from `A-Z0-9`; `github_token`: `ghp_` "
+                "followed by 36 characters from `A-Za-z0-9`; `slack_webhook`: `https://hooks.slack.com/services/"
+                "T<8 of A-Z0-9>/B<8 of A-Z0-9>/<24 of A-Za-z0-9>`; `stripe_live_key`: `sk_live_` followed by 24 "
+                "characters from `A-Za-z0-9`; `internal_token` (our own API tokens): "
+                + ("the token prefix given above" if prefix is None else f"`{prefix}`")
+                + ", then `_`, then 32 lowercase hex digits. A match counts only if the character just "
+                "before it and the one "
+                "just after it (where there is one) are not ASCII letters or digits. The AWS documentation "
+                "example `AKIAIOSFODNN7EXAMPLE` is never a finding."
+                + (f" A line containing `{pragma}` was reviewed and is ignored entirely." if pragma else ""))
 
-    def build(self, t: TaskBuilder) -> None:
+    def corpus_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        program = t.axes.verifier == "adversarial_corpus"
-        # The classifier's delivered prefix must be a word no visible file spells.
-        stock = "\n".join("\n".join(v) for v in FILES.values()).upper()
-        prefix = t.code(2) if program else t.code(1)
-        while prefix in stock:
-            prefix = t.code(2)
+        pragma = "secretscan:allow" if k.pragma else ""
+        patterns = self.patterns(None, pragma)
+        # The delivered prefix must be a word that no stock file (the clean example among them) spells.
+        prefix = unseen(t, lambda: t.code(2), STOCK, patterns)
         sec = _Secrets(rng, prefix)
-        pragma = "secretscan:allow" if k["pragma"] else ""
-        ref_src = REFERENCE.format(pragma=pragma, prefix=prefix)
-        ns: dict = {}
-        exec(ref_src, ns)  # noqa: S102 - our own reference program
-        patterns = ("`aws_access_key_id`: `AKIA` followed by 16 characters from `A-Z0-9`; `github_token`: `ghp_` "
-                    "followed by 36 characters from `A-Za-z0-9`; `slack_webhook`: `https://hooks.slack.com/services/"
-                    "T<8 of A-Z0-9>/B<8 of A-Z0-9>/<24 of A-Za-z0-9>`; `stripe_live_key`: `sk_live_` followed by 24 "
-                    "characters from `A-Za-z0-9`; `internal_token` (our own API tokens): "
-                    + ("the token prefix given above" if program else f"`{prefix}`")
-                    + ", then `_`, then 32 lowercase hex digits. A match counts only if the character just "
-                    "before it and the one "
-                    "just after it (where there is one) are not ASCII letters or digits. The AWS documentation "
-                    "example `AKIAIOSFODNN7EXAMPLE` is never a finding."
-                    + (f" A line containing `{pragma}` was reviewed and is ignored entirely." if pragma else ""))
-        if t.axes.verifier == "adversarial_corpus":
-            clean, bad = [], []
-            paths = sorted(FILES)
-            while len(clean) < k["items"] or len(bad) < k["items"]:
-                path = rng.choice(paths)
-                lines = list(FILES[path])
-                for _ in range(rng.randrange(1, 4)):
-                    lines.insert(rng.randrange(len(lines) + 1), _line(rng, sec.near(), path))
-                if rng.random() < 0.5:
-                    s = sec.real()
-                    line = _line(rng, s, path)
-                    if pragma and rng.random() < 0.25:
-                        line += f"  # {pragma}"
-                    lines.insert(rng.randrange(len(lines) + 1), line)
-                text = self._text(lines)
-                (bad if ns["scan"](text) else clean).append(text)
-            clean, bad = clean[:k["items"]], bad[:k["items"]]
-            # Files whose only secret is an internal token: a detector with any other prefix lets them through.
-            for i in range(min(3, len(bad))):
-                path = rng.choice(paths)
-                lines = list(FILES[path])
-                lines.insert(rng.randrange(1, len(lines) + 1), _line(rng, sec.real("internal"), path))
-                bad[i] = self._text(lines)
+        ns = run_python(fill(REFERENCE, PRAGMA=repr(pragma), PREFIX=prefix))
+        clean, bad = [], []
+        paths = sorted(FILES)
+        for _ in range(100 * k.items):
+            if len(clean) >= k.items and len(bad) >= k.items:
+                break
+            path = rng.choice(paths)
+            lines = list(FILES[path])
+            for _ in range(rng.randrange(1, 4)):
+                lines.insert(rng.randrange(len(lines) + 1), _line(rng, sec.near(), path))
+            if rng.random() < 0.5:
+                line = _line(rng, sec.real(), path)
+                if pragma and rng.random() < 0.25:
+                    line += f"  # {pragma}"
+                lines.insert(rng.randrange(len(lines) + 1), line)
+            text = _text(lines)
+            (bad if ns["scan"](text) else clean).append(text)
+        else:
+            raise FamilyError("git_secret_scan: too few clean or secret files drawn")
+        clean, bad = clean[:k.items], bad[:k.items]
+        # Files whose only secret is an internal token: a detector with any other prefix lets them through.
+        for i in range(min(3, len(bad))):
+            path = rng.choice(paths)
+            lines = list(FILES[path])
+            lines.insert(rng.randrange(1, len(lines) + 1), _line(rng, sec.real("internal"), path))
+            bad[i] = _text(lines)
+        for _ in range(100):  # the example must not show the prefix
             near = sec.near()
-            while prefix.lower() in near.lower():  # the example must not show the prefix
-                near = sec.near()
-            example = self._text(FILES["app/settings.py"] + [_line(rng, near, "x.py")])
-            t.add_file("/app/examples/clean_settings.py", example)
-            who = t.deliver(prefix, "the internal token prefix")
-            t.say(f"We keep leaking credentials into git. Write a pre-commit secret detector. It reads one staged "
-                  f"file's full text on standard input and must reject it "
-                  f"if it contains a secret, and accept it otherwise. Secrets are: {patterns} Near misses (wrong "
-                  f"length, wrong case, test keys) are not secrets and must not block a commit; "
-                  f"`/app/examples/clean_settings.py` is a file that must pass.")
-            t.expect_classifier("Reject (exit 1) files with a secret, accept (exit 0) the rest.", clean, bad,
-                                {"Python": ref_src})
-            # The oracle's detector is built from the delivered prefix, not copied with it baked in.
-            t.add_solution_file("detector_template.py", REFERENCE.format(pragma=pragma, prefix="@PREFIX@"))
-            t.solve(f'test -n "{who}"\nsed "s/@PREFIX@/{who}/" /solution/detector_template.py > /app/solution.py')
-            return
+            if prefix.lower() not in near.lower():
+                break
+        else:
+            raise FamilyError("git_secret_scan: every near miss drawn showed the prefix")
+        t.add_file("/app/examples/clean_settings.py", _text(FILES["app/settings.py"] + [_line(rng, near, "x.py")]))
+        who = t.deliver(prefix, "the internal token prefix")
+        t.say(f"We keep leaking credentials into git. Write a pre-commit secret detector. It reads one staged "
+              f"file's full text on standard input and must reject it "
+              f"if it contains a secret, and accept it otherwise. Secrets are: {patterns} Near misses (wrong "
+              f"length, wrong case, test keys) are not secrets and must not block a commit; "
+              f"`/app/examples/clean_settings.py` is a file that must pass.")
+        # The oracle's detector gets the delivered prefix, not a copy with it baked in.
+        t.expect_classifier("Reject (exit 1) files with a secret, accept (exit 0) the rest.", clean, bad,
+                            {"Python": fill(REFERENCE, PRAGMA=repr(pragma), PREFIX="@@PREFIX@@")})
+        t.solve(f'test -n "{who}"\nsed -i "s/@@PREFIX@@/{who}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        pragma = "secretscan:allow" if k.pragma else ""
+        prefix = unseen(t, lambda: t.code(1), STOCK)  # stated, not delivered: no stock line may spell it
+        patterns = self.patterns(prefix, pragma)
+        sec = _Secrets(rng, prefix)
+        ref_src = fill(REFERENCE, PRAGMA=repr(pragma), PREFIX=prefix)
+        ns = run_python(ref_src)
         # -- the repository -----------------------------------------------------------------
         repo = _Repo()
-        codes = []
-        while len(codes) < 3:
-            c = t.code(1)
-            if c not in codes:
-                codes.append(c)
+        codes = distinct(lambda: t.code(1), 3)
         target = f"release/{codes[0]}"
         files = {p: list(v) for p, v in FILES.items()}
 
         def put(branch, path, line, msg, at=None):
-            lines = list(repo.tree.get(branch, {}).get(path, self._text(files.get(path, ["# " + path]))).splitlines())
+            lines = list(repo.tree.get(branch, {}).get(path, _text(files.get(path, ["# " + path]))).splitlines())
             lines.insert(at if at is not None else rng.randrange(1, len(lines) + 1), line)
-            repo.commit(branch, {path: self._text(lines)}, msg)
+            repo.commit(branch, {path: _text(lines)}, msg)
 
         def scrub(branch, path, secret, msg):
             text = repo.tree[branch][path]
             lines = [(ln.replace(secret, "${FROM_VAULT}") if secret in ln else ln) for ln in text.splitlines()]
-            repo.commit(branch, {path: self._text(lines)}, msg)
+            repo.commit(branch, {path: _text(lines)}, msg)
 
         paths = sorted(FILES)
-        repo.commit("main", {p: self._text(v) for p, v in files.items()}, "Initial import")
+        repo.commit("main", {p: _text(v) for p, v in files.items()}, "Initial import")
         msgs = ["Fix typo", "Bump retries", "Add region", "Tidy config", "Update runbook", "Hotfix deploy script",
                 "Wire up notifications", "Rotate settings", "Add payments config", "CI tweaks"]
         planted = []  # (branch, path, secret)
@@ -353,7 +376,7 @@ class GitSecretScan(Family):
                         line += f"  # {pragma}"
                     put(branch, path, line, rng.choice(msgs))
                     planted.append((branch, path, s))
-                elif r < 0.65 and removable and k["removed"] and [p for p in planted if p[0] == branch]:
+                elif r < 0.65 and removable and k.removed and [p for p in planted if p[0] == branch]:
                     b, p, s = rng.choice([p for p in planted if p[0] == branch])
                     if p in repo.tree[branch] and s in repo.tree[branch][p]:
                         scrub(branch, p, s, "Move credentials to the vault")
@@ -363,7 +386,7 @@ class GitSecretScan(Family):
                     put(branch, path, _line(rng, sec.near(), path) if rng.random() < 0.5 else
                         f"# {rng.choice(msgs).lower()} ({rng.randrange(1000)})", rng.choice(msgs))
 
-        n = k["commits"]
+        n = k.commits
         work("main", n // 3)
         repo.branch(target, "main")
         repo.branch(f"release/{codes[1]}", "main")
@@ -371,19 +394,19 @@ class GitSecretScan(Family):
         s = sec.real()
         path = rng.choice(paths)
         put(target, path, _line(rng, s, path), "Temporary credentials for the demo")
-        if k["removed"] and rng.random() < 0.5:
+        if k.removed and rng.random() < 0.5:
             scrub(target, path, s, "Remove demo credentials")
-        if k["deleted_file"]:
+        if k.deleted_file:
             s = sec.real()
-            repo.commit(target, {"scripts/bootstrap.sh": self._text(["#!/bin/sh", _line(rng, s, "x.sh")])},
+            repo.commit(target, {"scripts/bootstrap.sh": _text(["#!/bin/sh", _line(rng, s, "x.sh")])},
                         "Add bootstrap script")
             repo.commit(target, {"scripts/bootstrap.sh": None}, "Remove bootstrap script")
-        if k["merge"]:
+        if k.merge:
             feat = f"feature/{rng.choice(['sso', 'refunds', 'exports'])}"
             repo.branch(feat, target)
             s1, s2 = sec.real(), sec.real()
             fpath = f"{feat.split('/')[1]}/client.py"
-            repo.commit(feat, {fpath: self._text(["import os", _line(rng, s1, fpath), _line(rng, s2, fpath)])},
+            repo.commit(feat, {fpath: _text(["import os", _line(rng, s1, fpath), _line(rng, s2, fpath)])},
                         "Feature client")
             text = repo.tree[feat][fpath].replace(s1, "${FROM_VAULT}")
             repo.commit(feat, {fpath: text}, "Do not hard-code the key")
@@ -392,18 +415,15 @@ class GitSecretScan(Family):
         work(target, n // 3)
         work("main", max(2, n // 4), removable=False)  # after the fork: not reachable from the target
         work(f"release/{codes[1]}", 2, removable=False)
-        if k["decoy_branch"]:
+        if k.decoy_branch:
             repo.branch("experiment", "main")
             work("experiment", 3, removable=False)
         history = json.dumps({"repo": "/app/repo", "ops": repo.ops}, indent=0, sort_keys=True) + "\n"
-        # The report key identifies every finding (HMAC fingerprints), so no visible text may spell it.
-        visible = (history + patterns).upper()
-        key = t.code(2)
-        while key in visible:
-            key = t.code(2)
-        truth = ns["report"](repo.seen[target], [repo.tree[target][p] for p in sorted(repo.tree[target])], key)
         t.add_file("/tmp/tmax-fixture/history.json", history)
         t.add_file("/tmp/tmax-fixture/mkrepo.py", MKREPO)
+        # The report key keys every finding's fingerprint, so no visible text may spell it.
+        key = unseen(t, lambda: t.code(2), patterns)
+        truth = ns["report"](repo.seen[target], [repo.tree[target][p] for p in sorted(repo.tree[target])], key)
         t.add_setup("python3 /tmp/tmax-fixture/mkrepo.py /tmp/tmax-fixture/history.json && "
                     "rm -f /tmp/tmax-fixture/history.json /tmp/tmax-fixture/mkrepo.py")
         who = t.deliver(key, "the report key")

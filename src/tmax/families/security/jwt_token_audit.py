@@ -1,8 +1,9 @@
 """Did the API gateway let bad tokens through? Validate the HS256 JWTs captured in a gateway log with the
 signing secret: structure, algorithm, HMAC signature, expiry, and (higher levels) not-before, issuer,
 audience, per-route scopes and clock-skew leeway. Report each allowed request whose token should have
-been refused, with the first failing check. Variants: a token classifier (adversarial corpus) and a
-reusable auditor program (fuzz equivalence)."""
+been refused, with the first failing check (under partial credit each line also carries the request's
+HMAC audit tag: lines such as `missing` would otherwise score without the secret). Variants: a token
+classifier (adversarial corpus) and a reusable auditor program (fuzz equivalence)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import base64
 import hashlib
 import hmac
 import json
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import unseen
 
 REFERENCE = r'''
 import base64
@@ -23,12 +27,13 @@ import re
 import sys
 from datetime import datetime, timezone
 
-SECRET = "{secret}"
-ISSUER = {issuer!r}
-AUDIENCE = {audience!r}
-ROUTES = {routes!r}
-LEEWAY = {leeway}
-NOW = {now}
+SECRET = "@@SECRET@@"  # the delivered secret, put in at solve time
+TAGGED = @TAGGED@  # each report line ends with the request's audit tag
+ISSUER = @ISSUER@
+AUDIENCE = @AUDIENCE@
+ROUTES = @ROUTES@
+LEEWAY = @LEEWAY@
+NOW = @NOW@
 SEG = re.compile(r"^[A-Za-z0-9_-]*$")
 LINE = re.compile(r"^(\S+) req=(\S+) route=(\S+) decision=(allow|deny) token=(\S+)$")
 
@@ -95,25 +100,28 @@ def epoch(stamp):
     return int(datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp())
 
 
+def tag(rid, secret):
+    return hmac.new(secret.encode(), rid.encode(), hashlib.sha256).hexdigest()[:8]
+
+
 def audit(text, secret=None):
+    secret = secret or SECRET
     out = []
     for line in text.splitlines():
         m = LINE.match(line)
         if not m or m.group(4) != "allow":
             continue
-        if m.group(5) == "-":
-            out.append(f"{{m.group(2)}} missing")
-            continue
-        why = check(m.group(5), epoch(m.group(1)), m.group(3), secret)
+        rid = m.group(2)
+        why = "missing" if m.group(5) == "-" else check(m.group(5), epoch(m.group(1)), m.group(3), secret)
         if why:
-            out.append(f"{{m.group(2)}} {{why}}")
+            out.append(f"{rid} {why} {tag(rid, secret)}" if TAGGED else f"{rid} {why}")
     return "".join(o + "\n" for o in out)
 
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "audit":  # audit SECRET < log
         sys.stdout.write(audit(sys.stdin.read(), sys.argv[2]))
-    elif "{mode}" == "classify":
+    elif @CLASSIFY@:
         sys.exit(0 if check(sys.stdin.read().strip(), NOW) is None else 1)
     else:
         sys.stdout.write(audit(sys.stdin.read()))
@@ -221,6 +229,29 @@ class _Forge:
         return self.sign(h, p)
 
 
+@dataclass(frozen=True)
+class Knobs:
+    requests: int  # requests in the gateway log
+    kinds: tuple[str, ...]  # the ways a token can be bad (and leeway_ok: valid only thanks to the leeway)
+    claims: bool  # not-before, issuer and audience checks
+    leeway: int  # clock-skew allowance in seconds
+
+
+@dataclass
+class _Setup:
+    """What every case of one task shares: the constants, the forger, the checks as the instruction states them."""
+    secret: str
+    issuer: str | None
+    audience: str | None
+    routes: dict
+    now0: int
+    forge: _Forge
+    ns: dict
+    checks: list
+    check_txt: str
+    route_txt: str
+
+
 @register
 class JwtTokenAudit(Family):
     name = "jwt_token_audit"
@@ -230,47 +261,25 @@ class JwtTokenAudit(Family):
                         "token expiry and claim checks", "input validation", "allowlist and denylist matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
     programs = {"Python": REFERENCE}
-    levels = {1: {"requests": 25, "kinds": ["alg", "signature", "expired"], "claims": False, "leeway": 0},
-              2: {"requests": 60, "kinds": ["alg", "signature", "expired", "malformed", "missing"],
-                  "claims": False, "leeway": 0},
-              3: {"requests": 120, "kinds": ["alg", "signature", "expired", "malformed", "missing", "not_yet_valid",
-                                             "issuer", "audience"], "claims": True, "leeway": 0},
-              4: {"requests": 200, "kinds": ["alg", "signature", "expired", "malformed", "missing", "not_yet_valid",
-                                             "issuer", "audience", "scope", "leeway_ok"], "claims": True,
-                  "leeway": 30}}
+    levels = {1: Knobs(requests=25, kinds=("alg", "signature", "expired"), claims=False, leeway=0),
+              2: Knobs(requests=60, kinds=("alg", "signature", "expired", "malformed", "missing"), claims=False,
+                       leeway=0),
+              3: Knobs(requests=120, kinds=("alg", "signature", "expired", "malformed", "missing", "not_yet_valid",
+                                            "issuer", "audience"), claims=True, leeway=0),
+              4: Knobs(requests=200, kinds=("alg", "signature", "expired", "malformed", "missing", "not_yet_valid",
+                                            "issuer", "audience", "scope", "leeway_ok"), claims=True, leeway=30)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def setup(self, t: TaskBuilder, classify: bool) -> tuple[_Setup, str]:
+        """The shared constants, the forger and the reference (its secret left for the oracle to put in)."""
         k, rng = t.knobs, t.rng
-        secret = t.code(3)
-        issuer = None
-        if k["claims"]:
+        leeway = k.leeway
+        issuer = audience = None
+        if k.claims:
             issuer = f"https://{rng.choice(['auth', 'login', 'sso', 'id'])}.{rng.choice(['acme', 'globex', 'initech'])}"
             issuer += ".internal"
-        audience = rng.choice(["billing-api", "payments-api", "ledger-api"]) if k["claims"] else None
+            audience = rng.choice(["billing-api", "payments-api", "ledger-api"])
         routes = ROUTES if t.level >= 4 else {}
-        leeway = k["leeway"]
         now0 = 1767225600 + rng.randrange(0, 300) * 86400 + rng.randrange(86400)
-        forge = _Forge(rng, secret, issuer, audience, leeway, t.level)
-        mode = "classify" if t.axes.verifier == "adversarial_corpus" else "audit"
-        ref_src = REFERENCE.format(secret=secret, issuer=issuer, audience=audience, routes=routes, leeway=leeway,
-                                   now=now0, mode=mode)
-        ns: dict = {}
-        exec(ref_src, ns)  # noqa: S102 - our own reference program
-        kinds = [x for x in k["kinds"] if x != "missing"]
-
-        def log(n, start):
-            lines, now = [], start
-            for i in range(n):
-                now += rng.randrange(1, 40)
-                route = rng.choice(sorted(ROUTES))
-                pool = kinds + (["missing"] if "missing" in k["kinds"] else [])
-                kind = "valid" if rng.random() < 0.45 else rng.choice(pool)
-                tok = "-" if kind == "missing" else forge.token(now, route, kind)
-                decision = "allow" if rng.random() < 0.8 else "deny"
-                lines.append(f"{_stamp(now)} req=r-{start % 100000 + i:06d} route={route} decision={decision} "
-                             f"token={tok}")
-            return "\n".join(lines) + "\n"
-
         checks = ["`malformed`: the token is not three dot-separated segments, or the header or payload segment "
                   "is not unpadded base64url (alphabet `A-Za-z0-9-_` only, no `=`) of a UTF-8 JSON object, or the "
                   "signature segment is not unpadded base64url",
@@ -279,7 +288,7 @@ class JwtTokenAudit(Family):
                   "bytes), of the ASCII text `<header segment>.<payload segment>`",
                   "`expired`: the payload has no integer `exp`, or the request time (in seconds since the epoch) "
                   + (f"is at or after `exp` + {leeway}" if leeway else "is at or after `exp`")]
-        if k["claims"]:
+        if k.claims:
             checks += ["`not_yet_valid`: the payload has an `nbf` and the request time is "
                        + (f"before `nbf` - {leeway}" if leeway else "before `nbf`"),
                        f"`issuer`: `iss` is not exactly `{issuer}`",
@@ -290,62 +299,100 @@ class JwtTokenAudit(Family):
         check_txt = "; ".join(f"({i}) {c}" for i, c in enumerate(checks, 1))
         route_txt = (" Scopes required per route: " + ", ".join(f"`{r}` needs `{s}`" for r, s in sorted(routes.items()))
                      + "." if routes else "")
-        who = t.deliver(secret, "the signing secret")
-        if mode == "classify":
-            clean, bad = [], []
-            for i in range(40):
-                clean.append(forge.token(now0, None, "leeway_ok" if leeway and i % 5 == 0 else "valid") + "\n")
-            bad_kinds = [x for x in kinds if x not in ("scope", "leeway_ok")]
-            for i in range(48):
-                kind = bad_kinds[i % len(bad_kinds)]
-                bad.append(forge.token(now0, None, kind) + "\n")
-            for item in clean:
-                assert ns["check"](item.strip(), now0) is None, item
-            for item in bad:
-                assert ns["check"](item.strip(), now0) is not None, item
-            samples = "".join(forge.token(now0, None, "valid") + "\n" for _ in range(2))
-            t.add_file("/app/samples/good_tokens.txt", samples)
-            cut = [c for c in checks if not c.startswith("`scope`")]
-            t.say(f"Our services share an HS256 JWT secret (given above). We need a strict token validator to put "
-                  f"in front of a legacy service. It receives one token on standard input (ignore surrounding "
-                  f"whitespace) and must reject it if any of the following failure conditions holds, evaluated at the "
-                  f"fixed time {now0} (seconds since the epoch; use this constant, not the clock), and accept it "
-                  f"otherwise: "
-                  + "; ".join(f"({i}) {c}" for i, c in enumerate(cut, 1)).replace("the request time", "that time")
-                  + ". Two tokens known to be good are in `/app/samples/good_tokens.txt`.")
-            t.expect_classifier("Hard-code the secret and the other constants.", clean, bad, {"Python": ref_src})
-            t.solve(f'grep -q "SECRET = \\"{who}\\"" /app/*.py')
-            return
-        fmt = ("one line per such request, in log order: the request id, a space, the reason (the name of the first "
-               "check it fails, or `missing` when the request carried no token at all, `token=-`)")
-        if mode == "audit" and t.axes.verifier == "fuzz_equivalence":
-            cases = []
-            for _ in range(10):
-                text = log(rng.randrange(5, 40), now0 + rng.randrange(10 ** 6))
-                cases.append((text, ns["audit"](text)))
-            t.say(f"We need a reusable auditor for our API gateway's logs. It reads one log on standard input (lines "
-                  f"`<UTC time> req=<id> route=<path> decision=allow|deny token=<JWT or ->`, as in the examples) and "
-                  f"reports the requests the gateway allowed although their token should have been refused. Tokens "
-                  f"are HS256 JWTs signed with the secret given above. Checks, in this order: {check_txt}.{route_txt} "
-                  f"Denied requests are ignored. Output {fmt}; nothing else.")
-            t.expect_program("Hard-code the secret and the other constants.", cases, {"Python": ref_src})
-            t.solve(f'grep -q "SECRET = \\"{who}\\"" /app/*.py')
-            return
-        text = log(k["requests"], now0)
+        # The signing secret (delivered) is drawn before any token exists; tokens carry only base64 of JSON
+        # claims and HMACs, which cannot spell it.
+        secret = unseen(t, lambda: t.code(3), check_txt, route_txt, issuer or "", audience or "")
+        ref_src = fill(REFERENCE, TAGGED=t.partial_credit, ISSUER=repr(issuer), AUDIENCE=repr(audience), ROUTES=routes,
+                       LEEWAY=leeway, NOW=now0, CLASSIFY=classify)
+        return _Setup(secret, issuer, audience, routes, now0, _Forge(rng, secret, issuer, audience, leeway, t.level),
+                      run_python(ref_src), checks, check_txt, route_txt), ref_src
+
+    def log(self, t: TaskBuilder, s: _Setup, n: int, start: int) -> str:
+        """A gateway log of ``n`` requests from ``start`` on; about half the tokens are bad in one way."""
+        rng, k = t.rng, t.knobs
+        kinds = [x for x in k.kinds if x != "missing"]
+        pool = kinds + (["missing"] if "missing" in k.kinds else [])
+        lines, now = [], start
+        for i in range(n):
+            now += rng.randrange(1, 40)
+            route = rng.choice(sorted(ROUTES))
+            kind = "valid" if rng.random() < 0.45 else rng.choice(pool)
+            tok = "-" if kind == "missing" else s.forge.token(now, route, kind)
+            decision = "allow" if rng.random() < 0.8 else "deny"
+            lines.append(f"{_stamp(now)} req=r-{start % 100000 + i:06d} route={route} decision={decision} "
+                         f"token={tok}")
+        return "\n".join(lines) + "\n"
+
+    def fmt(self, t: TaskBuilder) -> str:
+        return ("one line per such request, in log order: the request id, a space, the reason (the name of the first "
+                "check it fails, or `missing` when the request carried no token at all, `token=-`)"
+                + (", a space, and the request's audit tag: the first 8 hex digits (lowercase) of the HMAC-SHA256, "
+                   "keyed with the secret, of the request id's ASCII text (e.g. of `r-000123`)"
+                   if t.partial_credit else ""))
+
+    def corpus_case(self, t: TaskBuilder) -> None:
+        k = t.knobs
+        s, ref_src = self.setup(t, classify=True)
+        kinds = [x for x in k.kinds if x != "missing"]
+        clean, bad = [], []
+        for i in range(40):
+            clean.append(s.forge.token(s.now0, None, "leeway_ok" if k.leeway and i % 5 == 0 else "valid") + "\n")
+        bad_kinds = [x for x in kinds if x not in ("scope", "leeway_ok")]
+        for i in range(48):
+            bad.append(s.forge.token(s.now0, None, bad_kinds[i % len(bad_kinds)]) + "\n")
+        for item in clean:
+            assert s.ns["check"](item.strip(), s.now0, None, s.secret) is None, item
+        for item in bad:
+            assert s.ns["check"](item.strip(), s.now0, None, s.secret) is not None, item
+        samples = "".join(s.forge.token(s.now0, None, "valid") + "\n" for _ in range(2))
+        t.add_file("/app/samples/good_tokens.txt", samples)
+        cut = [c for c in s.checks if not c.startswith("`scope`")]
+        who = t.deliver(s.secret, "the signing secret")
+        t.say(f"Our services share an HS256 JWT secret (given above). We need a strict token validator to put "
+              f"in front of a legacy service. It receives one token on standard input (ignore surrounding "
+              f"whitespace) and must reject it if any of the following failure conditions holds, evaluated at the "
+              f"fixed time {s.now0} (seconds since the epoch; use this constant, not the clock), and accept it "
+              f"otherwise: "
+              + "; ".join(f"({i}) {c}" for i, c in enumerate(cut, 1)).replace("the request time", "that time")
+              + ". Two tokens known to be good are in `/app/samples/good_tokens.txt`.")
+        t.expect_classifier("Hard-code the secret and the other constants.", clean, bad, {"Python": ref_src})
+        t.solve(f'sed -i "s/@@SECRET@@/{who}/" /app/solution.py')
+
+    def program_case(self, t: TaskBuilder) -> None:
+        rng = t.rng
+        s, ref_src = self.setup(t, classify=False)
+        cases = []
+        for _ in range(10):
+            text = self.log(t, s, rng.randrange(5, 40), s.now0 + rng.randrange(10 ** 6))
+            cases.append((text, s.ns["audit"](text, s.secret)))
+        who = t.deliver(s.secret, "the signing secret")
+        t.say(f"We need a reusable auditor for our API gateway's logs. It reads one log on standard input (lines "
+              f"`<UTC time> req=<id> route=<path> decision=allow|deny token=<JWT or ->`, as in the examples) and "
+              f"reports the requests the gateway allowed although their token should have been refused. Tokens "
+              f"are HS256 JWTs signed with the secret given above. Checks, in this order: {s.check_txt}.{s.route_txt} "
+              f"Denied requests are ignored. Output {self.fmt(t)}; nothing else.")
+        t.expect_program("Hard-code the secret and the other constants.", cases, {"Python": ref_src})
+        t.solve(f'sed -i "s/@@SECRET@@/{who}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k = t.knobs
+        s, ref_src = self.setup(t, classify=False)
+        text = self.log(t, s, k.requests, s.now0)
         t.add_file("/app/logs/gateway.log", text)
-        if routes:
+        route_txt = s.route_txt
+        if s.routes:
             t.add_file("/app/config/routes.txt", "# route  required-scope\n"
-                       + "".join(f"{r} {s}\n" for r, s in sorted(routes.items())))
+                       + "".join(f"{r} {sc}\n" for r, sc in sorted(s.routes.items())))
             route_txt = " The scope each route requires is in `/app/config/routes.txt`."
-        truth = ns["audit"](text)
+        truth = s.ns["audit"](text, s.secret)
+        who = t.deliver(s.secret, "the signing secret")
         t.say(f"After a pentest finding we suspect our API gateway's JWT validation is broken. `/app/logs/gateway.log` "
               f"has one line per request: `<UTC time> req=<id> route=<path> decision=allow|deny token=<JWT or ->`. "
               f"Tokens should be HS256 JWTs signed with the secret given above. Find every request the gateway "
               f"allowed although its token should have been refused, judged at that request's own time. Checks, in "
-              f"this order: {check_txt}.{route_txt} Denied requests are not our concern.")
-        t.add_solution_file("jwt_audit.py", REFERENCE.format(secret="", issuer=issuer, audience=audience,
-                                                             routes=routes, leeway=leeway, now=now0, mode=mode))
+              f"this order: {s.check_txt}.{route_txt} Denied requests are not our concern.")
+        t.add_solution_file("jwt_audit.py", ref_src)
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
                 f'python3 /solution/jwt_audit.py audit "{who}" < /app/logs/gateway.log > /app/out/bad_tokens.txt')
-        t.say(f"Report format: {fmt}.")
+        t.say(f"Report format: {self.fmt(t)}.")
         t.expect_output("/app/out/bad_tokens.txt", truth, "the report")

@@ -8,20 +8,22 @@ control characters, malformed escapes and double encoding."""
 from __future__ import annotations
 
 import hashlib
-import re
+from dataclasses import dataclass
 from urllib.parse import quote, unquote
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, unseen, visible_numbers
 
 REFERENCE = r'''
 import re
 import sys
 
-HOSTS = {hosts!r}
+HOSTS = @HOSTS@
 HEXDIGITS = b"0123456789abcdefABCDEF"
 ABS = re.compile(r"^[hH][tT][tT][pP][sS]://([^/?#]*)(.*)$", re.S)
-REQ = re.compile(r'^([^\s:]+):\d+ \S+ - - \[[^\]]*\] "GET (/[^ ?]*)\?(\S*) HTTP/1\.[01]" (\d{{3}}) \d+$')
-REDIRECTORS = {redirectors!r}
+REQ = re.compile(r'^([^\s:]+):\d+ \S+ - - \[[^\]]*\] "GET (/[^ ?]*)\?(\S*) HTTP/1\.[01]" (\d{3}) \d+$')
+REDIRECTORS = @REDIRECTORS@
 
 
 def decode(raw):
@@ -66,7 +68,7 @@ def audit(text, hosts=None):
         for param in m.group(3).split("&"):
             if param.startswith("next="):
                 if not safe(param[5:], hosts):
-                    out.append(f"{{n}} {{param[5:]}}")
+                    out.append(f"{n} {param[5:]}")
                 break
     return "".join(o + "\n" for o in out)
 
@@ -76,12 +78,12 @@ def hosts_from_ini(path, key):
     import hashlib
 
     want = hashlib.sha256(key.encode()).hexdigest()
-    sections, section = {{}}, None
+    sections, section = {}, None
     with open(path) as f:
         for line in f:
             line = line.strip()
             if line.startswith("[") and line.endswith("]"):
-                section = sections.setdefault(line[1:-1], {{}})
+                section = sections.setdefault(line[1:-1], {})
             elif section is not None and "=" in line:
                 name, _, value = line.partition("=")
                 section[name.strip()] = value.strip()
@@ -94,7 +96,7 @@ def hosts_from_ini(path, key):
 def main():
     if len(sys.argv) > 3 and sys.argv[1] == "audit":  # audit INI KEY < log
         sys.stdout.write(audit(sys.stdin.read(), hosts_from_ini(sys.argv[2], sys.argv[3])))
-    elif "{mode}" == "classify":
+    elif @CLASSIFY@:
         data = sys.stdin.read()
         if data.endswith("\n"):
             data = data[:-1]
@@ -190,11 +192,17 @@ int main(void) {
 """
 
 
-def _c_program(hosts, mode):
-    return C_REFERENCE.replace("@MODE@", "1" if mode == "classify" else "0").replace(
-        "@HOSTS@", " ".join(f'"{h}",' for h in hosts))
+def _c_program(hosts: str, classify: bool) -> str:
+    """The C reference; ``hosts`` is C source (`"a", "b",`) or ``@@HOSTS@@`` for the oracle to put in."""
+    return fill(C_REFERENCE, MODE="1" if classify else "0", HOSTS=hosts)
 
 
+def _c_hosts(hosts: list[str]) -> str:
+    return " ".join(f'"{h}",' for h in hosts)
+
+
+# The oracle's programs are templates with @@HOSTS@@ left in: this puts in the host list of the tenant whose
+# key the oracle got through the channel.
 RENDER = r'''
 """render_guard.py INI KEY TEMPLATE OUT: the guard for the tenant whose key is KEY."""
 import hashlib
@@ -217,21 +225,12 @@ if not match:
 hosts = [h.strip().lower() for h in match[0]["hosts"].split(",") if h.strip()]
 src = open(template).read()
 if out.endswith(".py"):
-    src = src.replace("'@HOSTS@'", repr(hosts))
+    src = src.replace("@@HOSTS@@", repr(hosts))
 else:
-    src = src.replace('"@HOSTS@",', " ".join('"%s",' % h for h in hosts))
+    src = src.replace("@@HOSTS@@", " ".join('"%s",' % h for h in hosts))
 with open(out, "w") as f:
     f.write(src)
 '''
-
-
-def _numbers(text):
-    """Every digit run in ``text``, also without a repeated digit at either end (what a search for the
-    delivered number would turn up)."""
-    out = set()
-    for run in re.findall(r"[0-9]+", text):
-        out.update((run, run.rstrip(run[-1]), run.lstrip(run[0])))
-    return out
 
 
 PATHS = ["/", "/dashboard", "/account/settings", "/orders/2931", "/billing/invoices", "/docs/getting-started",
@@ -292,6 +291,50 @@ class _Targets:
         return rng.choice(opts)()
 
 
+@dataclass(frozen=True)
+class Knobs:
+    items: int  # benign and malicious targets each (the guard variant)
+    lines: int  # access log lines (the audit variant)
+
+
+@dataclass
+class _Tenants:
+    """The tenants of one task, ours among them, and the reference judging for ours."""
+    names: list[str]
+    ours: int
+    host_sets: dict[str, list[str]]
+    gens: dict[str, _Targets]
+    ns: dict
+
+    @property
+    def tenant(self) -> str:
+        return self.names[self.ours]
+
+    @property
+    def hosts(self) -> list[str]:
+        return self.host_sets[self.tenant]
+
+    @property
+    def foreign(self) -> list[str]:
+        return [h for n in self.names if n != self.tenant for h in self.host_sets[n]]
+
+
+RULES = ("A target is judged after exactly one round of percent-decoding (every `%` must start a valid "
+         "`%XX` hex escape, otherwise the target is unsafe; `+` stays `+`). The decoded target is safe if and "
+         "only if: it is non-empty, every byte is printable ASCII (0x21-0x7E: no spaces, control characters "
+         "or non-ASCII) and there is no backslash; and either (a) it starts with `/` and is just `/` or its "
+         "second character is not `/` (a local path), or (b) it is `https://` (scheme in any letter case) "
+         "followed by an authority that runs up to the first `/`, `?`, `#` or the end, where the authority "
+         "contains no `@`, its port, if a `:` is present, is exactly `443`, and its host, compared "
+         "case-insensitively, is exactly one of the tenant's hosts listed in `/app/config/redirect_hosts.ini`"
+         " (nothing else: no subdomains, no other tenant's hosts, no trailing dot). Everything else is "
+         "unsafe.")
+WHICH = ("The tenant is the one whose key is given above: the login service knows tenants only by their "
+         "keys, and each section of `/app/config/redirect_hosts.ini` records its tenant's key as "
+         "`tenant_key_sha256`, the SHA-256 (lowercase hex) of the key's ASCII text.")
+REDIRECTORS = ["/login/callback", "/logout"]
+
+
 @register
 class OpenRedirectGuard(Family):
     name = "open_redirect_guard"
@@ -301,117 +344,123 @@ class OpenRedirectGuard(Family):
                         "allowlist and denylist matching", "input validation", "regular expressions")
     verifiers = ("adversarial_corpus", "fuzz_equivalence", "exact_text", "metric_threshold")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"items": 24, "lines": 40}, 2: {"items": 40, "lines": 100}, 3: {"items": 60, "lines": 200},
-              4: {"items": 90, "lines": 320}}
+    levels = {1: Knobs(items=24, lines=40), 2: Knobs(items=40, lines=100), 3: Knobs(items=60, lines=200),
+              4: Knobs(items=90, lines=320)}
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
-        tenants = []
-        while len(tenants) < 4:
-            c = t.code(1)
-            if c not in tenants:
-                tenants.append(c)
-        ours = rng.randrange(len(tenants))
-        tenant = tenants[ours]
+    def tenants(self, t: TaskBuilder) -> _Tenants:
+        rng = t.rng
+        names = distinct(lambda: t.code(1), 4)
         host_sets = {}
-        for name in tenants:
+        for name in names:
             base = name.lower()
             hosts = [f"{base}{rng.choice(SUFFIXES)}", f"www.{base}.com", f"app.{base}.io",
                      f"pay.{base}-billing.example"][:rng.randrange(2, 5)]
             host_sets[name] = sorted(set(hosts))
-        hosts = host_sets[tenant]
-        foreign = [h for n in tenants if n != tenant for h in host_sets[n]]
-        mode = "classify" if t.axes.verifier == "adversarial_corpus" else "lines"
-        redirectors = ["/login/callback", "/logout"]
-        ref_src = REFERENCE.format(hosts=hosts, mode=mode, redirectors=redirectors)
-        ns: dict = {}
-        exec(ref_src, ns)  # noqa: S102 - our own reference program
-        gens = {n: _Targets(rng, host_sets[n], [h for m in tenants if m != n for h in host_sets[m]], t.level)
-                for n in tenants}
-        gen = gens[tenant]
-        rules = ("A target is judged after exactly one round of percent-decoding (every `%` must start a valid "
-                 "`%XX` hex escape, otherwise the target is unsafe; `+` stays `+`). The decoded target is safe if and "
-                 "only if: it is non-empty, every byte is printable ASCII (0x21-0x7E: no spaces, control characters "
-                 "or non-ASCII) and there is no backslash; and either (a) it starts with `/` and is just `/` or its "
-                 "second character is not `/` (a local path), or (b) it is `https://` (scheme in any letter case) "
-                 "followed by an authority that runs up to the first `/`, `?`, `#` or the end, where the authority "
-                 "contains no `@`, its port, if a `:` is present, is exactly `443`, and its host, compared "
-                 "case-insensitively, is exactly one of the tenant's hosts listed in `/app/config/redirect_hosts.ini`"
-                 " (nothing else: no subdomains, no other tenant's hosts, no trailing dot). Everything else is "
-                 "unsafe.")
-        which = ("The tenant is the one whose key is given above: the login service knows tenants only by their "
-                 "keys, and each section of `/app/config/redirect_hosts.ini` records its tenant's key as "
-                 "`tenant_key_sha256`, the SHA-256 (lowercase hex) of the key's ASCII text.")
+        ours = rng.randrange(len(names))
+        gens = {n: _Targets(rng, host_sets[n], [h for m in names if m != n for h in host_sets[m]], t.level)
+                for n in names}
+        ns = run_python(fill(REFERENCE, HOSTS=host_sets[names[ours]], CLASSIFY=False, REDIRECTORS=REDIRECTORS))
+        return _Tenants(names, ours, host_sets, gens, ns)
 
-        def finish_ini(extra_visible):
-            """Draw the tenants' keys (ours is delivered) so that no visible number spells ours; write the ini."""
-            while True:
-                keys = [str(rng.randrange(10 ** 9, 10 ** 10)) for _ in tenants]
-                ini = ["# allowed absolute redirect hosts per tenant"]
-                for name, key in zip(tenants, keys):
-                    ini += [f"[{name}]", "hosts = " + ", ".join(host_sets[name]), f"owner = {name.lower()}-platform-team",
-                            f"tenant_key_sha256 = {hashlib.sha256(key.encode()).hexdigest()}", ""]
-                text = "\n".join(ini)
-                if len(set(keys)) == len(keys) and keys[ours] not in _numbers(text + extra_visible):
-                    t.add_file("/app/config/redirect_hosts.ini", text)
-                    return keys[ours]
+    def tenant_key(self, t: TaskBuilder, ten: _Tenants, *shown: str) -> str:
+        """Draw the tenants' keys, ours (delivered) so that no visible number spells it (the ini's hashes are
+        hex: checked too), and write the ini; returns our key."""
+        rng = t.rng
 
-        def oracle_programs():
-            # The oracle's programs get the tenant's hosts from the delivered key, not copies with them baked in.
-            t.add_solution_file("render_guard.py", RENDER)
-            t.add_solution_file("tpl_solution.py", REFERENCE.format(hosts="@HOSTS@", mode=mode,
-                                                                    redirectors=redirectors))
-            t.add_solution_file("tpl_solution.c", _c_program(["@HOSTS@"], mode))
-            for name in sorted(t.solution_files):
-                if name.startswith("prog_"):
-                    out = name[len("prog_"):]
-                    t.solve(f'rm -f /app/{out}\npython3 /solution/render_guard.py /app/config/redirect_hosts.ini '
-                            f'"{who}" /solution/tpl_{out} /app/{out}')
+        def draw():
+            return str(rng.randrange(10 ** 9, 10 ** 10))
 
-        if mode == "classify":
-            clean, bad = [], []
-            while len(clean) < k["items"] or len(bad) < k["items"]:
+        for _ in range(20):
+            key = unseen(t, draw, *shown)
+            keys = distinct(draw, len(ten.names) - 1, [key])
+            keys.insert(ten.ours, key)
+            ini = ["# allowed absolute redirect hosts per tenant"]
+            for name, k in zip(ten.names, keys):
+                ini += [f"[{name}]", "hosts = " + ", ".join(ten.host_sets[name]), f"owner = {name.lower()}-platform-team",
+                        f"tenant_key_sha256 = {hashlib.sha256(k.encode()).hexdigest()}", ""]
+            text = "\n".join(ini)
+            if int(key) not in visible_numbers(text):
+                t.add_file("/app/config/redirect_hosts.ini", text)
+                return key
+        raise FamilyError("open_redirect_guard: every tenant key drawn showed in the host list file")
+
+    def oracle_programs(self, t: TaskBuilder, classify: bool, who: str) -> None:
+        """The oracle's programs get the tenant's hosts from the delivered key, not copies with them baked in."""
+        t.add_solution_file("render_guard.py", RENDER)
+        t.add_solution_file("tpl_solution.py", fill(REFERENCE, HOSTS="@@HOSTS@@", CLASSIFY=classify,
+                                                    REDIRECTORS=REDIRECTORS))
+        t.add_solution_file("tpl_solution.c", _c_program("@@HOSTS@@", classify))
+        for name in sorted(t.solution_files):
+            if name.startswith("prog_"):
+                out = name[len("prog_"):]
+                t.solve(f'rm -f /app/{out}\npython3 /solution/render_guard.py /app/config/redirect_hosts.ini '
+                        f'"{who}" /solution/tpl_{out} /app/{out}')
+
+    def programs_for(self, ten: _Tenants, classify: bool) -> dict[str, str]:
+        return {"Python": fill(REFERENCE, HOSTS=ten.hosts, CLASSIFY=classify, REDIRECTORS=REDIRECTORS),
+                "C": _c_program(_c_hosts(ten.hosts), classify)}
+
+    def corpus_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        ten = self.tenants(t)
+        gen, safe = ten.gens[ten.tenant], ten.ns["safe"]
+        clean, bad = [], []
+        for _ in range(100 * k.items):
+            if len(clean) >= k.items and len(bad) >= k.items:
+                break
+            raw = gen.clean() if rng.random() < 0.5 else gen.bad()
+            (clean if safe(raw) else bad).append(raw + "\n")
+        else:
+            raise FamilyError("open_redirect_guard: too few safe or unsafe targets drawn")
+        clean, bad = clean[:k.items], bad[:k.items]
+        # Another tenant's host must be rejected: a guard built for the wrong tenant fails here.
+        bad[:2] = [_enc(f"https://{h}/") + "\n" for h in rng.sample(ten.foreign, 2)]
+        who = t.deliver(self.tenant_key(t, ten, RULES, WHICH), "the tenant key")
+        t.say(f"Our login flow redirects users to the `next` query parameter after sign-in, and a bug bounty "
+              f"report showed it can be abused as an open redirect. Write the guard for our tenant. {WHICH} "
+              f"It receives the raw `next` value (as it appears in the query string) on standard input, followed "
+              f"by a single newline that is not part of the value. {RULES}")
+        t.expect_classifier("Accept (exit 0) safe targets and reject (exit 1) unsafe ones. Hard-code the "
+                            "tenant's host list.", clean, bad, self.programs_for(ten, True))
+        self.oracle_programs(t, True, who)
+
+    def program_case(self, t: TaskBuilder) -> None:
+        rng = t.rng
+        ten = self.tenants(t)
+        gen, safe = ten.gens[ten.tenant], ten.ns["safe"]
+        names = [n.lower() for n in ten.names]
+
+        def neutral(raw):  # worked examples must not show which tenant's hosts are allowed
+            text = (unquote(unquote(raw)) + raw).lower()
+            return not any(n in text for n in names)
+
+        cases = []
+        for i in range(10):
+            raws, n_raws = [], rng.randrange(4, 30)
+            for _ in range(100 * n_raws):
+                if len(raws) >= n_raws:
+                    break
                 raw = gen.clean() if rng.random() < 0.5 else gen.bad()
-                (clean if ns["safe"](raw) else bad).append(raw + "\n")
-            clean, bad = clean[:k["items"]], bad[:k["items"]]
-            # Another tenant's host must be rejected: a guard built for the wrong tenant fails here.
-            bad[:2] = [_enc(f"https://{h}/") + "\n" for h in rng.sample(foreign, 2)]
-            who = t.deliver(finish_ini(""), "the tenant key")
-            t.say(f"Our login flow redirects users to the `next` query parameter after sign-in, and a bug bounty "
-                  f"report showed it can be abused as an open redirect. Write the guard for our tenant. {which} "
-                  f"It receives the raw `next` value (as it appears in the query string) on standard input, followed "
-                  f"by a single newline that is not part of the value. {rules}")
-            t.expect_classifier("Accept (exit 0) safe targets and reject (exit 1) unsafe ones. Hard-code the "
-                                "tenant's host list.", clean, bad, {"Python": ref_src, "C": _c_program(hosts, mode)})
-            oracle_programs()
-            return
-        if t.axes.verifier == "fuzz_equivalence":
-            names = [n.lower() for n in tenants]
+                if i >= 2 or neutral(raw):
+                    raws.append(raw)
+            else:
+                raise FamilyError("open_redirect_guard: too few neutral targets for a worked example")
+            if i == 2:  # a hidden case with every tenant's hosts: only the right host list passes it
+                raws += [_enc(f"https://{h}/") for n in ten.names for h in ten.host_sets[n]]
+            text = "".join(r + "\n" for r in raws)
+            cases.append((text, "".join(("ALLOW" if safe(r) else "DENY") + "\n" for r in raws)))
+        who = t.deliver(self.tenant_key(t, ten, RULES, WHICH, *(x for c in cases[:2] for x in c)), "the tenant key")
+        t.say(f"Our login flow redirects users to the `next` query parameter after sign-in; we need a filter "
+              f"for our tenant to check a batch of targets. {WHICH} Input: one raw `next` value per line "
+              f"(as it appears in the query string). Output: one line per input line, `ALLOW` if the target is "
+              f"safe and `DENY` otherwise. {RULES}")
+        t.expect_program("Hard-code the tenant's host list.", cases, self.programs_for(ten, False))
+        self.oracle_programs(t, False, who)
 
-            def neutral(raw):  # worked examples must not show which tenant's hosts are allowed
-                text = (unquote(unquote(raw)) + raw).lower()
-                return not any(n in text for n in names)
-
-            cases = []
-            for i in range(10):
-                raws, n_raws = [], rng.randrange(4, 30)
-                while len(raws) < n_raws:
-                    raw = gen.clean() if rng.random() < 0.5 else gen.bad()
-                    if i >= 2 or neutral(raw):
-                        raws.append(raw)
-                if i == 2:  # a hidden case with every tenant's hosts: only the right host list passes it
-                    raws += [_enc(f"https://{h}/") for n in tenants for h in host_sets[n]]
-                text = "".join(r + "\n" for r in raws)
-                cases.append((text, "".join(("ALLOW" if ns["safe"](r) else "DENY") + "\n" for r in raws)))
-            who = t.deliver(finish_ini(" ".join(x for c in cases[:2] for x in c)), "the tenant key")
-            t.say(f"Our login flow redirects users to the `next` query parameter after sign-in; we need a filter "
-                  f"for our tenant to check a batch of targets. {which} Input: one raw `next` value per line "
-                  f"(as it appears in the query string). Output: one line per input line, `ALLOW` if the target is "
-                  f"safe and `DENY` otherwise. {rules}")
-            t.expect_program("Hard-code the tenant's host list.", cases,
-                             {"Python": ref_src, "C": _c_program(hosts, mode)})
-            oracle_programs()
-            return
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        ten = self.tenants(t)
+        tenants, ours, tenant = ten.names, ten.ours, ten.tenant
         # One log for all tenants; the virtual host (first field) says whose request it was. Our tenant is never
         # the busiest, so traffic volume does not point to it.
         weights = sorted(rng.uniform(1.0, 3.0) for _ in tenants)
@@ -422,19 +471,19 @@ class OpenRedirectGuard(Family):
         share[busiest] = weights[-1] * 1.25
         for i, w in zip(rest, weights):
             share[i] = w
-        while True:
+        for _ in range(50):
             lines, counts = [], dict.fromkeys(tenants, 0)
             stamp_day = rng.randrange(1, 28)
-            for i in range(k["lines"]):
+            for i in range(k.lines):
                 owner = rng.choices(tenants, share)[0]
                 counts[owner] += 1
-                vhost = rng.choice(host_sets[owner])
+                vhost = rng.choice(ten.host_sets[owner])
                 ip = f"198.51.100.{rng.randrange(1, 255)}"
-                sec_of_day = i * 86399 // k["lines"]
+                sec_of_day = i * 86399 // k.lines
                 ts = (f"{stamp_day:02d}/Sep/2026:{sec_of_day // 3600:02d}:{sec_of_day % 3600 // 60:02d}:"
                       f"{rng.randrange(60):02d} +0000")
                 r = rng.random()
-                g = gens[owner]
+                g = ten.gens[owner]
                 raw = g.clean() if rng.random() < 0.55 else g.bad()
                 state = f"state={''.join(rng.choice('abcdef0123456789') for _ in range(12))}"
                 if r < 0.55:
@@ -451,21 +500,23 @@ class OpenRedirectGuard(Family):
                     rng.shuffle(params)
                 lines.append(f'{vhost}:443 {ip} - - [{ts}] "GET {path}?{"&".join(params)} HTTP/1.1" {status} 0')
             text = "\n".join(lines) + "\n"
-            truth = ns["audit"](text)
+            truth = ten.ns["audit"](text)
             # An empty report would equal what any wrong key gives.
             if truth and counts[tenant] < max(counts.values()):
                 break
+        else:
+            raise FamilyError("open_redirect_guard: no log with unsafe redirects of a tenant that is not the busiest")
         t.add_file("/app/logs/access.log", text)
-        who = t.deliver(finish_ini(text), "the tenant key")
+        who = t.deliver(self.tenant_key(t, ten, RULES, WHICH), "the tenant key")
         t.say(f"Our login flow redirects users to the `next` query parameter after sign-in, and a bug bounty report "
               f"showed it was an open redirect. `/app/logs/access.log` is the shared access log of all tenants "
               f"(Apache `vhost_combined`: each line starts with `<virtual host>:<port>`); a request belongs to a "
               f"tenant when its virtual host, compared case-insensitively, is one of that tenant's hosts. Audit "
-              f"our tenant's requests only. {which} "
+              f"our tenant's requests only. {WHICH} "
               f"Only `/login/callback` and `/logout` redirect to `next`; a `next` parameter on any other endpoint is "
               f"something else (e.g. a pagination cursor) and is not a redirect. Find every request that would have "
-              f"redirected to an unsafe target. {rules}")
-        t.add_solution_file("redirects.py", REFERENCE.format(hosts=[], mode="lines", redirectors=redirectors))
+              f"redirected to an unsafe target. {RULES}")
+        t.add_solution_file("redirects.py", fill(REFERENCE, HOSTS=[], CLASSIFY=False, REDIRECTORS=REDIRECTORS))
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
                 f'python3 /solution/redirects.py audit /app/config/redirect_hosts.ini "{who}" < /app/logs/access.log '
                 '> /app/out/unsafe_redirects.txt')

@@ -6,18 +6,21 @@ bases with digit, year and `!` suffixes)."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, unseen
 
 REFERENCE = r'''
 import gzip
 import hashlib
 import sys
 
-FORMS = {forms!r}        # any of: plain, cap, leet
-SUFFIXES = {suffixes!r}  # any of: none, digit, twodigit, year, bang
+FORMS = @FORMS@        # any of: plain, cap, leet
+SUFFIXES = @SUFFIXES@  # any of: none, digit, twodigit, year, bang
 LEET = str.maketrans("aeios", "43105")
-ALGOS = {{"s256": hashlib.sha256, "s1": hashlib.sha1, "md5": hashlib.md5}}
+ALGOS = {"s256": hashlib.sha256, "s1": hashlib.sha1, "md5": hashlib.md5}
 
 
 def words_from(text):
@@ -34,7 +37,7 @@ def candidates(words):
     if "digit" in SUFFIXES:
         sfx += [str(d) for d in range(10)]
     if "twodigit" in SUFFIXES:
-        sfx += [f"{{d:02d}}" for d in range(100)]
+        sfx += [f"{d:02d}" for d in range(100)]
     if "year" in SUFFIXES:
         sfx += [str(y) for y in range(1990, 2030)]
     if "bang" in SUFFIXES:
@@ -70,7 +73,7 @@ def parse(text):
 
 def crack(accounts_text, words_text, pepper):
     cands = [(c, (c + pepper).encode()) for c in candidates(words_from(words_text))]
-    found = {{}}
+    found = {}
     for user, scheme, salt, digest in parse(accounts_text):
         base = ALGOS[scheme](salt.encode())
         for plain, tail in cands:
@@ -79,7 +82,7 @@ def crack(accounts_text, words_text, pepper):
             if h.hexdigest() == digest:
                 found[user] = plain
                 break
-    return "".join(f"{{u}}:{{found[u]}}\n" for u in sorted(found))
+    return "".join(f"{u}:{found[u]}\n" for u in sorted(found))
 
 
 def read(path):
@@ -100,23 +103,28 @@ COMMON = ["dragon", "monkey", "sunshine", "football", "princess", "shadow", "mas
           "coffee", "rocket", "dolphin", "garden", "marina", "oliver", "sophie", "charlie", "maverick", "buster"]
 SYL = ["ka", "lo", "mi", "ra", "te", "no", "vi", "sa", "du", "pe", "ri", "go", "ba", "ne", "zo", "lu", "fa", "mo"]
 STRONG = "ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789#%&*+=?"
-LEVEL_RULES = {1: (["plain"], ["none"]),
-               2: (["plain", "cap"], ["none", "digit"]),
-               3: (["plain", "cap"], ["none", "digit", "twodigit", "bang"]),
-               4: (["plain", "cap", "leet"], ["none", "digit", "twodigit", "year", "bang"])}
 RULE_TEXT = {"cap": "the word with its first letter upper-cased", "leet": "the word in leetspeak (every a, e, i, o, s "
              "replaced by 4, 3, 1, 0, 5 respectively)", "digit": "one digit", "twodigit": "two digits (00-99)",
              "year": "a year from 1990 to 2029", "bang": "a single `!`"}
 
 
 def _wordlist(rng, n):
-    words = list(COMMON)
-    while len(words) < n:
-        w = "".join(rng.choice(SYL) for _ in range(rng.randrange(2, 5)))
-        if w not in words:
-            words.append(w)
+    extra = n - len(COMMON)
+    words = list(COMMON) + (distinct(lambda: "".join(rng.choice(SYL) for _ in range(rng.randrange(2, 5))), extra,
+                                     COMMON) if extra > 0 else [])
     rng.shuffle(words)
     return words[:n]
+
+
+@dataclass(frozen=True)
+class Knobs:
+    users: int  # accounts that are not locked
+    words: int  # words in the known-bad list
+    schemes: tuple[str, ...]  # hash schemes in the dump: s256, s1, md5
+    locked: int  # locked accounts (left out of the report)
+    messy: bool  # CRLF line ends, duplicates and a blank line in the wordlist
+    forms: tuple[str, ...]  # base forms of a word: plain, cap, leet
+    suffixes: tuple[str, ...]  # suffix rules: none, digit, twodigit, year, bang
 
 
 @register
@@ -127,42 +135,37 @@ class PasswordHashAudit(Family):
     primitive_skills = ("salted password hashing", "dictionary attacks with mangling rules",
                         "credential audit reporting", "checksum verification")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"users": 8, "words": 150, "schemes": ["s256"], "locked": 0, "messy": False},
-              2: {"users": 12, "words": 250, "schemes": ["s256"], "locked": 2, "messy": False},
-              3: {"users": 14, "words": 300, "schemes": ["s256", "s1"], "locked": 2, "messy": True},
-              4: {"users": 16, "words": 300, "schemes": ["s256", "s1", "md5"], "locked": 3, "messy": True}}
+    levels = {1: Knobs(users=8, words=150, schemes=("s256",), locked=0, messy=False, forms=("plain",),
+                       suffixes=("none",)),
+              2: Knobs(users=12, words=250, schemes=("s256",), locked=2, messy=False, forms=("plain", "cap"),
+                       suffixes=("none", "digit")),
+              3: Knobs(users=14, words=300, schemes=("s256", "s1"), locked=2, messy=True, forms=("plain", "cap"),
+                       suffixes=("none", "digit", "twodigit", "bang")),
+              4: Knobs(users=16, words=300, schemes=("s256", "s1", "md5"), locked=3, messy=True,
+                       forms=("plain", "cap", "leet"), suffixes=("none", "digit", "twodigit", "year", "bang"))}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        forms, suffixes = LEVEL_RULES[t.level]
-        pepper = t.code(2)
-        ref_src = REFERENCE.format(forms=forms, suffixes=suffixes)
-        ns: dict = {}
-        exec(ref_src, ns)  # noqa: S102 - our own reference program
-        words = _wordlist(rng, k["words"])
+        ref_src = fill(REFERENCE, FORMS=k.forms, SUFFIXES=k.suffixes)
+        ns = run_python(ref_src)
+        words = _wordlist(rng, k.words)
         cands = ns["candidates"](words)
         first = ["ana", "ben", "chen", "dara", "eli", "fatima", "gus", "hiro", "ines", "jon", "kim", "lena", "mo",
                  "nia", "omar", "pia", "quinn", "raj", "sara", "tom", "uma", "vic", "wen", "yusuf", "zoe"]
-        users = sorted(rng.sample(first, k["users"] + k["locked"]))
-        locked = set(rng.sample(users, k["locked"]))
+        users = sorted(rng.sample(first, k.users + k.locked))
+        locked = set(rng.sample(users, k.locked))
         must_crack = set(rng.sample([u for u in users if u not in locked], 2))
-        lines = ["# export of app_users.password_hash, taken for the credential audit", "# user:hash:last_login"]
+        rows = []  # (user, scheme, salt, password, lock mark, department, last login): all but the pepper
         for u in users:
-            scheme = rng.choice(k["schemes"])
+            scheme = rng.choice(k.schemes)
             weak = rng.random() < 0.6 or u in locked or u in must_crack
             pw = rng.choice(cands) if weak else "".join(rng.choice(STRONG) for _ in range(14))
             salt = "" if scheme == "md5" else "".join(rng.choice(STRONG[:-8]) for _ in range(8))
-            digest = {"s256": hashlib.sha256, "s1": hashlib.sha1, "md5": hashlib.md5}[scheme](
-                (salt + pw + pepper).encode()).hexdigest()
-            field = f"$md5${digest}" if scheme == "md5" else f"${scheme}${salt}${digest}"
-            if u in locked:
-                field = rng.choice(["!", "*", "!!"]) + field if rng.random() < 0.7 else "!" + field
-            lines.append(f"{u}.{rng.choice(['ops', 'eng', 'fin', 'hr'])}:{field}:2026-{rng.randrange(1, 13):02d}-"
-                         f"{rng.randrange(1, 29):02d}")
-        accounts = "\n".join(lines) + "\n"
-        t.add_file("/app/audit/accounts.txt", accounts)
+            mark = (rng.choice(["!", "*", "!!"]) if rng.random() < 0.7 else "!") if u in locked else ""
+            rows.append((u, scheme, salt, pw, mark, rng.choice(["ops", "eng", "fin", "hr"]),
+                         f"2026-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}"))
         wl = list(words)
-        if k["messy"]:
+        if k.messy:
             wl += rng.sample(words, len(words) // 10)
             rng.shuffle(wl)
             wl.insert(rng.randrange(len(wl)), "")
@@ -177,14 +180,25 @@ class PasswordHashAudit(Family):
         else:
             t.add_file("/app/audit/wordlist.txt", wtext)
             wpath = "/app/audit/wordlist.txt"
+        # The pepper (delivered) keys every digest; the digests are hex, so what else the dump shows (user
+        # names, salts) is all that could spell it.
+        pepper = unseen(t, lambda: t.code(2), "\n".join(" ".join(r[:3] + r[4:]) for r in rows))
+        lines = ["# export of app_users.password_hash, taken for the credential audit", "# user:hash:last_login"]
+        for u, scheme, salt, pw, mark, dept, login in rows:
+            digest = {"s256": hashlib.sha256, "s1": hashlib.sha1, "md5": hashlib.md5}[scheme](
+                (salt + pw + pepper).encode()).hexdigest()
+            field = f"$md5${digest}" if scheme == "md5" else f"${scheme}${salt}${digest}"
+            lines.append(f"{u}.{dept}:{mark}{field}:{login}")
+        accounts = "\n".join(lines) + "\n"
+        t.add_file("/app/audit/accounts.txt", accounts)
         truth = ns["crack"](accounts, wtext, pepper)
         who = t.deliver(pepper, "the pepper")
         schemes = {"s256": "`$s256$<salt>$<hex>` = SHA-256 of salt + password + pepper",
                    "s1": "`$s1$<salt>$<hex>` = SHA-1 of salt + password + pepper (legacy)",
                    "md5": "`$md5$<hex>` = MD5 of password + pepper (an ancient import, unsalted)"}
-        scheme_txt = "; ".join(schemes[s] for s in k["schemes"])
-        base_forms = ["the word itself"] + [RULE_TEXT[f] for f in forms[1:]]
-        sfx = [RULE_TEXT[s] for s in suffixes[1:]]
+        scheme_txt = "; ".join(schemes[s] for s in k.schemes)
+        base_forms = ["the word itself"] + [RULE_TEXT[f] for f in k.forms[1:]]
+        sfx = [RULE_TEXT[s] for s in k.suffixes[1:]]
         if sfx:
             tail = (f"optionally followed by {sfx[0]}" if len(sfx) == 1 else
                     f"followed by either nothing or exactly one of: {'; '.join(sfx)}")

@@ -7,10 +7,13 @@ looking like a second source address, IPv6 sources, and a year rollover in year-
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
-import re
+from dataclasses import dataclass
 
-from tmax.families.base import FamilyError, Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import unseen, visible, visible_numbers
 
 REFERENCE = r'''
 import datetime
@@ -19,14 +22,14 @@ import ipaddress
 import re
 import sys
 
-THRESHOLD = {threshold}
-WINDOW = {window}
-TRUSTED = {trusted!r}
-START_YEAR = {year}
-SHOW_LOGIN = {show_login}
-SKEW = {skew}  # seconds the host clock ran fast; None: no first-seen column
-MONTHS = {{m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}}
-HEAD = re.compile(r"^([A-Z][a-z][a-z]) +(\d{{1,2}}) (\d\d):(\d\d):(\d\d) \S+ sshd\[\d+\]: (.*)$")
+THRESHOLD = @THRESHOLD@
+WINDOW = @WINDOW@  # @@WINDOW@@ where the oracle puts in the delivered one
+TRUSTED = @TRUSTED@
+START_YEAR = @YEAR@
+SHOW_LOGIN = @SHOW_LOGIN@
+SKEW = @SKEW@  # seconds the host clock ran fast; None: no first-seen column
+MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
+HEAD = re.compile(r"^([A-Z][a-z][a-z]) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ sshd\[\d+\]: (.*)$")
 FAIL = re.compile(r"^Failed (?:password|publickey) for (.*) from (\S+) port \d+ ssh2$")
 REPEAT = re.compile(r"^message repeated (\d+) times: \[ (.*)\]$")
 OK = re.compile(r"^Accepted (?:password|publickey) for (.*) from (\S+) port \d+ ssh2(?:: .*)?$")
@@ -55,7 +58,7 @@ def analyse(text, window=None, skew=None):
     window = window or WINDOW
     skew = SKEW if skew is None else skew
     trusted = [ipaddress.ip_network(n) for n in TRUSTED]
-    fails, logins = {{}}, {{}}
+    fails, logins = {}, {}
     year, prev = START_YEAR, None
     for line in text.splitlines():
         m = HEAD.match(line)
@@ -89,7 +92,7 @@ def analyse(text, window=None, skew=None):
             best = max(best, hi - lo + 1)
         if best < THRESHOLD:
             continue
-        row = f"{{ip}} {{best}} {{len(stamps)}}"
+        row = f"{ip} {best} {len(stamps)}"
         if skew is not None:
             row += " " + utc(stamps[0] - skew)
         if SHOW_LOGIN:
@@ -121,15 +124,6 @@ MONTH_NAMES = "Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split()
 DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 
 
-def _numbers(text):
-    """Every digit run in ``text``, also without a repeated digit at either end (what a search for the
-    delivered number would turn up)."""
-    out = set()
-    for run in re.findall(r"[0-9]+", text):
-        out.update((run, run.rstrip(run[-1]), run.lstrip(run[0])))
-    return out
-
-
 def _ipv4(rng, public=True):
     if public:
         first = rng.choice([23, 45, 61, 77, 89, 103, 118, 141, 159, 176, 185, 193, 203, 212, 222])
@@ -156,6 +150,20 @@ def _stamp(year, month, day, secs):
     return f"{MONTH_NAMES[month - 1]} {day:>2} {hh:02d}:{mm:02d}:{ss:02d}"
 
 
+@dataclass(frozen=True)
+class Knobs:
+    attackers: int  # attacking sources (dense, slow, edge and trusted ones)
+    noise: int  # background sshd and cron lines
+    files: int  # rotated log files
+    gzip: bool  # the older rotated files gzipped
+    trusted: bool  # trusted ranges that are never flagged
+    repeat: bool  # rsyslog "message repeated N times" lines
+    ipv6: bool  # IPv6 sources
+    login: bool  # the did-it-later-log-in column
+    rollover: bool  # the logs run across New Year (year-less timestamps)
+    inject: bool  # usernames that contain a fake "from <address>"
+
+
 @register
 class SshBruteforceSources(Family):
     name = "ssh_bruteforce_sources"
@@ -166,18 +174,18 @@ class SshBruteforceSources(Family):
                         "timeline reconstruction")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: {"attackers": 3, "noise": 120, "files": 1, "gzip": False, "trusted": False, "repeat": False,
-                  "ipv6": False, "login": False, "rollover": False, "inject": False},
-              2: {"attackers": 5, "noise": 400, "files": 2, "gzip": False, "trusted": True, "repeat": False,
-                  "ipv6": False, "login": False, "rollover": False, "inject": False},
-              3: {"attackers": 7, "noise": 900, "files": 3, "gzip": True, "trusted": True, "repeat": True,
-                  "ipv6": True, "login": True, "rollover": False, "inject": False},
-              4: {"attackers": 9, "noise": 1600, "files": 4, "gzip": True, "trusted": True, "repeat": True,
-                  "ipv6": True, "login": True, "rollover": True, "inject": True}}
+    levels = {1: Knobs(attackers=3, noise=120, files=1, gzip=False, trusted=False, repeat=False, ipv6=False,
+                       login=False, rollover=False, inject=False),
+              2: Knobs(attackers=5, noise=400, files=2, gzip=False, trusted=True, repeat=False, ipv6=False,
+                       login=False, rollover=False, inject=False),
+              3: Knobs(attackers=7, noise=900, files=3, gzip=True, trusted=True, repeat=True, ipv6=True,
+                       login=True, rollover=False, inject=False),
+              4: Knobs(attackers=9, noise=1600, files=4, gzip=True, trusted=True, repeat=True, ipv6=True,
+                       login=True, rollover=True, inject=True)}
 
     def _events(self, rng, k, threshold, window, span, trusted_nets, edges=True):
-        n_att = k["attackers"]
         """(seconds since start, sshd message) events; attackers are built around the threshold."""
+        n_att = k.attackers
         ev = []
         internal = [f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}" for _ in range(4)]
 
@@ -205,12 +213,16 @@ class SshBruteforceSources(Family):
         if not edges:  # worked examples: an attacker exactly one window long would pin the window down
             kinds = ["dense" if kd == "edge" else kd for kd in kinds]
         for i, kind in enumerate(kinds):
-            ip = _ipv6(rng) if k["ipv6"] and i % 3 == 2 else _ipv4(rng)
+            ip = _ipv6(rng) if k.ipv6 and i % 3 == 2 else _ipv4(rng)
             if kind == "trusted" and trusted_nets:
                 net = rng.choice(trusted_nets)
                 ip = str(ipaddress.ip_network(net)[rng.randrange(1, 200)])
-            while ip in used:
+            for _ in range(100):
+                if ip not in used:
+                    break
                 ip = _ipv4(rng)
+            else:
+                raise FamilyError("ssh_bruteforce_sources: no unused attacker address in 100 draws")
             used.add(ip)
             if kind in ("dense", "trusted"):
                 times = burst(ip, threshold + rng.randrange(0, 12), 1, max(2, window // (threshold * 2)))
@@ -224,12 +236,12 @@ class SshBruteforceSources(Family):
                 last = start + window - rng.choice([0, 1])
                 mids = sorted(rng.randrange(start + 1, last) for _ in range(threshold - 2))
                 times = [start, *mids, last]
-            if k["rollover"] and i == 0:  # straddle the new year
+            if k.rollover and i == 0:  # straddle the new year
                 times = [span // 2 - 30 * len(times) // 2 + 30 * j for j in range(len(times))]
             times.sort()
             j = 0
             while j < len(times):
-                if k["repeat"] and j + 2 < len(times) and rng.random() < 0.25:
+                if k.repeat and j + 2 < len(times) and rng.random() < 0.25:
                     n = rng.randrange(2, min(5, len(times) - j) + 1)
                     user = rng.choice(USERS[:3])
                     port = rng.randrange(1024, 65535)
@@ -238,7 +250,7 @@ class SshBruteforceSources(Family):
                     j += n
                     continue
                 user = None
-                if k["inject"] and rng.random() < 0.15:
+                if k.inject and rng.random() < 0.15:
                     fake = _ipv4(rng)
                     user = f"admin from {fake} port 22 ssh2 user"
                     ev.append((times[j], f"Failed password for invalid user {user} from {ip} port "
@@ -246,13 +258,13 @@ class SshBruteforceSources(Family):
                 else:
                     fail(times[j], ip, user)
                 j += 1
-            if k["login"] and kind != "trusted" and rng.random() < 0.6:
+            if k.login and kind != "trusted" and rng.random() < 0.6:
                 before = rng.random() < 0.35
                 t = times[0] - rng.randrange(60, 3000) if before else times[-1] + rng.randrange(1, 600)
                 ev.append((max(0, t), f"Accepted password for {rng.choice(USERS[:4])} from {ip} port "
                                       f"{rng.randrange(1024, 65535)} ssh2"))
         # staff logins and the odd typo, background chatter
-        for _ in range(k["noise"]):
+        for _ in range(k.noise):
             t = rng.randrange(span)
             r = rng.random()
             ip = rng.choice(internal)
@@ -277,24 +289,25 @@ class SshBruteforceSources(Family):
                 ev.append((t, "CRON"))
         return ev
 
-    def build(self, t: TaskBuilder) -> None:
+    def setup(self, t: TaskBuilder, program: bool) -> dict:
+        """What both cases share: threshold, window, trusted ranges, the calendar, the log renderer and the
+        rules and output format as the instruction states them."""
         k, rng = t.knobs, t.rng
         threshold = rng.randrange(5, 11)
         window = rng.randrange(4, 16) * 60
         trusted = []
-        if k["trusted"]:
-            trusted = [f"10.0.0.0/8", f"192.168.{rng.randrange(256)}.0/24",
+        if k.trusted:
+            trusted = ["10.0.0.0/8", f"192.168.{rng.randrange(256)}.0/24",
                        f"{rng.choice([45, 77, 185])}.{rng.randrange(256)}.{rng.randrange(0, 256, 16)}.0/20"]
-            if k["ipv6"]:
+            if k.ipv6:
                 trusted.append(f"2001:db8:{rng.randrange(1 << 16):x}::/48")
             trusted = [str(ipaddress.ip_network(n, strict=False)) for n in trusted]
-        if k["rollover"]:
+        if k.rollover:
             year, month, day = 2025, 12, rng.randrange(29, 31)
         else:
             year, month, day = 2026, rng.randrange(1, 13), rng.randrange(1, 20)
-        program = t.axes.verifier == "fuzz_equivalence"
-        span = 2 * 86400 if k["rollover"] else rng.randrange(1, 3) * 86400
-        if k["rollover"]:  # the log starts so that midnight on New Year's Eve lies mid-span
+        span = 2 * 86400 if k.rollover else rng.randrange(1, 3) * 86400
+        if k.rollover:  # the log starts so that midnight on New Year's Eve lies mid-span
             start_secs = 86400 * (31 - day + 1) - span // 2
         else:
             start_secs = rng.randrange(0, 6 * 3600)
@@ -311,71 +324,84 @@ class SshBruteforceSources(Family):
                     lines.append(f"{stamp} {host} sshd[{rng.randrange(1000, 99999)}]: {msg}")
             return lines
 
-        kk = dict(k)
         fmt_rows = ("one line per flagged source: the address, a space, the largest number of failed attempts "
                     f"from it inside one window, a space, its total number of failed attempts"
                     + ("" if program else ", a space, the time of its first failed attempt corrected for the clock "
                        "error (the logged time minus the offset given above, in seconds), as UTC "
                        "`YYYY-MM-DDTHH:MM:SSZ`")
                     + (", a space, then `yes` if the logs show a successful login (`Accepted ...`) from that "
-                       "address at or after its first failed attempt, otherwise `no`" if k["login"] else "")
+                       "address at or after its first failed attempt, otherwise `no`" if k.login else "")
                     + ". Sort by the window count (highest first), then the total (highest first), then the "
                     "address (IPv4 before IPv6, each in numeric order, not text order)")
-        rules = (f"A failed attempt is a `Failed password ...` or `Failed publickey ...` line from sshd; "
+        rules = ("A failed attempt is a `Failed password ...` or `Failed publickey ...` line from sshd; "
                  "`Invalid user ...`, `pam_unix(sshd:auth): authentication failure ...` and `Connection closed "
                  "...` lines describe the same attempts or none at all and must not be counted. The source is the "
                  "address after the final `from` in the line (just before `port <n> ssh2`)."
                  + (" Attacker-chosen usernames can contain spaces and text that looks like an address; only the "
-                    "final `from <address> port <n> ssh2` counts." if k["inject"] else "")
+                    "final `from <address> port <n> ssh2` counts." if k.inject else "")
                  + (" rsyslog compresses duplicates as `message repeated N times: [ <message>]`: that stands for N "
-                    "identical messages at that timestamp." if k["repeat"] else "")
+                    "identical messages at that timestamp." if k.repeat else "")
                  + f" A source is flagged when at least {threshold} of its failed attempts fall inside one window, "
                  "i.e. the last of them less than the window length ("
                  + ("given above, in seconds" if program else f"{window} seconds") + ") after the first "
                  "(timestamps have one-second resolution).")
-        if program:
-            kk.update(rollover=False, inject=k["inject"])
-            trust_txt = (" Sources inside these trusted ranges are never flagged: " + ", ".join(f"`{n}`" for n in trusted)
-                         + "." if trusted else "")
-            fallback = None
-            for _ in range(60):
-                # The delivered window: any length, drawn until no visible number spells it and the hidden
-                # cases tell it from its neighbours.
-                window = rng.randrange(1000, 3000)
-                ref_src = REFERENCE.format(threshold=threshold, window=window, trusted=trusted, year=year,
-                                           show_login=k["login"], skew=None)
-                ns: dict = {}
-                exec(ref_src, ns)  # noqa: S102 - our own reference program
-                cases = []
-                for i in range(10):
-                    ev = self._events(rng, kk, threshold, window, 86400 // 2, trusted, edges=i >= 2)
-                    text = "\n".join(render(ev)) + "\n"
-                    cases.append((text, ns["analyse"](text)))
-                visible = " ".join(x for c in cases[:2] for x in c) + f" {threshold} {year} " + " ".join(trusted)
-                if str(window) in _numbers(visible):
-                    continue
+        return dict(threshold=threshold, window=window, trusted=trusted, year=year, span=span, render=render,
+                    fmt_rows=fmt_rows, rules=rules)
+
+    def reference(self, t: TaskBuilder, c: dict, window: int | str, skew: int | None) -> str:
+        return fill(REFERENCE, THRESHOLD=c["threshold"], WINDOW=window, TRUSTED=c["trusted"], YEAR=c["year"],
+                    SHOW_LOGIN=t.knobs.login, SKEW=skew)
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        c = self.setup(t, program=True)
+        threshold, trusted, year, render = c["threshold"], c["trusted"], c["year"], c["render"]
+        kk = dataclasses.replace(k, rollover=False)
+        trust_txt = (" Sources inside these trusted ranges are never flagged: " + ", ".join(f"`{n}`" for n in trusted)
+                     + "." if trusted else "")
+        shown = [c["rules"], c["fmt_rows"], trust_txt, str(year)]
+        fallback = None
+        for _ in range(60):
+            # The delivered window: any length, drawn until nothing the agent sees (the worked examples
+            # included) spells it and the hidden cases tell it from its neighbours.
+            window = rng.randrange(1000, 3000)
+            ref_src = self.reference(t, c, window, None)
+            ns = run_python(ref_src)
+            cases = []
+            for i in range(10):
+                ev = self._events(rng, kk, threshold, window, 86400 // 2, trusted, edges=i >= 2)
+                text = "\n".join(render(ev)) + "\n"
+                cases.append((text, ns["analyse"](text)))
+            examples = [x for case in cases[:2] for x in case]
+            if window in visible_numbers(*examples, *shown):  # the quick look first, then every decoding
+                continue
+            told = all(any(ns["analyse"](inp, w) != out for inp, out in cases[2:]) for w in (window - 1, window + 1))
+            if (told or fallback is None) and not visible(t, str(window), *examples, *shown):
                 fallback = fallback or (window, ref_src, cases)
-                if all(any(ns["analyse"](inp, w) != out for inp, out in cases[2:]) for w in (window - 1, window + 1)):
+                if told:
                     break
-            else:  # no draw told its neighbours apart: keep the first one that no visible number spells
-                if fallback is None:
-                    raise FamilyError("no window that the visible numbers do not spell; draw another task")
-                window, ref_src, cases = fallback
-            who = t.deliver(str(window), "the window length in seconds")
-            t.say(f"We want a reusable brute-force detector for sshd logs. Given one syslog-format auth log on "
-                  f"standard input (the examples show the format; all lines are from {year}), report the SSH "
-                  f"brute-force sources. {rules}{trust_txt} "
-                  f"Output {fmt_rows}. Output nothing else (no output at all when nothing is flagged).")
-            t.expect_program("Hard-code the threshold, window and trusted ranges.", cases, {"Python": ref_src})
-            # The oracle's program gets the delivered window, not a copy with it baked in.
-            t.add_solution_file("detector_template.py", REFERENCE.format(
-                threshold=threshold, window="@WINDOW@", trusted=trusted, year=year, show_login=k["login"], skew=None))
-            t.solve(f'test -n "{who}"\nsed "s/@WINDOW@/{who}/" /solution/detector_template.py > /app/solution.py')
-            return
-        ev = self._events(rng, k, threshold, window, span, trusted)
-        lines = render(ev)
+        else:  # no draw told its neighbours apart: keep the first one that nothing visible spells
+            if fallback is None:
+                raise FamilyError("ssh_bruteforce_sources: every window drawn was visible; draw another task")
+            window, ref_src, cases = fallback
+        who = t.deliver(str(window), "the window length in seconds")
+        t.say(f"We want a reusable brute-force detector for sshd logs. Given one syslog-format auth log on "
+              f"standard input (the examples show the format; all lines are from {year}), report the SSH "
+              f"brute-force sources. {c['rules']}{trust_txt} "
+              f"Output {c['fmt_rows']}. Output nothing else (no output at all when nothing is flagged).")
+        # The oracle's program gets the delivered window, not a copy with it baked in.
+        t.expect_program("Hard-code the threshold, window and trusted ranges.", cases,
+                         {"Python": self.reference(t, c, "@@WINDOW@@", None)})
+        t.solve(f'test -n "{who}"\nsed -i "s/@@WINDOW@@/{who}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        c = self.setup(t, program=False)
+        threshold, window, trusted, year = c["threshold"], c["window"], c["trusted"], c["year"]
+        ev = self._events(rng, k, threshold, window, c["span"], trusted)
+        lines = c["render"](ev)
         # rotate: oldest chunk is auth.log.<files-1>, newest is auth.log
-        n = k["files"]
+        n = k.files
         cuts = [0] + sorted(rng.sample(range(len(lines) // 4, len(lines) - 1), n - 1)) + [len(lines)] if n > 1 \
             else [0, len(lines)]
         chunks = [lines[cuts[i]:cuts[i + 1]] for i in range(n)]
@@ -384,7 +410,7 @@ class SshBruteforceSources(Family):
             idx = n - 1 - i
             name = "auth.log" if idx == 0 else f"auth.log.{idx}"
             text = "\n".join(chunk) + "\n"
-            if k["gzip"] and idx >= 2:
+            if k.gzip and idx >= 2:
                 t.add_file(f"/app/logs/{name}.src", text)
                 t.add_setup(f"gzip -n /app/logs/{name}.src && mv /app/logs/{name}.src.gz /app/logs/{name}.gz")
                 order.append(f"/app/logs/{name}.gz")
@@ -394,30 +420,24 @@ class SshBruteforceSources(Family):
         if trusted:
             t.add_file("/app/config/trusted_ranges.txt",
                        "# ranges owned by us or our scanners; never block these\n" + "\n".join(trusted) + "\n")
-        # The delivered clock offset shifts every reported time; it is drawn so that no visible number spells
-        # it (5 digits: above the services' ports, below a day).
-        seen = _numbers("\n".join(lines) + " " + " ".join(trusted) + f" {threshold} {window} {year}")
-        skew = rng.randrange(10000, 86400)
-        while str(skew) in seen:
-            skew = rng.randrange(10000, 86400)
-        ref_src = REFERENCE.format(threshold=threshold, window=window, trusted=trusted, year=year,
-                                   show_login=k["login"], skew=skew)
-        ns: dict = {}
-        exec(ref_src, ns)  # noqa: S102 - our own reference program
-        truth = ns["analyse"]("".join("\n".join(c) + "\n" for c in chunks))
-        who = t.deliver(str(skew), "the clock offset in seconds")
-        rotated = (f" The logs are rotated: `auth.log` is the newest, then `auth.log.1`, `auth.log.2`, ... going back "
-                   "in time" + (" (the older ones gzipped)" if k["gzip"] else "") + "." if n > 1 else "")
+        rotated = (" The logs are rotated: `auth.log` is the newest, then `auth.log.1`, `auth.log.2`, ... going back "
+                   "in time" + (" (the older ones gzipped)" if k.gzip else "") + "." if n > 1 else "")
         yr = (f" The logs begin in December {year} and run into January {year + 1}; syslog timestamps carry no year."
-              if k["rollover"] else f" All timestamps are from {year}.")
+              if k.rollover else f" All timestamps are from {year}.")
         trust_txt = (" Addresses inside any range listed in `/app/config/trusted_ranges.txt` (CIDR, one per line, "
                      "`#` comments) belong to us and must never be flagged." if trusted else "")
+        # The delivered clock offset shifts every reported time; no visible number may spell it (5 digits:
+        # above the services' ports, below a day).
+        skew = int(unseen(t, lambda: str(rng.randrange(10000, 86400)), rotated, yr, trust_txt, c["rules"],
+                          c["fmt_rows"]))
+        ns = run_python(self.reference(t, c, window, skew))
+        truth = ns["analyse"]("".join("\n".join(ch) + "\n" for ch in chunks))
+        who = t.deliver(str(skew), "the clock offset in seconds")
         t.say(f"Our SSH bastion's auth logs are in `/app/logs/`.{rotated}{yr} The bastion's clock was wrong: every logged time "
               f"is ahead of UTC by the offset given above (in seconds). Find the sources that brute-forced "
-              f"the SSH daemon. {rules}{trust_txt}")
-        t.add_solution_file("bruteforce.py", REFERENCE.format(threshold=threshold, window=window, trusted=trusted,
-                                                              year=year, show_login=k["login"], skew=0))
+              f"the SSH daemon. {c['rules']}{trust_txt}")
+        t.add_solution_file("bruteforce.py", self.reference(t, c, window, 0))
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
                 f'python3 /solution/bruteforce.py "{who}" {" ".join(order)} > /app/out/bruteforce.txt')
-        t.say(f"Report format: {fmt_rows}.")
+        t.say(f"Report format: {c['fmt_rows']}.")
         t.expect_output("/app/out/bruteforce.txt", truth, "the report")

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import dataclass, replace
+from functools import cache
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, unseen
 
 REFERENCE = r'''
 import hashlib
 import json
 import sys
 
-OWNER = "{owner}"
-WITH_VERSION = {with_version}
+OWNER = "@OWNER@"
+WITH_VERSION = @WITH_VERSION@
+MODE = "@MODE@"  # report: the breaking changes; gate: exit 1 if the change breaks us
 
 
 def team_id(desc, code):
@@ -36,7 +41,7 @@ def kind_of(ty):
 
 
 def flat(fields, prefix=""):
-    out = {{}}
+    out = {}
     for name, ty in fields.items():
         out[prefix + name] = ty
         if kind_of(ty) == "object":
@@ -53,8 +58,8 @@ def changes(old, new):
             out.append((ep, "removed-endpoint", "", True))
             continue
         o, n = oe[ep], ne[ep]
-        for p, od in o.get("params", {{}}).items():
-            nd = n.get("params", {{}}).get(p)
+        for p, od in o.get("params", {}).items():
+            nd = n.get("params", {}).get(p)
             if nd is None:
                 out.append((ep, "removed-param", p, True))
             else:
@@ -70,10 +75,10 @@ def changes(old, new):
                         out.append((ep, "param-enum-value-removed", p, True))
                     if any(v not in od["enum"] for v in nd["enum"]):
                         out.append((ep, "param-enum-value-added", p, False))
-        for p, nd in n.get("params", {{}}).items():
-            if p not in o.get("params", {{}}):
+        for p, nd in n.get("params", {}).items():
+            if p not in o.get("params", {}):
                 out.append((ep, "new-required-param", p, True) if nd["required"] else (ep, "new-optional-param", p, False))
-        fo, fn = flat(o.get("response", {{}})), flat(n.get("response", {{}}))
+        fo, fn = flat(o.get("response", {})), flat(n.get("response", {}))
         gone = []
         for f, ty in fo.items():
             if any(f.startswith(g + ".") for g in gone):
@@ -113,11 +118,11 @@ def report(doc, owner=None):
     old, new = doc["old"], doc["new"]
     ours = owned(doc, owner)
     ch = [c for c in changes(old, new) if ours(c[0])]
-    lines = sorted(f"{{ep}} {{kind}} {{name}}".rstrip() for ep, kind, name, br in ch if br)
+    lines = sorted(f"{ep} {kind} {name}".rstrip() for ep, kind, name, br in ch if br)
     if WITH_VERSION:
         mine = team_id(old, owner)
         if mine not in old["versions"]:
-            raise SystemExit(f"team {{owner}} has no version in the old description")
+            raise SystemExit(f"team {owner} has no version in the old description")
         a, b, c = (int(x) for x in old["versions"][mine].split("."))
         if any(br for *_, br in ch):
             a, b, c = a + 1, 0, 0
@@ -125,7 +130,7 @@ def report(doc, owner=None):
             b, c = b + 1, 0
         else:
             c += 1
-        lines.append(f"next-version {{a}}.{{b}}.{{c}}")
+        lines.append(f"next-version {a}.{b}.{c}")
     return "".join(x + "\n" for x in lines)
 
 
@@ -137,7 +142,7 @@ def gate(doc, owner=None):
 
 if __name__ == "__main__":
     if len(sys.argv) > 3:
-        doc = {{"old": json.load(open(sys.argv[2])), "new": json.load(open(sys.argv[3]))}}
+        doc = {"old": json.load(open(sys.argv[2])), "new": json.load(open(sys.argv[3]))}
         sys.stdout.write(report(doc, sys.argv[1]))
     else:
         doc = json.loads(sys.stdin.read())
@@ -167,7 +172,7 @@ NESTED_KINDS = ("nested_remove", "nested_add", "nested_type")
 
 def make_spec(rng, k, owners):
     eps = {}
-    for res in sorted(rng.sample(sorted(RESOURCES), k["resources"])):
+    for res in sorted(rng.sample(sorted(RESOURCES), k.resources)):
         fields = RESOURCES[res]
         for method, path in rng.sample([("GET", f"/{res}"), ("GET", f"/{res}/{{id}}"), ("POST", f"/{res}"),
                                         ("PUT", f"/{res}/{{id}}"), ("DELETE", f"/{res}/{{id}}")], rng.randint(2, 4)):
@@ -180,16 +185,16 @@ def make_spec(rng, k, owners):
             if method in ("POST", "PUT"):
                 for f in rng.sample(fields[1:], rng.randint(1, len(fields) - 1)):
                     params[f] = {"in": "body", "type": rng.choice(TYPES[:2]), "required": rng.random() < 0.5}
-            if k["enums"] and rng.random() < 0.5:
+            if k.enums and rng.random() < 0.5:
                 e = rng.choice(sorted(ENUMS))
                 params[e] = {"in": "query", "type": "string", "enum": list(ENUMS[e]), "required": False}
             resp = {f: rng.choice(TYPES) if f != "id" else "string" for f in fields}
             if method == "DELETE":
                 resp = {"deleted": "boolean"}
-            if k["enums"] and rng.random() < 0.5 and method != "DELETE":
+            if k.enums and rng.random() < 0.5 and method != "DELETE":
                 e = rng.choice(sorted(RESP_ENUMS))
                 resp[e] = {"enum": list(RESP_ENUMS[e])}
-            if k["nested"] and rng.random() < 0.6 and method != "DELETE":
+            if k.nested and rng.random() < 0.6 and method != "DELETE":
                 nname = rng.choice(sorted(NESTED))
                 resp[nname] = copy.deepcopy(NESTED[nname])
             eps[f"{method} {path}"] = {"owner": rng.choice(owners), "summary": f"{method.lower()} {res}",
@@ -316,24 +321,32 @@ def evolve(rng, spec, k, n, only=None, kinds=None):
 
 
 def kind_pool(k):
-    return BASIC + (MORE if k["more"] else ()) + (ENUM_KINDS if k["enums"] else ()) + \
-        (NESTED_KINDS if k["nested"] else ())
+    return BASIC + (MORE if k.more else ()) + (ENUM_KINDS if k.enums else ()) + \
+        (NESTED_KINDS if k.nested else ())
 
 
 BREAKING = ("remove_endpoint", "add_required_param", "remove_response_field", "make_required", "remove_param",
             "param_type", "response_type", "param_enum_remove", "resp_enum_add", "nested_remove", "nested_type")
 
 
+def reference(owner: str, with_version: bool, mode: str = "report") -> str:
+    return fill(REFERENCE, OWNER=owner, WITH_VERSION=with_version, MODE=mode)
+
+
+@cache
+def team_id():
+    """The reference's own team_id (salted team IDs), so descriptions and the oracle agree."""
+    return run_python(reference("", False))["team_id"]
+
+
 def publish(rng, spec) -> dict:
     """The description as published: a fresh team salt, team codes replaced by their IDs under it."""
-    ns: dict = {}
-    exec(REFERENCE.format(owner="", with_version=False).split("def is_enum")[0], ns)  # noqa: S102 - team_id
     salt = "%016x" % rng.getrandbits(64)
     doc = {"team_salt": salt}
     out = copy.deepcopy(spec)
     for e in out["endpoints"].values():
-        e["owner"] = ns["team_id"](doc, e["owner"])
-    doc["versions"] = dict(sorted((ns["team_id"](doc, o), v) for o, v in out["versions"].items()))
+        e["owner"] = team_id()(doc, e["owner"])
+    doc["versions"] = dict(sorted((team_id()(doc, o), v) for o, v in out["versions"].items()))
     doc["endpoints"] = out["endpoints"]
     return doc
 
@@ -342,14 +355,19 @@ def pair(rng, old, new) -> dict:
     return {"old": publish(rng, old), "new": publish(rng, new)}
 
 
-def seen_code(code: str, texts: list[str]) -> bool:
-    """Is ``code`` in one of ``texts``, upper-cased, reversed or Caesar-shifted?"""
-    shifts = sorted({"".join(chr((ord(c) - 65 + n) % 26 + 65) for c in code) for n in range(26)})
-    return any(x in text.upper() for text in texts for x in [*shifts, code[::-1]])
-
-
 def dump(spec) -> str:
     return json.dumps(spec, indent=2) + "\n"
+
+
+@dataclass(frozen=True)
+class Knobs:
+    resources: int  # API resources (each with 2-4 endpoints)
+    changes: int  # changes between the two descriptions
+    more: bool  # requiredness, removed and retyped parameters, retyped response fields
+    enums: bool  # enumerated parameters and response fields
+    nested: bool  # nested response objects
+    version: bool  # report the next semver of our team's part too
+    corpus: int  # pull requests per corpus (clean and malicious) for the CI gate
 
 
 @register
@@ -361,14 +379,10 @@ class ApiBreakingChanges(Family):
                         "set difference of interfaces", "semantic version parsing", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
     programs = {"Python": REFERENCE}
-    levels = {1: {"resources": 3, "changes": 4, "more": False, "enums": False, "nested": False, "version": False,
-                  "corpus": 16},
-              2: {"resources": 4, "changes": 7, "more": True, "enums": False, "nested": False, "version": False,
-                  "corpus": 24},
-              3: {"resources": 5, "changes": 10, "more": True, "enums": True, "nested": False, "version": True,
-                  "corpus": 26},
-              4: {"resources": 7, "changes": 14, "more": True, "enums": True, "nested": True, "version": True,
-                  "corpus": 30}}
+    levels = {1: Knobs(resources=3, changes=4, more=False, enums=False, nested=False, version=False, corpus=16),
+              2: Knobs(resources=4, changes=7, more=True, enums=False, nested=False, version=False, corpus=24),
+              3: Knobs(resources=5, changes=10, more=True, enums=True, nested=False, version=True, corpus=26),
+              4: Knobs(resources=7, changes=14, more=True, enums=True, nested=True, version=True, corpus=30)}
 
     def rules(self, k) -> str:
         r = ("Our API descriptions are JSON. Teams appear in them only under pseudonymous IDs: a team's ID in a "
@@ -376,18 +390,18 @@ class ApiBreakingChanges(Family):
              "description's own `team_salt`. `versions` maps team IDs to the version of each team's part of the "
              "API; `endpoints` maps `\"<METHOD> <path>\"` to an object with `owner` (the owning team's ID), "
              "`summary`, `params` (name -> `in`, `type`, `required`"
-             + (", and for enumerations `enum`, the allowed values" if k["enums"] else "") + ") and `response` "
-             "(field name -> type" + (", or `{\"enum\": [...]}` for an enumeration" if k["enums"] else "")
-             + (", or an object of nested fields" if k["nested"] else "") + "). A change breaks clients when, "
+             + (", and for enumerations `enum`, the allowed values" if k.enums else "") + ") and `response` "
+             "(field name -> type" + (", or `{\"enum\": [...]}` for an enumeration" if k.enums else "")
+             + (", or an object of nested fields" if k.nested else "") + "). A change breaks clients when, "
              "comparing the new description with the old one: an endpoint is removed (`removed-endpoint`); a "
              "parameter is removed (`removed-param`), changes type (`param-type-changed`), turns from optional to "
              "required (`param-now-required`), or is added as required (`new-required-param`); a response field "
              "is removed (`removed-response-field`) or changes type (`response-type-changed`)")
-        if k["enums"]:
+        if k.enums:
             r += ("; an enumerated parameter loses an allowed value (`param-enum-value-removed`); an enumerated "
                   "response field gains a value (`response-enum-value-added`). Turning a plain type into an "
                   "enumeration or back counts as a type change")
-        if k["nested"]:
+        if k.nested:
             r += (". Nested response fields are named with dots (`address.zip`); when a field is removed or "
                   "changes type, its own nested fields are not reported separately")
         r += (". Every kind that applies is reported (a parameter can be both retyped and made required). "
@@ -395,94 +409,102 @@ class ApiBreakingChanges(Family):
               "requirements, added request enum values, removed response enum values, summaries) is compatible.")
         return r
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
-        # Team codes never appear in the descriptions (owners are salted IDs), so our team is known only
-        # from the delivered code; no code may be readable off the instruction's fixed texts either.
-        static = [self.rules(k), t.persona.opening, t.persona.closing]
-        owners: list[str] = []
-        while len(owners) < 4:
-            w = t.code(2)
-            if w not in owners and not seen_code(w, static):
-                owners.append(w)
-        ours = owners[0]
+    def report_format(self, k) -> tuple[str, str]:
+        """(the report's format, the sentence on where the old versions come from): both report cases."""
         fmt = ("one line per breaking change in an endpoint that our team owns according to the old description: "
                "`<METHOD> <path> <kind>` followed by a space and the parameter or field name where there is one, "
                "lines sorted in byte order")
         vtxt = ""
-        if k["version"]:
+        if k.version:
             fmt += ("; then one last line `next-version X.Y.Z`: the version our team's part of the API must carry "
                     "next, bumping our team's entry in the old `versions` by semver over the changes to our team's "
                     "endpoints (owned by our team in the old description, or, for a new endpoint, in the new one): "
                     "major if any of them breaks, else minor if any of them changed, else patch")
             vtxt = " The old description's `versions` are the currently published versions."
-        ns: dict = {}
-        exec(REFERENCE.format(owner=ours, with_version=k["version"]).replace("MODE", "'report'"), ns)  # noqa: S102
-        if t.axes.verifier == "adversarial_corpus":
-            var = t.deliver(ours, "our team code")
-            clean: list[str] = []
-            malicious: list[str] = []
-            tries = 0
-            while (len(clean) < k["corpus"] or len(malicious) < k["corpus"]) and tries < 4000:
-                tries += 1
-                spec = make_spec(rng, dict(k, resources=rng.randint(2, 3)), owners)
-                pool = kind_pool(k)
-                if rng.random() < 0.5:  # a pull request that breaks exactly one of our endpoints
-                    new = evolve(rng, spec, k, rng.randint(0, 3), kinds=[x for x in pool if x not in BREAKING])
-                    if not mutate(rng, new, rng.choice([x for x in pool if x in BREAKING]), ours):
-                        continue
-                else:  # compatible for us: additive changes, and breaking ones in other teams' endpoints
-                    new = evolve(rng, spec, k, rng.randint(1, 4), kinds=[x for x in pool if x not in BREAKING])
-                    for _ in range(rng.randint(1, 3)):
-                        mutate(rng, new, rng.choice([x for x in pool if x in BREAKING]), rng.choice(owners[1:]))
-                doc = pair(rng, spec, new)
-                item = json.dumps(doc, separators=(",", ":")) + "\n"
-                bucket = malicious if ns["gate"](doc) else clean
-                if len(bucket) < k["corpus"]:
-                    bucket.append(item)
-            assert len(clean) == len(malicious) == k["corpus"]
-            t.say("I want a CI gate on pull requests that touch the API description. " + self.rules(k)
-                  + " The gate must fail a pull request exactly when it breaks at least one endpoint owned by our "
-                  "team (owner in the old description; team code given here); breaking changes to other teams' "
-                  "endpoints are their business.")
-            t.expect_classifier("Its input is one JSON object `{\"old\": <description>, \"new\": <description>}`. "
-                                "Hard-code our team code.", clean, malicious,
-                                {"Python": REFERENCE.format(owner="@@OWNER@@", with_version=False)
-                                 .replace("MODE", "'gate'")})
-            t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
-            return
-        if t.axes.verifier == "fuzz_equivalence":
-            var = t.deliver(ours, "our team code")
-            cases = []
-            while len(cases) < 10:
-                spec = make_spec(rng, dict(k, resources=rng.randint(2, k["resources"])), owners)
-                new = evolve(rng, spec, k, rng.randint(1, k["changes"]))
-                doc = pair(rng, spec, new)
-                out = ns["report"](doc)
-                # Most cases break something of ours: a program that ignores the team code must fail.
-                if out.startswith("next-version") or not out:
-                    if sum(1 for _, o in cases if o.startswith("next-version") or not o) >= 3:
-                        continue
-                cases.append((json.dumps(doc, indent=1) + "\n", out))
-            t.say("We diff API descriptions on every release and I want a reusable tool for it. "
-                  + self.rules(k) + vtxt + f" The report lists {fmt}.")
-            t.expect_program("Its input is one JSON object `{\"old\": <description>, \"new\": <description>}`. "
-                             "Hard-code our team code (given here).", cases,
-                             {"Python": REFERENCE.format(owner="@@OWNER@@", with_version=k["version"])
-                              .replace("MODE", "'report'")})
-            t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
-            return
+        return fmt, vtxt
+
+    def teams(self, t: TaskBuilder) -> list[str]:
+        """Four team codes. Codes never appear in the descriptions (owners are salted IDs), so our team is
+        known only from the delivered code; none may be readable off the instruction's fixed texts either."""
+        return distinct(lambda: unseen(t, lambda: t.code(2), self.rules(t.knobs), *self.report_format(t.knobs)), 4)
+
+    def corpus_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        owners = self.teams(t)
+        ours = owners[0]
+        gate = run_python(reference(ours, False, "gate"))["gate"]
+        var = t.deliver(ours, "our team code")
+        clean: list[str] = []
+        malicious: list[str] = []
+        pool = kind_pool(k)
+        safe, breaking = [x for x in pool if x not in BREAKING], [x for x in pool if x in BREAKING]
+        for _ in range(4000):
+            if len(clean) >= k.corpus and len(malicious) >= k.corpus:
+                break
+            spec = make_spec(rng, replace(k, resources=rng.randint(2, 3)), owners)
+            if rng.random() < 0.5:  # a pull request that breaks exactly one of our endpoints
+                new = evolve(rng, spec, k, rng.randint(0, 3), kinds=safe)
+                if not mutate(rng, new, rng.choice(breaking), ours):
+                    continue
+            else:  # compatible for us: additive changes, and breaking ones in other teams' endpoints
+                new = evolve(rng, spec, k, rng.randint(1, 4), kinds=safe)
+                for _ in range(rng.randint(1, 3)):
+                    mutate(rng, new, rng.choice(breaking), rng.choice(owners[1:]))
+            doc = pair(rng, spec, new)
+            bucket = malicious if gate(doc) else clean
+            if len(bucket) < k.corpus:
+                bucket.append(json.dumps(doc, separators=(",", ":")) + "\n")
+        else:
+            raise FamilyError(f"api_breaking_changes: fewer than {k.corpus} pull requests of each kind")
+        t.say("I want a CI gate on pull requests that touch the API description. " + self.rules(k)
+              + " The gate must fail a pull request exactly when it breaks at least one endpoint owned by our "
+              "team (owner in the old description; team code given here); breaking changes to other teams' "
+              "endpoints are their business.")
+        t.expect_classifier("Its input is one JSON object `{\"old\": <description>, \"new\": <description>}`. "
+                            "Hard-code our team code.", clean, malicious,
+                            {"Python": reference("@@OWNER@@", False, "gate")})
+        t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        owners = self.teams(t)
+        report = run_python(reference(owners[0], k.version))["report"]
+        fmt, vtxt = self.report_format(k)
+        var = t.deliver(owners[0], "our team code")
+        cases: list[tuple[str, str]] = []
+        for _ in range(200):
+            if len(cases) == 10:
+                break
+            spec = make_spec(rng, replace(k, resources=rng.randint(2, k.resources)), owners)
+            doc = pair(rng, spec, evolve(rng, spec, k, rng.randint(1, k.changes)))
+            out = report(doc)
+            # Most cases break something of ours: a program that ignores the team code must fail.
+            if (out.startswith("next-version") or not out) and \
+                    sum(1 for _, o in cases if o.startswith("next-version") or not o) >= 3:
+                continue
+            cases.append((json.dumps(doc, indent=1) + "\n", out))
+        else:
+            raise FamilyError("api_breaking_changes: too few cases that break our endpoints")
+        t.say("We diff API descriptions on every release and I want a reusable tool for it. "
+              + self.rules(k) + vtxt + f" The report lists {fmt}.")
+        t.expect_program("Its input is one JSON object `{\"old\": <description>, \"new\": <description>}`. "
+                         "Hard-code our team code (given here).", cases,
+                         {"Python": reference("@@OWNER@@", k.version)})
+        t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        owners = self.teams(t)
+        fmt, vtxt = self.report_format(k)
         spec = make_spec(rng, k, owners)
         # Our team is not the one owning the most endpoints, and every team gets its share of the
         # changes: neither frequency points at it.
         count = {o: sum(1 for e in spec["endpoints"].values() if e["owner"] == o) for o in owners}
-        fit = [o for o in owners if count[o] < max(count.values())] or owners
-        ours = rng.choice(fit)
-        ns = {}
-        exec(REFERENCE.format(owner=ours, with_version=k["version"]).replace("MODE", "'report'"), ns)  # noqa: S102
-        new = evolve(rng, spec, k, k["changes"] // 2)
+        ours = rng.choice([o for o in owners if count[o] < max(count.values())] or owners)
+        ns = run_python(reference(ours, k.version))
+        new = evolve(rng, spec, k, k.changes // 2)
         for o in owners:
-            new = evolve(rng, new, k, max(1, (k["changes"] - k["changes"] // 2) // 2), only=o)
+            new = evolve(rng, new, k, max(1, (k.changes - k.changes // 2) // 2), only=o)
         doc = pair(rng, spec, new)
         # make sure our team is affected by at least one breaking change
         for _ in range(5):
@@ -498,8 +520,7 @@ class ApiBreakingChanges(Family):
         t.say(f"The published API description is `{old_name}` and the proposed next one is `/app/api/api-next.json`. "
               "Before we publish, tell me which changes break clients of our team's endpoints (team code given "
               "here)." + vtxt + " " + self.rules(k) + f" The report has {fmt}.")
-        t.add_solution_file("apidiff.py", REFERENCE.format(owner="", with_version=k["version"])
-                            .replace("MODE", "'report'"))
+        t.add_solution_file("apidiff.py", reference("", k.version))
         t.solve(f'mkdir -p /app/out\npython3 /solution/apidiff.py "{var}" {old_name} /app/api/api-next.json '
                 "> /app/out/breaking.txt")
         t.expect_output("/app/out/breaking.txt", truth, "the report")

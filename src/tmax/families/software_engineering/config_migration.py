@@ -1,19 +1,24 @@
 """Migrate a legacy INI service config to the v2 schema described in a migration guide: renamed keys,
 unit changes, boolean spellings, deprecated keys, defaults, `${...}` interpolation and (at the top
 level) an `extends` chain of files. Program variants: the migrator itself (fuzzed), or a v2 config
-linter that must reject every invalid config and keep every valid one (adversarial corpus)."""
+linter that must reject every invalid config and keep every valid one (adversarial corpus). The tenant ID
+is the delivered value; under partial credit every line of the v2 config is prefixed with it."""
 
 from __future__ import annotations
 
-from tmax.families.base import Family, TaskBuilder, register
+from dataclasses import dataclass, replace
+
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import distinct, unseen
 
 REFERENCE = r'''
 import os
 import re
 import sys
 
-TENANT = "{tenant}"
-MAP = {{  # v1 key -> (v2 key, conversion)
+TENANT = "@TENANT@"
+MAP = {  # v1 key -> (v2 key, conversion)
     "server.host": ("http.bind_address", "str"), "server.port": ("http.port", "int"),
     "server.timeout": ("http.timeout_ms", "s_ms"), "server.ssl": ("http.tls", "bool"),
     "db.url": ("database.url", "str"), "db.user": ("database.username", "str"),
@@ -22,14 +27,14 @@ MAP = {{  # v1 key -> (v2 key, conversion)
     "cache.ttl_min": ("cache.ttl_s", "min_s"), "log.level": ("logging.level", "level"),
     "log.json": ("logging.format", "format"), "jobs.every_min": ("jobs.interval_s", "min_s"),
     "jobs.peers": ("jobs.peers", "list"),
-}}
-DEFAULTS = {{"http.timeout_ms": "30000", "http.tls": "false", "database.pool_size": "10", "cache.enabled": "false",
-            "logging.level": "info", "logging.format": "text"}}
+}
+DEFAULTS = {"http.timeout_ms": "30000", "http.tls": "false", "database.pool_size": "10", "cache.enabled": "false",
+            "logging.level": "info", "logging.format": "text"}
 TRUE, FALSE = ("yes", "on", "true", "1"), ("no", "off", "false", "0")
 
 
 def parse(text, into=None):
-    d = {{}} if into is None else into
+    d = {} if into is None else into
     section = ""
     for raw in text.splitlines():
         line = raw.strip()
@@ -76,15 +81,15 @@ def convert(kind, v):
 
 
 def migrate(v1):
-    ref = re.compile(r"\$\{{([a-z_]+\.[a-z_]+)\}}")
-    v1 = {{k: ref.sub(lambda m: v1[m.group(1)], v) for k, v in v1.items()}}
+    ref = re.compile(r"\$\{([a-z_]+\.[a-z_]+)\}")
+    v1 = {k: ref.sub(lambda m: v1[m.group(1)], v) for k, v in v1.items()}
     out = dict(DEFAULTS)
     for k, v in v1.items():
         if k in MAP:
             name, kind = MAP[k]
             out[name] = convert(kind, v)
     out["deployment.tenant"] = TENANT
-    return "".join(f"{{k}}={{out[k]}}\n" for k in sorted(out))
+    return "".join(f"{k}={out[k]}\n" for k in sorted(out))
 
 
 def load_chain(path):
@@ -95,7 +100,7 @@ def load_chain(path):
         texts.insert(0, text)
         ext = parse(text).get("meta.extends")
         path = os.path.join(os.path.dirname(path), ext) if ext else None
-    d = {{}}
+    d = {}
     for text in texts:
         parse(text, d)
     d.pop("meta.extends", None)
@@ -116,18 +121,18 @@ LINTER = r'''
 import re
 import sys
 
-TENANT = "{tenant}"
-INT = {{"http.port": (1, 65535), "http.timeout_ms": (0, None), "database.pool_size": (1, 512),
+TENANT = "@TENANT@"
+INT = {"http.port": (1, 65535), "http.timeout_ms": (0, None), "database.pool_size": (1, 512),
        "database.timeout_ms": (0, None), "cache.max_bytes": (0, None), "cache.ttl_s": (0, None),
-       "jobs.interval_s": (1, None)}}
-ENUM = {{"http.tls": ("true", "false"), "cache.enabled": ("true", "false"),
-        "logging.level": ("debug", "info", "warn", "error"), "logging.format": ("text", "json")}}
+       "jobs.interval_s": (1, None)}
+ENUM = {"http.tls": ("true", "false"), "cache.enabled": ("true", "false"),
+        "logging.level": ("debug", "info", "warn", "error"), "logging.format": ("text", "json")}
 STR = ("http.bind_address", "database.url", "database.username")
 REQUIRED = ("http.bind_address", "http.port", "database.url", "deployment.tenant")
 
 
 def valid(text):
-    seen = {{}}
+    seen = {}
     for line in text.split("\n"):
         if line == "" or line.startswith("#"):
             continue
@@ -165,7 +170,7 @@ GUIDE = """# Migrating service configs from v1 (INI) to v2
 
 v1 configs are INI files: `[section]` headers, `key = value` lines (spaces around `=` and around the value
 are not significant), comment lines start with `;` or `#`. Section and key names are case-insensitive in
-v1. If a key appears twice in a section, the later line wins.{extends}{interp}
+v1. If a key appears twice in a section, the later line wins.@EXTRA@
 
 v2 configs are flat text: one `key=value` line per key (no spaces around `=`), keys sorted in byte order.
 
@@ -227,7 +232,7 @@ def spell_bool(rng, b: bool, fancy: bool) -> str:
 
 def v1_values(rng, k) -> dict[str, str]:
     """A legacy config as (section.key -> raw value), with a random subset of the optional keys."""
-    fancy = k["fancy"]
+    fancy = k.fancy
     d = {"server.host": rng.choice(HOSTS), "server.port": str(rng.choice([80, 8080, 8443, 9000, 3000, 5000])
                                                               + rng.randrange(0, 20)),
          "db.url": f"postgres://db{rng.randrange(1, 9)}.internal:5432/app{rng.randrange(1, 99)}"}
@@ -239,9 +244,9 @@ def v1_values(rng, k) -> dict[str, str]:
            "log.json": spell_bool(rng, rng.random() < 0.5, fancy), "jobs.every_min": str(rng.randint(1, 240)),
            "jobs.peers": (" , " if fancy else ",").join(rng.sample(PEERS, rng.randint(1, 4)))
            + ("," if fancy and rng.random() < 0.4 else "")}
-    for key in sorted(rng.sample(sorted(opt), rng.randint(k["opt"] // 2, k["opt"]))):
+    for key in sorted(rng.sample(sorted(opt), rng.randint(k.opt // 2, k.opt))):
         d[key] = opt[key]
-    if k["deprecated"]:
+    if k.deprecated:
         for key in rng.sample(DEPRECATED, 2):
             d[key] = rng.choice(["4", "pg", "true", "redis", "legacy"])
     return d
@@ -256,16 +261,16 @@ def ini_text(rng, d: dict[str, str], k, alt: dict[str, str]) -> str:
         sec, name = key.split(".", 1)
         value = d[key]
         lines = sections.setdefault(sec, [])
-        if k["dupes"] and rng.random() < 0.15:  # an earlier, overridden line
+        if k.dupes and rng.random() < 0.15:  # an earlier, overridden line
             lines.append(f"{name} = {alt.get(key, '1')}")
-        if k["fancy"] and rng.random() < 0.2:
+        if k.fancy and rng.random() < 0.2:
             name = name.upper()
         lines.append(f"{name}{rng.choice([' = ', '=', '  =  '])}{value}")
-        if k["fancy"] and rng.random() < 0.2:
+        if k.fancy and rng.random() < 0.2:
             lines.append(rng.choice(["; TODO remove after migration", "# owner: platform team"]))
     out = []
     for sec in sorted(sections, key=lambda s: rng.random()):
-        out.append(f"[{sec.upper() if k['fancy'] and rng.random() < 0.2 else sec}]")
+        out.append(f"[{sec.upper() if k.fancy and rng.random() < 0.2 else sec}]")
         out.extend(sections[sec])
         out.append("")
     return "\n".join(out)
@@ -283,8 +288,8 @@ def interpolate(rng, target: dict[str, str], merged: dict[str, str]) -> None:
 
 def random_ini(rng, k) -> str:
     d = v1_values(rng, k)
-    alt = v1_values(rng, dict(k, opt=12, deprecated=True))
-    if k["interp"]:
+    alt = v1_values(rng, replace(k, opt=12, deprecated=True))
+    if k.interp:
         interpolate(rng, d, dict(d))
     return ini_text(rng, d, k, alt)
 
@@ -355,6 +360,21 @@ def v2_broken(rng, tenant: str, other_tenant: str) -> str:
     return "\n".join(sorted(lines) if rng.random() < 0.8 else lines) + "\n"
 
 
+@dataclass(frozen=True)
+class Knobs:
+    opt: int  # optional v1 keys set (at most; at least half of it)
+    fancy: bool  # boolean spellings, key and section case noise, comments
+    deprecated: bool  # deprecated keys to drop
+    dupes: bool  # keys set twice in a section (the later wins)
+    interp: bool  # ${section.key} references
+    chain: int  # files the service config extends (0: none)
+    corpus: int  # items per corpus (clean and malicious) for the linter
+
+
+STORE = ("Our config store keeps each tenant's settings under the tenant ID: write every line of the v2 config "
+         "prefixed with `<tenant ID>/` (for example `<tenant ID>/http.port=8080`).")
+
+
 @register
 class ConfigMigration(Family):
     name = "config_migration"
@@ -364,74 +384,85 @@ class ConfigMigration(Family):
                         "input validation", "regular expressions")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
     programs = {"Python": REFERENCE}
-    levels = {1: {"opt": 5, "fancy": False, "deprecated": False, "dupes": False, "interp": False, "chain": 0,
-                  "corpus": 20},
-              2: {"opt": 8, "fancy": True, "deprecated": True, "dupes": False, "interp": False, "chain": 0,
-                  "corpus": 30},
-              3: {"opt": 10, "fancy": True, "deprecated": True, "dupes": True, "interp": True, "chain": 1,
-                  "corpus": 40},
-              4: {"opt": 12, "fancy": True, "deprecated": True, "dupes": True, "interp": True, "chain": 2,
-                  "corpus": 60}}
+    levels = {1: Knobs(opt=5, fancy=False, deprecated=False, dupes=False, interp=False, chain=0, corpus=20),
+              2: Knobs(opt=8, fancy=True, deprecated=True, dupes=False, interp=False, chain=0, corpus=30),
+              3: Knobs(opt=10, fancy=True, deprecated=True, dupes=True, interp=True, chain=1, corpus=40),
+              4: Knobs(opt=12, fancy=True, deprecated=True, dupes=True, interp=True, chain=2, corpus=60)}
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
-        tenant = t.code(2)
-        other = t.code(2)
-        extends = interp = ""
-        if k["chain"]:
-            extends = (" A file may start with `[meta]` / `extends = <file>` (a path relative to that file): it "
-                       "then inherits every key of that file (which may itself extend another), and its own keys "
-                       "override the inherited ones; `meta.extends` itself is not a setting.")
-        if k["interp"]:
-            interp = (" A value may reference another key as `${section.key}` (lower case); references are "
+    def guide(self, t: TaskBuilder) -> None:
+        """The migration guide every case works from (inheritance and interpolation as the level has them)."""
+        extra = ""
+        if t.knobs.chain:
+            extra += (" A file may start with `[meta]` / `extends = <file>` (a path relative to that file): it "
+                      "then inherits every key of that file (which may itself extend another), and its own keys "
+                      "override the inherited ones; `meta.extends` itself is not a setting.")
+        if t.knobs.interp:
+            extra += (" A value may reference another key as `${section.key}` (lower case); references are "
                       "replaced by that key's raw v1 value, after inheritance and before any conversion.")
-        t.add_file("/app/docs/MIGRATION.md", GUIDE.format(extends=extends, interp=interp))
-        if t.axes.verifier == "adversarial_corpus":
-            var = t.deliver(tenant, "the tenant ID")
-            ns: dict = {}
-            exec(LINTER.format(tenant=tenant), ns)  # noqa: S102 - our own reference
-            clean = ["\n".join(v2_valid(rng, tenant)) + "\n" for _ in range(k["corpus"])]
-            assert all(ns["valid"](c) for c in clean)
-            malicious: list[str] = []
-            while len(malicious) < k["corpus"]:
-                item = v2_broken(rng, tenant, other)
-                if not ns["valid"](item) and item not in malicious:
-                    malicious.append(item)
-            t.say("Deploys keep failing late because people hand-edit v2 service configs. Write a pre-deploy "
-                  "linter that checks one v2 config against the schema in `/app/docs/MIGRATION.md` (section "
-                  "\"v2 schema\"), with our tenant ID given here.")
-            t.expect_classifier("The config arrives on standard input. Hard-code the tenant ID.", clean, malicious,
-                                {"Python": LINTER.format(tenant="@@TENANT@@")})
-            t.solve(f'sed -i "s/@@TENANT@@/{var}/" /app/solution.py')
-            return
-        if t.axes.verifier == "fuzz_equivalence":
-            var = t.deliver(tenant, "the tenant ID")
-            ns = {}
-            exec(REFERENCE.format(tenant=tenant), ns)  # noqa: S102
-            kk = dict(k, chain=0)
-            cases = []
-            for _ in range(10):
-                text = random_ini(rng, kk)
-                d = ns["parse"](text)
-                cases.append((text, ns["migrate"](d)))
-            t.say("We have dozens of legacy v1 service configs to convert. Write the migration tool: it reads "
-                  "one v1 INI config and prints the v2 config, following `/app/docs/MIGRATION.md` exactly "
-                  "(the tenant ID is given here). Inputs never use `extends`.")
-            t.expect_program("Hard-code the tenant ID.", cases, {"Python": REFERENCE.format(tenant="@@TENANT@@")})
-            t.solve(f'sed -i "s/@@TENANT@@/{var}/" /app/solution.py')
-            return
+        t.add_file("/app/docs/MIGRATION.md", fill(GUIDE, EXTRA=extra))
+
+    def tenant(self, t: TaskBuilder, *extra: str) -> str:
+        """Our tenant ID: the delivered value, a code that nothing the agent sees spells."""
+        return unseen(t, lambda: t.code(2), *extra)
+
+    def corpus_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        self.guide(t)
+        tenant = self.tenant(t)
+        other = distinct(lambda: t.code(2), 1, taken=[tenant])[0]
+        var = t.deliver(tenant, "the tenant ID")
+        valid = run_python(fill(LINTER, TENANT=tenant))["valid"]
+        clean = ["\n".join(v2_valid(rng, tenant)) + "\n" for _ in range(k.corpus)]
+        if not all(valid(c) for c in clean):
+            raise FamilyError("config_migration: a valid v2 config was rejected by the linter")
+        malicious: list[str] = []
+        for _ in range(k.corpus * 50):
+            if len(malicious) == k.corpus:
+                break
+            item = v2_broken(rng, tenant, other)
+            if not valid(item) and item not in malicious:
+                malicious.append(item)
+        else:
+            raise FamilyError(f"config_migration: fewer than {k.corpus} distinct broken configs")
+        t.say("Deploys keep failing late because people hand-edit v2 service configs. Write a pre-deploy "
+              "linter that checks one v2 config against the schema in `/app/docs/MIGRATION.md` (section "
+              "\"v2 schema\"), with our tenant ID given here.")
+        t.expect_classifier("The config arrives on standard input. Hard-code the tenant ID.", clean, malicious,
+                            {"Python": fill(LINTER, TENANT="@@TENANT@@")})
+        t.solve(f'sed -i "s/@@TENANT@@/{var}/" /app/solution.py')
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        self.guide(t)
+        texts = [random_ini(rng, replace(k, chain=0)) for _ in range(10)]
+        # The worked examples are migrated for a demo tenant named in the instruction: they would show ours.
+        demo = unseen(t, lambda: t.code(2), *texts)
+        tenant = self.tenant(t, *texts, demo)
+        var = t.deliver(tenant, "the tenant ID")
+        ns = {who: run_python(fill(REFERENCE, TENANT=who)) for who in (demo, tenant)}
+        cases = [(text, ns[demo if i < 2 else tenant]["migrate"](ns[tenant]["parse"](text)))
+                 for i, text in enumerate(texts)]
+        t.say("We have dozens of legacy v1 service configs to convert. Write the migration tool: it reads "
+              "one v1 INI config and prints the v2 config, following `/app/docs/MIGRATION.md` exactly "
+              f"(the tenant ID is given here). Inputs never use `extends`. The worked examples were migrated for "
+              f"the demo tenant `{demo}`; your tool must write ours.")
+        t.expect_program("Hard-code the tenant ID.", cases, {"Python": fill(REFERENCE, TENANT="@@TENANT@@")})
+        t.solve(f'sed -i "s/@@TENANT@@/{var}/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        self.guide(t)
         # Files: the service config, possibly extending shared bases.
-        names = ["common.ini", "base.ini"][-k["chain"]:] if k["chain"] else []
+        names = ["common.ini", "base.ini"][-k.chain:] if k.chain else []
         full = v1_values(rng, k)
-        alt = v1_values(rng, dict(k, opt=12, deprecated=True))  # older values, overridden by later layers
-        keys = sorted(full)
+        alt = v1_values(rng, replace(k, opt=12, deprecated=True))  # older values, overridden by later layers
         layers: list[dict[str, str]] = [{} for _ in range(len(names) + 1)]
-        for key in keys:  # each key lives in one or more layers; the leaf wins
+        for key in sorted(full):  # each key lives in one or more layers; the leaf wins
             homes = sorted(rng.sample(range(len(layers)), rng.randint(1, min(2, len(layers)))))
             for h in homes[:-1]:
                 layers[h][key] = alt.get(key, "1")
             layers[homes[-1]][key] = full[key]
-        if k["interp"]:
+        if k.interp:
             # references are resolved after inheritance: the leaf may point at a key set in a base
             merged0: dict[str, str] = {}
             for layer in layers:
@@ -441,23 +472,28 @@ class ConfigMigration(Family):
         for i, layer in enumerate(layers):
             body = ini_text(rng, layer, k, alt)
             if i > 0:
-                body = f"[meta]\nextends = {names[i - 1] if i - 1 < len(names) else ''}\n\n" + body
+                body = f"[meta]\nextends = {names[i - 1]}\n\n" + body
             texts.append(body)
         svc = rng.choice(["orders", "billing", "search", "gateway"])
-        files = names + [f"{svc}.ini"]
-        for name, text in zip(files, texts):
+        for name, text in zip(names + [f"{svc}.ini"], texts):
             t.add_file(f"/app/conf/{name}", text)
-        ns = {}
-        exec(REFERENCE.format(tenant=tenant), ns)  # noqa: S102
+        tenant = self.tenant(t, STORE)
+        ns = run_python(fill(REFERENCE, TENANT=tenant))
         merged: dict[str, str] = {}
         for text in texts:
             ns["parse"](text, merged)
         merged.pop("meta.extends", None)
         truth = ns["migrate"](merged)
         var = t.deliver(tenant, "the tenant ID")
-        chain = " (it extends shared files in the same folder)" if k["chain"] else ""
+        chain = " (it extends shared files in the same folder)" if k.chain else ""
         t.say(f"The `{svc}` service still runs on its v1 config, `/app/conf/{svc}.ini`{chain}. Migrate it to v2 "
               "following `/app/docs/MIGRATION.md` to the letter, for the tenant given here.")
-        t.add_solution_file("migrate.py", REFERENCE.format(tenant=""))
-        t.solve(f'mkdir -p /app/out\npython3 /solution/migrate.py "{var}" /app/conf/{svc}.ini > /app/out/{svc}.v2')
+        prefix = ""
+        if t.partial_credit:  # every line then depends on the tenant, not just deployment.tenant
+            t.say(STORE)
+            truth = "".join(f"{tenant}/{line}\n" for line in truth.splitlines())
+            prefix = f' | sed "s|^|{var}/|"'
+        t.add_solution_file("migrate.py", fill(REFERENCE, TENANT=""))
+        t.solve(f'mkdir -p /app/out\npython3 /solution/migrate.py "{var}" /app/conf/{svc}.ini{prefix} '
+                f'> /app/out/{svc}.v2')
         t.expect_output(f"/app/out/{svc}.v2", truth, "the v2 config (flat `key=value` lines, sorted by key)")

@@ -1,21 +1,26 @@
 """When was a leaked string in the repository? A reproducible git history (fixed authors and dates) in
-which a secret is added, moved between files, removed and (at higher levels) re-added; report every
-window during which it was in the tree: the adding commit, the removing commit, the author's email.
-Commit hashes are computed on the host from the same objects git writes, and the oracle uses git."""
+which a secret is added, moved between files, removed and (at higher levels) re-added, beside other
+credentials of the same look; report every window during which it was in the tree: the adding commit,
+the removing commit, the author's email. Commit hashes are computed on the host from the same objects
+git writes, and the oracle uses git. The repository is a bare clone: no file shows the secret in
+plain text, and only the delivered string says which of the credentials leaked."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.unseen import distinct, unseen
 
 # Builds /app/repo at environment build time from the planned history (hidden plan is deleted after).
 BUILDER = r'''
 import json, os, subprocess, sys
 
 plan = json.load(open(sys.argv[1]))
-repo = sys.argv[2]
+dest = sys.argv[2]
+repo = "/tmp/tmax-git/work"
 os.makedirs(repo, exist_ok=True)
 subprocess.run(["git", "init", "-q", "-b", "main", repo], check=True)
 prev = {}
@@ -37,6 +42,10 @@ for c in plan:
     subprocess.run(["git", "-C", repo, "-c", "commit.gpgsign=false", "commit", "-q", "--cleanup=verbatim",
                     "-F", "/tmp/tmax-msg"], check=True, env=env)
 os.remove("/tmp/tmax-msg")
+# Only history: a bare clone (packed, compressed objects), without sample hooks and description.
+subprocess.run(["git", "clone", "-q", "--bare", "--no-local", repo, dest], check=True)
+subprocess.run(["git", "-C", dest, "remote", "remove", "origin"], check=True)
+subprocess.run(["rm", "-rf", os.path.join(dest, "hooks"), os.path.join(dest, "description")], check=True)
 '''
 
 # The oracle: walk the history oldest first and record when the string enters and leaves the tree.
@@ -129,6 +138,38 @@ def git_hashes(plan: list[dict]) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class Knobs:
+    commits: int  # commits in the history
+    windows: int  # times the secret is added (and removed)
+    moves: int  # commits that move it to another file inside a window
+    decoys: int  # near misses (other case, half of it, spaced out)
+    end_present: bool | None  # still in main's latest commit (None: either)
+    others: int  # other credentials of the same look, with their own windows
+
+
+SAY = ("A credential string was found in a public paste, and security wants to know exactly when it was "
+       "part of our code base. The repository is `/app/repo`, a bare clone (branch `main`, linear history). "
+       "Find every window of history during which the exact string (case-sensitive) was present anywhere in "
+       "the tracked files: it begins at the commit whose tree contains it while its parent's tree does not, "
+       "and ends at the first later commit whose tree no longer contains it. Moving it from one file to "
+       "another within a single commit does not end a window, and near-misses (other case, partial copies) "
+       "do not count; other credentials in the history are not the leaked one.")
+FORMAT = ("The report has one line per window, oldest first: the full 40-character hash of the commit that added "
+          "it, a space, the full hash of the commit that removed it (or `STILL-PRESENT` if it is still in `main`'s "
+          "latest commit), a space, and the author email of the adding commit.")
+
+
+def insert_line(rng, cur: dict[str, str], path: str, line: str) -> None:
+    lines = cur.get(path, "").splitlines()
+    lines.insert(rng.randrange(len(lines) + 1), line)
+    cur[path] = "\n".join(lines) + "\n"
+
+
+def drop_line(cur: dict[str, str], path: str, line: str) -> None:
+    cur[path] = "".join(x + "\n" for x in cur.get(path, "").splitlines() if x != line)
+
+
 @register
 class GitLeakForensics(Family):
     name = "git_leak_forensics"
@@ -137,26 +178,35 @@ class GitLeakForensics(Family):
     primitive_skills = ("git history search", "git log filtering", "commit message parsing", "text report formatting",
                         "regular expressions")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"commits": 8, "windows": 1, "moves": 0, "decoys": 0, "end_present": True},
-              2: {"commits": 16, "windows": 1, "moves": 0, "decoys": 1, "end_present": False},
-              3: {"commits": 26, "windows": 2, "moves": 1, "decoys": 2, "end_present": False},
-              4: {"commits": 42, "windows": 3, "moves": 2, "decoys": 3, "end_present": None}}
+    levels = {1: Knobs(commits=8, windows=1, moves=0, decoys=0, end_present=True, others=1),
+              2: Knobs(commits=16, windows=1, moves=0, decoys=1, end_present=False, others=1),
+              3: Knobs(commits=26, windows=2, moves=1, decoys=2, end_present=False, others=2),
+              4: Knobs(commits=42, windows=3, moves=2, decoys=3, end_present=None, others=2)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        token = t.code(2)
-        n = k["commits"]
+        # Only fixed texts are shown (the history lives compressed in the bare clone).
+        token = unseen(t, lambda: t.code(2), SAY, FORMAT)
+        others = distinct(lambda: t.code(2), k.others, taken=[token])
+        n = k.commits
         files = {p: "" for p in FILES[:4]}
         files["README.md"] = "# service\n\nInternal service.\n"
         # Plan the windows: (add index, remove index or None); never in commit 0.
-        slots = sorted(rng.sample(range(1, n), 2 * k["windows"]))
-        windows = [(slots[2 * i], slots[2 * i + 1]) for i in range(k["windows"])]
-        end_present = k["end_present"] if k["end_present"] is not None else rng.random() < 0.5
+        slots = sorted(rng.sample(range(1, n), 2 * k.windows))
+        windows = [(slots[2 * i], slots[2 * i + 1]) for i in range(k.windows)]
+        end_present = k.end_present if k.end_present is not None else rng.random() < 0.5
         if end_present:
             windows[-1] = (windows[-1][0], None)
         inside = [i for a, b in windows for i in range(a + 1, b if b is not None else n)]
-        moves = sorted(rng.sample(inside, min(k["moves"], len(inside)))) if inside else []
-        decoy_at = sorted(rng.sample(range(1, n), k["decoys"]))
+        moves = sorted(rng.sample(inside, min(k.moves, len(inside)))) if inside else []
+        decoy_at = sorted(rng.sample(range(1, n), k.decoys))
+        # Other credentials, each in one file from one commit to another (or to the end).
+        other_at = []
+        for o in others:
+            a = rng.randrange(1, n)
+            b = rng.choice([None, *range(a + 1, n)]) if a + 1 < n else None
+            path = rng.choice(FILES[1:])
+            other_at.append((a, b, path, secret_line(rng, path, o)))
         where: str | None = None  # file holding the secret, when present
         secret: str = ""
         plan = []
@@ -174,23 +224,24 @@ class GitLeakForensics(Family):
                     lines.append(secret)
                 cur[p] = "\n".join(lines) + "\n"
             msgs.append(f"{rng.choice(VERBS)} {rng.choice(NOUNS)}")
+            for a, b, path, line in other_at:
+                if i == a:
+                    insert_line(rng, cur, path, line)
+                if i == b:
+                    drop_line(cur, path, line)
             for a, b in windows:
                 if i == a:
                     where = rng.choice(FILES[1:])
                     secret = secret_line(rng, where, token)
-                    lines = cur.get(where, "").splitlines()
-                    lines.insert(rng.randrange(len(lines) + 1), secret)
-                    cur[where] = "\n".join(lines) + "\n"
+                    insert_line(rng, cur, where, secret)
                 if i == b and where is not None:
-                    cur[where] = "".join(line + "\n" for line in cur[where].splitlines() if line != secret)
+                    drop_line(cur, where, secret)
                     where = None
             if i in moves and where is not None:
-                cur[where] = "".join(line + "\n" for line in cur[where].splitlines() if line != secret)
+                drop_line(cur, where, secret)
                 where = rng.choice([p for p in FILES[1:] if p != where])
                 secret = secret_line(rng, where, token)
-                lines = cur.get(where, "").splitlines()
-                lines.insert(rng.randrange(len(lines) + 1), secret)
-                cur[where] = "\n".join(lines) + "\n"
+                insert_line(rng, cur, where, secret)
                 msgs = [f"move settings into {where.rsplit('/', 1)[-1]}"]
             if i in decoy_at:  # near misses: other case, one word of it, a spaced-out copy
                 p = rng.choice(FILES[1:])
@@ -221,16 +272,8 @@ class GitLeakForensics(Family):
         t.add_file("/tmp/tmax-git/build.py", BUILDER)
         t.add_setup("python3 /tmp/tmax-git/build.py /tmp/tmax-git/plan.json /app/repo && rm -rf /tmp/tmax-git")
         var = t.deliver(token, "the leaked string")
-        t.say("A credential string was found in a public paste, and security wants to know exactly when it was "
-              "part of our code base. The repository is `/app/repo` (branch `main`, linear history). Find every "
-              "window of history during which the exact string (case-sensitive) was present anywhere in the "
-              "tracked files: it begins at the commit whose tree contains it while its parent's tree does not, "
-              "and ends at the first later commit whose tree no longer contains it. Moving it from one file to "
-              "another within a single commit does not end a window, and near-misses (other case, partial copies) "
-              "do not count.")
-        t.say("The report has one line per window, oldest first: the full 40-character hash of the commit that added it, a "
-               "space, the full hash of the commit that removed it (or `STILL-PRESENT` if it is still in `main`'s "
-               "latest commit), a space, and the author email of the adding commit.")
+        t.say(SAY)
+        t.say(FORMAT)
         t.add_solution_file("windows.py", ORACLE)
         t.solve(f'mkdir -p /app/out\npython3 /solution/windows.py "{var}" /app/repo > /app/out/leak_windows.txt')
         t.expect_output("/app/out/leak_windows.txt", truth, "the report")

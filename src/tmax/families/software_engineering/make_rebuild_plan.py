@@ -8,8 +8,10 @@ they agree."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.unseen import distinct, unseen, visible
 
 CORE = ["util", "config", "log", "strbuf", "arena", "hashmap"]
 NET = ["socket", "http", "router", "codec", "pool"]
@@ -31,12 +33,6 @@ SAY = ("The service in `/app/build` was fully built a while ago, for every bundl
 TOOL = "#!/bin/sh\n# stand-in for the real toolchain: records what it would produce\nout=\"\"\n" \
        "while [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then out=$2; fi; shift; done\n" \
        "[ -n \"$out\" ] && touch \"$out\"\n"
-
-
-def seen_code(code: str, texts: list[str]) -> bool:
-    """Is ``code`` in one of ``texts``, upper-cased, reversed or Caesar-shifted?"""
-    shifts = sorted({"".join(chr((ord(c) - 65 + n) % 26 + 65) for c in code) for n in range(26)})
-    return any(x in text.upper() for text in texts for x in [*shifts, code[::-1]])
 
 
 def plan_make(rules: dict, mtimes: dict, goal: str) -> list[str]:
@@ -70,6 +66,19 @@ def plan_make(rules: dict, mtimes: dict, goal: str) -> list[str]:
     return order
 
 
+@dataclass(frozen=True)
+class Knobs:
+    core: int  # modules in libcore
+    net: int  # modules in libnet (0: no libnet)
+    bins: int  # binaries linked
+    extras: int  # optional modules the bundles turn on
+    edits: int  # sources edited since the last build
+    gen: bool  # generated headers from specs
+    missing: int  # build outputs deleted since, per bundle tree
+    dir_trap: bool  # the object directory is newer than its objects (order-only prerequisite)
+    backdated: int  # sources restored from a backup, older than their objects
+
+
 @register
 class MakeRebuildPlan(Family):
     name = "make_rebuild_plan"
@@ -78,38 +87,30 @@ class MakeRebuildPlan(Family):
     primitive_skills = ("makefile dependency graphs", "file timestamp comparison", "incremental rebuild analysis",
                         "conditional build configuration", "graph traversal and dependency resolution")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"core": 3, "net": 0, "bins": 1, "extras": 2, "edits": 1, "gen": False, "missing": 0,
-                  "dir_trap": False, "backdated": 0},
-              2: {"core": 4, "net": 3, "bins": 2, "extras": 3, "edits": 2, "gen": False, "missing": 1,
-                  "dir_trap": False, "backdated": 0},
-              3: {"core": 5, "net": 4, "bins": 2, "extras": 4, "edits": 3, "gen": True, "missing": 1,
-                  "dir_trap": True, "backdated": 1},
-              4: {"core": 6, "net": 5, "bins": 3, "extras": 6, "edits": 4, "gen": True, "missing": 2,
-                  "dir_trap": True, "backdated": 2}}
+    levels = {1: Knobs(core=3, net=0, bins=1, extras=2, edits=1, gen=False, missing=0, dir_trap=False, backdated=0),
+              2: Knobs(core=4, net=3, bins=2, extras=3, edits=2, gen=False, missing=1, dir_trap=False, backdated=0),
+              3: Knobs(core=5, net=4, bins=2, extras=4, edits=3, gen=True, missing=1, dir_trap=True, backdated=1),
+              4: Knobs(core=6, net=5, bins=3, extras=6, edits=4, gen=True, missing=2, dir_trap=True, backdated=2)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         # Module bundles are unlocked by a licence key; the Makefile keeps only key fingerprints and
         # every bundle builds into its own tree, so the key (delivered) decides every line of the answer
         # and is readable nowhere else.
         bundles = sorted(rng.sample(BUNDLES, 4))
-        static = [t.persona.opening, t.persona.closing, MAKE_HEAD, SAY]
-        keys: list[str] = []
-        while len(keys) < len(bundles):
-            w = t.code(2)
-            if w not in keys and not seen_code(w, static):
-                keys.append(w)
         chosen = rng.choice(bundles)
-        key = keys[bundles.index(chosen)]
-        core = rng.sample(CORE, k["core"])
-        net = rng.sample(NET, k["net"])
-        bins = BINS[:k["bins"]]
-        extras = rng.sample(EXTRAS, k["extras"])
+        key = unseen(t, lambda: t.code(2), MAKE_HEAD, SAY)
+        keys = distinct(lambda: t.code(2), len(bundles) - 1, taken=[key])
+        keys.insert(bundles.index(chosen), key)
+        core = rng.sample(CORE, k.core)
+        net = rng.sample(NET, k.net)
+        bins = BINS[:k.bins]
+        extras = rng.sample(EXTRAS, k.extras)
         # each bundle turns on a few extras (a subset; they may overlap); no key: none
         fl_extras = {f: sorted(rng.sample(extras, rng.randint(1, min(3, len(extras))))) for f in bundles}
         fl_extras["basic"] = []
-        gens = [f"{{O}}/{g}" for g in GENERATED] if k["gen"] else []
-        headers = HEADERS[:2 + k["core"] // 3]
+        gens = [f"{{O}}/{g}" for g in GENERATED] if k.gen else []
+        headers = HEADERS[:2 + k.core // 3]
         # Rules with "{O}" standing for the bundle's output tree ($(O) in the Makefile).
         rules: dict[str, tuple[list[str], list[str], bool]] = {}
         text_rules: list[str] = []
@@ -207,8 +208,8 @@ class MakeRebuildPlan(Family):
                     mtimes[x] = tick()
         clock += 86400
         c_files = [s for s in sources if s.endswith(".c")]
-        edited = rng.sample(c_files, k["edits"])
-        if k["gen"] and rng.random() < 0.4:  # now and then a header or a spec, which fans out
+        edited = rng.sample(c_files, k.edits)
+        if k.gen and rng.random() < 0.4:  # now and then a header or a spec, which fans out
             edited.append(rng.choice([s for s in sources if not s.endswith(".c")]))
         used = {p for n, oo, ph in trees[chosen].values() for p in n}
         if not any(s in used for s in edited):  # an edit the chosen bundle sees: never an empty plan
@@ -219,15 +220,15 @@ class MakeRebuildPlan(Family):
         others = [e for e in extras if e not in fl_extras[chosen]]
         if others:
             mtimes[f"src/{rng.choice(others)}.c"] = tick()
-        for s in rng.sample([s for s in sources if s not in edited], min(k["backdated"], len(sources) - len(edited))):
+        for s in rng.sample([s for s in sources if s not in edited], min(k.backdated, len(sources) - len(edited))):
             mtimes[s] = 1_600_000_000 + rng.randrange(10**6)  # restored from an old backup: older than its object
         all_dirs = [d.replace("{O}", f"out/{f}") for f in order for d in dirs]
         for f in order:  # outputs deleted since, the directory trap, generated headers cleaned
             rs = trees[f]
             built = [x for x in built_order[f] if not rs[x][2] and x not in all_dirs]
-            for x in rng.sample(built, k["missing"]):
+            for x in rng.sample(built, k.missing):
                 del mtimes[x]
-            if k["dir_trap"]:
+            if k.dir_trap:
                 mtimes[f"out/{f}/obj"] = tick()  # the directory changed after the objects (order-only)
             if gens and rng.random() < 0.5:
                 for g in gens:
@@ -264,9 +265,8 @@ class MakeRebuildPlan(Family):
             elif d.endswith("/gen"):
                 stamps.append(f"rm -rf {d}")
         t.add_setup("cd /app/build && chmod +x tools/*\n" + "\n".join(stamps))
-        visible = [makefile, *t.env_files.values(), *t.env_files, "\n".join(stamps)]
-        if seen_code(key, visible):
-            raise ValueError("make_rebuild_plan: the licence key is visible in the tree")
+        if visible(t, key):  # only fingerprints are written: this would be a bug, not bad luck
+            raise FamilyError("make_rebuild_plan: the licence key is visible in the tree")
         var = t.deliver(key, "the customer's licence key")
         t.say(SAY)
         t.say("The answer lists one target per line, exactly as make names it (for example "

@@ -1,23 +1,28 @@
 """Plan a monorepo CI build: workspace packages (package.json) depend on each other through
 dependencies and devDependencies (peer and external ones do not count); CI builds in rounds with a
 limited number of parallel slots. Higher levels build only what a change affects (changed files ->
-packages -> everything depending on them) and contain a dependency cycle whose packages are blocked."""
+packages -> everything depending on them) and contain a dependency cycle whose packages are blocked.
+The slot count is the delivered value: graphs are drawn so that every other count gives another plan,
+and under partial credit every line carries the count."""
 
 from __future__ import annotations
 
 import json
 
-from tmax.families.base import Family, TaskBuilder, register
+from dataclasses import dataclass, replace
+
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import C_TRIM, fill, run_python
 
 REFERENCE = r'''
 import sys
 
-SLOTS = {slots}
+SLOTS = @SLOTS@
 
 
 def schedule(text, slots=None):
-    slots = slots or SLOTS
-    deps, changed = {{}}, None
+    slots = max(1, slots or SLOTS)
+    deps, changed = {}, None
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -40,14 +45,14 @@ def schedule(text, slots=None):
                     target.add(p)
                     grew = True
     done, rounds = set(), []
-    while True:
+    for _ in range(len(target)):  # each round builds at least one package
         ready = sorted(p for p in target - done if all(d in done or d not in target for d in deps[p]))
         if not ready:
             break
         batch = ready[:slots]
         rounds.append(batch)
         done.update(batch)
-    out = [f"round {{i}}: {{' '.join(b)}}" for i, b in enumerate(rounds, 1)]
+    out = [f"round {i}: {' '.join(b)}" for i, b in enumerate(rounds, 1)]
     blocked = sorted(target - done)
     if blocked:
         out.append("blocked: " + " ".join(blocked))
@@ -58,8 +63,9 @@ if __name__ == "__main__":
     sys.stdout.write(schedule(sys.stdin.read(), int(sys.argv[1]) if len(sys.argv) > 1 else None))
 '''
 
-C_REFERENCE = r'''
+C_TEMPLATE = r'''
 /* CI build planner: rounds of at most SLOTS ready packages, byte order; affected set; blocked. */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,12 +91,7 @@ static int cmp(const void *a, const void *b) {
     return strcmp(names[*(const int *)a], names[*(const int *)b]);
 }
 
-static char *trim(char *s) {
-    while (*s == ' ' || *s == '\t' || *s == '\r') s++;
-    char *e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) *--e = 0;
-    return s;
-}
+@C_TRIM@
 
 int main(void) {
     static char line[65536];
@@ -383,6 +384,8 @@ fn main() {
 }
 '''
 
+C_REFERENCE = fill(C_TEMPLATE, C_TRIM=C_TRIM)
+
 NAMES = ["core", "utils", "logger", "config", "http", "db", "auth", "ui", "icons", "theme", "forms", "charts",
          "api-client", "cli", "server", "worker", "billing", "search", "analytics", "docs-site", "e2e", "testkit",
          "i18n", "cache", "events", "mailer"]
@@ -397,17 +400,17 @@ def graph(rng, k):
     """(scope, names in build order, deps by name as (kind, target) pairs, a package on the cycle or None)
     for a random DAG (+ a cycle)."""
     scope = rng.choice(["@acme", "@northwind", "@initech", "@globex"])
-    names = rng.sample(NAMES, k["pkgs"])
+    names = rng.sample(NAMES, k.pkgs)
     deps: dict[str, list[tuple[str, str]]] = {}
     for i, n in enumerate(names):
         ds = []
         for d in rng.sample(names[:i], min(i, rng.randint(0, 3))):
-            ds.append((rng.choice(["dependencies"] * 3 + (["devDependencies"] if k["dev"] else [])), d))
-        if k["peer"] and 0 < i < len(names) - 1 and rng.random() < 0.3:
+            ds.append((rng.choice(["dependencies"] * 3 + (["devDependencies"] if k.dev else [])), d))
+        if k.peer and 0 < i < len(names) - 1 and rng.random() < 0.3:
             ds.append(("peerDependencies", rng.choice(names[i + 1:])))
         deps[n] = ds
     on_cycle = None
-    if k["cycle"]:
+    if k.cycle:
         # a late package gains a dependency from an early one it (transitively) depends on
         late = names[-rng.randint(1, 3)]
         seen, stack = [], [late]
@@ -439,6 +442,27 @@ def deps_text(scope, names, deps, changed=None):
     return "\n".join(lines) + "\n"
 
 
+def slots_bind(schedule, text: str, slots: int) -> bool:
+    """Does the slot count decide the plan: does every other count give another one?"""
+    out = schedule(text, slots)
+    return all(schedule(text, c) != out for c in range(1, 64) if c != slots)
+
+
+@dataclass(frozen=True)
+class Knobs:
+    pkgs: int  # workspace packages
+    dev: bool  # devDependencies count too
+    peer: bool  # peerDependencies (which do not count)
+    externals: bool  # non-workspace dependencies (which do not count)
+    changed: int  # packages with a changed file (0: build everything)
+    cycle: bool  # a dependency cycle whose packages are blocked
+    aliases: bool  # folder names that differ from package names
+
+
+FMT = ("one line per round, `round <n>: <package names>` (numbered from 1, full scoped names separated "
+       "by single spaces, in byte order)")
+
+
 @register
 class MonorepoBuildRounds(Family):
     name = "monorepo_build_rounds"
@@ -448,69 +472,90 @@ class MonorepoBuildRounds(Family):
                         "graph traversal and dependency resolution", "JSON traversal", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE, "Go": GO_REFERENCE, "Rust": RUST_REFERENCE}
-    levels = {1: {"pkgs": 6, "dev": False, "peer": False, "externals": False, "changed": 0, "cycle": False,
-                  "aliases": False},
-              2: {"pkgs": 10, "dev": True, "peer": True, "externals": True, "changed": 0, "cycle": False,
-                  "aliases": False},
-              3: {"pkgs": 14, "dev": True, "peer": True, "externals": True, "changed": 2, "cycle": False,
-                  "aliases": True},
-              4: {"pkgs": 20, "dev": True, "peer": True, "externals": True, "changed": 3, "cycle": True,
-                  "aliases": True}}
+    levels = {1: Knobs(pkgs=6, dev=False, peer=False, externals=False, changed=0, cycle=False, aliases=False),
+              2: Knobs(pkgs=10, dev=True, peer=True, externals=True, changed=0, cycle=False, aliases=False),
+              3: Knobs(pkgs=14, dev=True, peer=True, externals=True, changed=2, cycle=False, aliases=True),
+              4: Knobs(pkgs=20, dev=True, peer=True, externals=True, changed=3, cycle=True, aliases=True)}
 
     def rules(self, k) -> str:
         r = ("A package needs every workspace package it lists under `dependencies`"
-             + (" or `devDependencies`" if k["dev"] else "") + " to be built before it (in an earlier round)"
+             + (" or `devDependencies`" if k.dev else "") + " to be built before it (in an earlier round)"
              + ("; `peerDependencies` do not count, and neither does anything that is not a workspace package"
-                if k["peer"] or k["externals"] else "") + ". Each round, CI takes the packages that are ready and "
+                if k.peer or k.externals else "") + ". Each round, CI takes the packages that are ready and "
              "not built yet, in byte order of their names, up to the number of parallel slots given here; the "
              "rest wait for a later round.")
-        if k["changed"]:
+        if k.changed:
             r += (" Only the affected packages are built: those with a changed file, plus every package that "
                   "depends on one of them, directly or through others (through the dependency kinds that count); "
                   "other packages come from the cache and count as already built.")
-        if k["cycle"]:
+        if k.cycle:
             r += (" Packages that can never become ready (a dependency cycle, or depending on one) are not built "
                   "at all but listed on a final line `blocked: <names>` (byte order); omit that line if there are "
                   "none.")
         return r
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
-        slots = rng.randint(2, 4)
-        fmt = ("one line per round, `round <n>: <package names>` (numbered from 1, full scoped names separated "
-               "by single spaces, in byte order)")
-        ns: dict = {}
-        exec(REFERENCE.format(slots=slots), ns)  # noqa: S102 - our own reference
-        if t.axes.verifier == "fuzz_equivalence":
-            var = t.deliver(str(slots), "the number of parallel CI slots")
-            cases = []
-            for _ in range(10):
-                kk = dict(k, pkgs=rng.randint(3, k["pkgs"]))
-                scope, names, deps, cyc = graph(rng, kk)
-                changed = sorted(rng.sample(names, rng.randint(1, k["changed"]))) if k["changed"] else None
-                if cyc and changed and rng.random() < 0.6 and cyc not in changed:
-                    changed = sorted(changed[1:] + [cyc])
-                text = deps_text(scope, rng.sample(names, len(names)), deps, changed)
-                cases.append((text, ns["schedule"](text)))
-            extra = " and a last line `changed: <packages with a changed file>`" if k["changed"] else ""
-            t.say("Our CI needs a build planner for the monorepo. Its input lists each workspace package as "
-                  "`<name>: <the names it depends on>` (only the dependency kinds that count, but the list may also "
-                  f"name packages outside the workspace, which never count){extra}. " + self.rules(k)
-                  + f" Print {fmt}" + (", then the `blocked:` line if any" if k["cycle"] else "") + ".")
-            t.expect_program("Hard-code the number of slots.", cases,
-                             {"Python": REFERENCE.format(slots="@@SLOTS@@"), "C": C_REFERENCE, "Go": GO_REFERENCE,
-                              "Rust": RUST_REFERENCE})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/@@SLOTS@@/{var}/" "$f"; done')
-            return
+    def case_text(self, rng, k) -> str:
+        """One planner input: a random workspace graph (and changed packages) as `name: deps` lines."""
         scope, names, deps, cyc = graph(rng, k)
-        folders = {n: (FOLDER_ALIASES.get(n, n) if k["aliases"] else n) for n in names}
+        changed = sorted(rng.sample(names, rng.randint(1, k.changed))) if k.changed else None
+        if cyc and changed and rng.random() < 0.6 and cyc not in changed:
+            changed = sorted(changed[1:] + [cyc])
+        return deps_text(scope, rng.sample(names, len(names)), deps, changed)
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        demo = rng.choice([5, 6])  # the worked examples' slot count, named in the instruction
+        schedule = run_python(fill(REFERENCE, SLOTS=0))["schedule"]
+        texts = [self.case_text(rng, replace(k, pkgs=rng.randint(3, k.pkgs))) for _ in range(10)]
+        # Some hidden case must come out differently for every other slot count.
+        for _ in range(100):
+            fits = [s for s in (2, 3, 4) if any(slots_bind(schedule, text, s) for text in texts[2:])]
+            if fits:
+                slots = rng.choice(fits)
+                break
+            texts[2 + rng.randrange(8)] = self.case_text(rng, k)
+        else:
+            raise FamilyError("monorepo_build_rounds: no hidden case depends on the slot count")
+        cases = [(text, schedule(text, demo if i < 2 else slots)) for i, text in enumerate(texts)]
+        var = t.deliver(str(slots), "the number of parallel CI slots")
+        extra = " and a last line `changed: <packages with a changed file>`" if k.changed else ""
+        t.say("Our CI needs a build planner for the monorepo. Its input lists each workspace package as "
+              "`<name>: <the names it depends on>` (only the dependency kinds that count, but the list may also "
+              f"name packages outside the workspace, which never count){extra}. " + self.rules(k)
+              + f" Print {FMT}" + (", then the `blocked:` line if any" if k.cycle else "") + ". The worked "
+              f"examples were planned with {demo} slots; your planner must use ours.")
+        t.expect_program("Hard-code the number of slots.", cases,
+                         {"Python": fill(REFERENCE, SLOTS="@@SLOTS@@"), "C": C_REFERENCE, "Go": GO_REFERENCE,
+                          "Rust": RUST_REFERENCE})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@SLOTS@@/{var}/" "$f"; done')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        schedule = run_python(fill(REFERENCE, SLOTS=0))["schedule"]
+        # A graph with a round wider than the slot count: every other count (any number the task shows)
+        # gives another plan, so the delivered count decides the answer.
+        for _ in range(100):
+            scope, names, deps, cyc = graph(rng, k)
+            changed = None
+            if k.changed:
+                changed = sorted(rng.sample(names, k.changed))
+                if cyc and rng.random() < 0.75 and cyc not in changed:
+                    changed = sorted(changed[1:] + [cyc])
+            text = deps_text(scope, names, deps, changed)
+            fits = [s for s in (2, 3, 4) if slots_bind(schedule, text, s)]
+            if fits:
+                slots = rng.choice(fits)
+                break
+        else:
+            raise FamilyError("monorepo_build_rounds: no graph whose plan depends on the slot count")
+        folders = {n: (FOLDER_ALIASES.get(n, n) if k.aliases else n) for n in names}
         for n in names:
             doc: dict = {"name": f"{scope}/{n}", "version": f"{rng.randint(0, 3)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}",
                          "private": True, "scripts": {"build": "tsc -b", "test": "vitest run"}}
             for kind in ("dependencies", "devDependencies", "peerDependencies"):
                 entries = {f"{scope}/{d}": rng.choice(["workspace:*", "workspace:^", "^" + doc["version"]])
                            for kk_, d in deps[n] if kk_ == kind}
-                if k["externals"]:
+                if k.externals:
                     for ext in rng.sample(sorted(EXTERNAL), rng.randint(0, 2)):
                         if kind != "peerDependencies" or rng.random() < 0.3:
                             entries[ext] = EXTERNAL[ext]
@@ -520,12 +565,8 @@ class MonorepoBuildRounds(Family):
             t.add_file(f"/app/monorepo/packages/{folders[n]}/src/index.ts", f"export const name = \"{n}\";\n")
         t.add_file("/app/monorepo/package.json", json.dumps({"name": "monorepo", "private": True,
                                                              "workspaces": ["packages/*"]}, indent=2) + "\n")
-        changed = None
         extra_cmd = ""
-        if k["changed"]:
-            changed = sorted(rng.sample(names, k["changed"]))
-            if cyc and rng.random() < 0.75 and cyc not in changed:
-                changed = sorted(changed[1:] + [cyc])
+        if changed is not None:
             files = [f"packages/{folders[c]}/{rng.choice(SRC_FILES)}" for c in changed]
             files += rng.sample(["README.md", "docs/architecture.md", ".github/workflows/ci.yml", "tsconfig.base.json"], 2)
             rng.shuffle(files)
@@ -533,17 +574,23 @@ class MonorepoBuildRounds(Family):
             extra_cmd = ("; printf 'changed:'; for f in $(grep '^packages/' /app/monorepo/CHANGED_FILES | cut -d/ -f2 "
                          "| sort -u); do printf ' %s' \"$(jq -r .name /app/monorepo/packages/$f/package.json)\"; done; "
                          "echo")
-        truth = ns["schedule"](deps_text(scope, names, deps, changed))
+        truth = schedule(text, slots)
         var = t.deliver(str(slots), "the number of parallel CI slots")
         where = ("The monorepo is `/app/monorepo` (workspaces under `packages/`, each with a `package.json`; the "
                  "folder name is not always the package name).")
-        if k["changed"]:
+        if k.changed:
             where += (" The pull request changed the files listed in `/app/monorepo/CHANGED_FILES` (paths relative "
                       "to the repository root).")
-        t.say(f"{where} Plan the CI build. " + self.rules(k) + f" The plan has {fmt}"
-              + (", then the `blocked:` line if any." if k["cycle"] else "."))
-        t.add_solution_file("plan.py", REFERENCE.format(slots=0))
+        t.say(f"{where} Plan the CI build. " + self.rules(k) + f" The plan has {FMT}"
+              + (", then the `blocked:` line if any." if k.cycle else "."))
+        tag = ""
+        if t.partial_credit:  # lines (the blocked one, late rounds) may not depend on the count: tag them
+            t.say("The CI runner pool reads the plan with the slot count in front: start every line with "
+                  "`slots=<N> ` (for example `slots=7 round 1: ...`).")
+            truth = "".join(f"slots={slots} {line}\n" for line in truth.splitlines())
+            tag = f' | sed "s/^/slots={var} /"'
+        t.add_solution_file("plan.py", fill(REFERENCE, SLOTS=0))
         t.solve("mkdir -p /app/out\n{ for f in /app/monorepo/packages/*/package.json; do jq -r '.name + \": \" + "
                 "([(.dependencies // {}), (.devDependencies // {}) | keys[]] | join(\" \"))' \"$f\"; done"
-                f'{extra_cmd}; }} | python3 /solution/plan.py "{var}" > /app/out/build_plan.txt')
+                f'{extra_cmd}; }} | python3 /solution/plan.py "{var}"{tag} > /app/out/build_plan.txt')
         t.expect_output("/app/out/build_plan.txt", truth, "the build plan")

@@ -1,19 +1,24 @@
 """Cut a release from a git history written in Conventional Commits: find the last release tag (semver
 order, pre-release and deploy tags ignored), bump the version by the commits since (breaking, feat,
 fix; reverts cancel; 0.x keeps breaking changes in the minor), and write the release notes section.
-Program variants: the notes generator (fuzzed), or a commit-msg linter (adversarial corpus)."""
+Program variants: the notes generator (fuzzed), or a commit-msg linter (adversarial corpus). The codename
+(the header length limit for the linter) is the delivered value; under partial credit every line of
+the notes carries the codename."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, replace
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import unseen
 
 REFERENCE = r'''
 import re
 import sys
 
-CODENAME = "{codename}"
+CODENAME = "@CODENAME@"
 HEADER = re.compile(r"^([a-z]+)(?:\(([a-z0-9-]+)\))?(!)?: (.+)$")
 SECTIONS = (("feat", "Features"), ("fix", "Bug fixes"), ("perf", "Performance"))
 
@@ -38,8 +43,8 @@ def notes(text, codename=None):
         for line in m[1:]:
             if line.startswith("BREAKING CHANGE: "):
                 footer = line[len("BREAKING CHANGE: "):]
-        commits.append({{"type": h.group(1), "scope": h.group(2), "bang": bool(h.group(3)), "desc": h.group(4),
-                        "header": m[0], "footer": footer, "dead": False}})
+        commits.append({"type": h.group(1), "scope": h.group(2), "bang": bool(h.group(3)), "desc": h.group(4),
+                        "header": m[0], "footer": footer, "dead": False})
     for i, c in enumerate(commits):
         if c["type"] == "revert" and not c["dead"]:
             c["dead"] = True
@@ -60,15 +65,15 @@ def notes(text, codename=None):
         return "no release\n"
 
     def entry(c, text):
-        return f"- **{{c['scope']}}:** {{text}}" if c["scope"] else f"- {{text}}"
+        return f"- **{c['scope']}:** {text}" if c["scope"] else f"- {text}"
 
-    out = [f"## {{a}}.{{b}}.{{p}} ({{codename}})"]
+    out = [f"## {a}.{b}.{p} ({codename})"]
     if breaking:
         out += ["", "### Breaking changes"] + [entry(c, c["footer"] or c["desc"]) for c in breaking]
     for t, title in SECTIONS:
         items = [entry(c, c["desc"]) for c in live if c["type"] == t]
         if items:
-            out += ["", f"### {{title}}"] + items
+            out += ["", f"### {title}"] + items
     return "\n".join(out) + "\n"
 
 
@@ -80,7 +85,7 @@ LINTER = r'''
 import re
 import sys
 
-MAX_HEADER = {limit}
+MAX_HEADER = @LIMIT@
 TYPES = ("feat", "fix", "perf", "refactor", "docs", "chore", "test", "ci", "build", "style", "revert")
 
 
@@ -353,22 +358,22 @@ def commit_msgs(rng, k, n):
     types = ["feat", "fix", "fix", "perf", "refactor", "docs", "chore", "test", "ci", "build", "style"]
     for _ in range(n):
         r = rng.random()
-        if k["noise"] and r < 0.12:
+        if k.noise and r < 0.12:
             out.append(rng.choice(NOISE) + "\n")
             continue
-        if k["reverts"] and r < 0.22 and headers:
+        if k.reverts and r < 0.22 and headers:
             out.append(f"revert: {rng.choice(headers)}\n\nThis reverts an earlier change.\n")
             continue
         t = rng.choice(types)
         scope = rng.choice(SCOPES) if rng.random() < 0.6 else None
-        bang = k["bang"] and rng.random() < 0.1
+        bang = k.bang and rng.random() < 0.1
         header = f"{t}{f'({scope})' if scope else ''}{'!' if bang else ''}: {rng.choice(DESCS[t])}"
         body = []
         if rng.random() < 0.4:
             body.append(rng.choice(["The old behaviour surprised users.", "Found while profiling.",
                                     "Requested by support."]))
         footers = []
-        if k["footer"] and rng.random() < 0.1:
+        if k.footer and rng.random() < 0.1:
             footers.append(f"BREAKING CHANGE: {rng.choice(BREAK_TEXT)}")
         if rng.random() < 0.3:
             footers.append(f"Refs: DEV-{rng.randrange(100, 999)}")
@@ -443,6 +448,39 @@ def broken_msg(rng, limit: int) -> str:
     return header + "\n" + rest
 
 
+def boundary_msgs(rng, limit: int, valid) -> tuple[str, str]:
+    """(a valid message whose header is exactly ``limit`` long, one whose header is one longer and has no
+    other fault): together they pin the length limit, so no other limit sorts the corpus right."""
+    out = []
+    for n in (limit, limit + 1):
+        for _ in range(50):
+            words = [rng.choice([d for ds in DESCS.values() for d in ds])]
+            while len(" ".join(words)) < n:  # grows every pass: bounded by n
+                words.append(rng.choice(["and", "also", "tidy", "the", "old", "code", "paths", "for", "users"]))
+            header = f"{rng.choice(['feat', 'fix', 'perf', 'chore'])}({rng.choice(SCOPES)}): {' '.join(words)}"[:n]
+            if header[-1] not in " .":
+                msg = header + "\n"
+                if valid[limit](msg) == (n == limit) and valid[limit + 1](msg):
+                    out.append(msg)
+                    break
+        else:
+            raise FamilyError(f"release_notes: no commit message with a header of exactly {n} characters")
+    return out[0], out[1]
+
+
+@dataclass(frozen=True)
+class Knobs:
+    commits: int  # commits in the coming release
+    noise: bool  # commits that are not Conventional Commits
+    bang: bool  # `!` breaking markers
+    footer: bool  # BREAKING CHANGE footers
+    reverts: bool  # reverts that cancel an earlier commit
+    tags: int  # earlier release tags
+    odd_tags: bool  # pre-release and deploy tags beside the releases
+    zero: bool  # 0.x versions (breaking bumps the minor)
+    corpus: int  # items per corpus (clean and malicious) for the commit-msg hook
+
+
 @register
 class ReleaseNotes(Family):
     name = "release_notes"
@@ -453,94 +491,110 @@ class ReleaseNotes(Family):
                         "regular expressions", "input validation")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"commits": 6, "noise": False, "bang": False, "footer": False, "reverts": False, "tags": 1,
-                  "odd_tags": False, "zero": False, "corpus": 20},
-              2: {"commits": 10, "noise": True, "bang": True, "footer": False, "reverts": False, "tags": 3,
-                  "odd_tags": False, "zero": False, "corpus": 30},
-              3: {"commits": 16, "noise": True, "bang": True, "footer": True, "reverts": True, "tags": 4,
-                  "odd_tags": True, "zero": False, "corpus": 40},
-              4: {"commits": 24, "noise": True, "bang": True, "footer": True, "reverts": True, "tags": 6,
-                  "odd_tags": True, "zero": True, "corpus": 50}}
+    levels = {1: Knobs(commits=6, noise=False, bang=False, footer=False, reverts=False, tags=1, odd_tags=False,
+                       zero=False, corpus=20),
+              2: Knobs(commits=10, noise=True, bang=True, footer=False, reverts=False, tags=3, odd_tags=False,
+                       zero=False, corpus=30),
+              3: Knobs(commits=16, noise=True, bang=True, footer=True, reverts=True, tags=4, odd_tags=True,
+                       zero=False, corpus=40),
+              4: Knobs(commits=24, noise=True, bang=True, footer=True, reverts=True, tags=6, odd_tags=True,
+                       zero=True, corpus=50)}
 
     def rules(self, k) -> str:
         r = ("Commit messages follow Conventional Commits: the first line is `<type>(<scope>)!: <description>` "
              "(scope and `!` optional); commits whose first line does not have that form are ignored. ")
-        if k["reverts"]:
+        if k.reverts:
             r += ("A commit `revert: <first line of another commit>` cancels the most recent earlier, not yet "
                   "cancelled commit in the range with exactly that first line; neither of the two counts any more. ")
         r += ("A commit is breaking if it has `!` before the colon"
-              + (" or a footer line starting with `BREAKING CHANGE: `" if k["footer"] else "") + ". The new version "
+              + (" or a footer line starting with `BREAKING CHANGE: `" if k.footer else "") + ". The new version "
               "bumps the previous one: major if any counted commit is breaking"
-              + (" (while the major version is 0, a breaking change bumps the minor instead)" if k["zero"] else "")
+              + (" (while the major version is 0, a breaking change bumps the minor instead)" if k.zero else "")
               + ", otherwise minor if there is a `feat`, otherwise patch if there is a `fix` or `perf`; if none "
               "applies the whole output is the single line `no release`. The notes are: a line `## X.Y.Z (<codename>)`; "
               "then, each only if not empty and each preceded by an empty line, the sections `### Breaking changes`"
               + (" (one entry per breaking commit, whose text is the footer text after `BREAKING CHANGE: ` if it has "
-                 "one, else its description)" if k["footer"] else " (one entry per breaking commit, with its "
-                                                                   "description)")
+                 "one, else its description)" if k.footer else " (one entry per breaking commit, with its "
+                                                                "description)")
               + ", `### Features` (`feat`), `### Bug fixes` (`fix`) and `### Performance` (`perf`), whose entries "
               "are the commits' descriptions (a breaking `feat` appears under both headings). Each entry is a line "
               "`- **<scope>:** <text>`, or `- <text>` for a commit without scope; entries keep commit order, oldest "
               "first. Other commit types do not appear except under breaking changes.")
         return r
 
-    def build(self, t: TaskBuilder) -> None:
+    def corpus_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        codename = t.code(1)
-        if t.axes.verifier == "adversarial_corpus":
-            limit = rng.choice([50, 60, 64, 72])
-            var = t.deliver(str(limit), "the maximum header length")
-            ns: dict = {}
-            exec(LINTER.format(limit=limit), ns)  # noqa: S102 - our own reference
-            clean: list[str] = []
-            malicious: list[str] = []
-            while len(clean) < k["corpus"]:
-                m = valid_msg(rng, limit)
-                if ns["ok"](m) and m not in clean:
-                    clean.append(m)
-            while len(malicious) < k["corpus"]:
-                m = broken_msg(rng, limit)
-                if not ns["ok"](m) and m not in malicious:
-                    malicious.append(m)
-            t.say("Half the team ignores our commit conventions and it breaks the release tooling. I need a "
-                  "`commit-msg` hook that checks one commit message. A valid message: the first line (the header) is "
-                  "`<type>(<scope>)!: <description>` where the scope in parentheses and the `!` are optional; type "
-                  "is one of feat, fix, perf, refactor, docs, chore, test, ci, build, style, revert; the scope is "
-                  "one or more lower-case letters, digits or `-`; exactly one space follows the colon; the "
-                  "description is not empty, does not start with an upper-case letter, does not end with `.` and has no trailing "
-                  "whitespace; the whole header is at most the maximum header length given here. If the message "
-                  "has more lines, the second one is empty. No line after the header is longer than 100 characters "
-                  "or ends in whitespace. A line that starts with `breaking change` or `breaking-change` in any "
-                  "letter case must be exactly `BREAKING CHANGE: ` followed by text that starts with a "
-                  "non-space. A final newline at the end of the message is not part of it.")
-            t.expect_classifier("The message arrives on standard input. Hard-code the length limit.", clean,
-                                malicious, {"Python": LINTER.format(limit="@@LIMIT@@"), "C": C_LINTER})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/@@LIMIT@@/{var}/" "$f"; done')
-            return
-        ns = {}
-        exec(REFERENCE.format(codename=codename), ns)  # noqa: S102
-        if t.axes.verifier == "fuzz_equivalence":
-            var = t.deliver(codename, "the release codename")
-            cases = []
-            for _ in range(10):
-                major = 0 if k["zero"] and rng.random() < 0.4 else rng.randint(1, 4)
-                prev = f"{major}.{rng.randint(0, 12)}.{rng.randint(0, 9)}"
-                text = fuzz_text(prev, commit_msgs(rng, k, rng.randint(2, k["commits"])))
-                cases.append((text, ns["notes"](text)))
-            t.say("I want our release notes generated instead of handwritten. The input is a line "
-                  "`previous X.Y.Z` (the last released version) followed by the commits since that release, oldest "
-                  "first, each introduced by a line `==== commit` and followed by its full message. "
-                  + self.rules(k) + " The codename is the release codename given here.")
-            t.expect_program("Hard-code the codename.", cases, {"Python": REFERENCE.format(codename="@@CODENAME@@"),
-                                                                "C": C_REFERENCE})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/@@CODENAME@@/{var}/" "$f"; done')
-            return
+        limit = rng.choice([50, 60, 64, 72])
+        var = t.deliver(str(limit), "the maximum header length")
+        valid = {n: run_python(fill(LINTER, LIMIT=n))["ok"] for n in (limit, limit + 1)}
+        ok = valid[limit]
+        clean: list[str] = []
+        malicious: list[str] = []
+        for _ in range(k.corpus * 50):
+            if len(clean) == k.corpus - 1 and len(malicious) == k.corpus - 1:
+                break
+            m = valid_msg(rng, limit)
+            if len(clean) < k.corpus - 1 and ok(m) and m not in clean:
+                clean.append(m)
+            m = broken_msg(rng, limit)
+            if len(malicious) < k.corpus - 1 and not ok(m) and m not in malicious:
+                malicious.append(m)
+        else:
+            raise FamilyError("release_notes: too few distinct commit messages for the corpora")
+        at, over = boundary_msgs(rng, limit, valid)
+        clean.insert(rng.randrange(len(clean) + 1), at)
+        malicious.insert(rng.randrange(len(malicious) + 1), over)
+        t.say("Half the team ignores our commit conventions and it breaks the release tooling. I need a "
+              "`commit-msg` hook that checks one commit message. A valid message: the first line (the header) is "
+              "`<type>(<scope>)!: <description>` where the scope in parentheses and the `!` are optional; type "
+              "is one of feat, fix, perf, refactor, docs, chore, test, ci, build, style, revert; the scope is "
+              "one or more lower-case letters, digits or `-`; exactly one space follows the colon; the "
+              "description is not empty, does not start with an upper-case letter, does not end with `.` and has "
+              "no trailing whitespace; the whole header is at most the maximum header length given here. If the "
+              "message has more lines, the second one is empty. No line after the header is longer than 100 "
+              "characters or ends in whitespace. A line that starts with `breaking change` or `breaking-change` "
+              "in any letter case must be exactly `BREAKING CHANGE: ` followed by text that starts with a "
+              "non-space. A final newline at the end of the message is not part of it.")
+        t.expect_classifier("The message arrives on standard input. Hard-code the length limit.", clean,
+                            malicious, {"Python": fill(LINTER, LIMIT="@@LIMIT@@"), "C": C_LINTER})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@LIMIT@@/{var}/" "$f"; done')
+
+    def codename(self, t: TaskBuilder, *extra: str) -> str:
+        """The release codename: the delivered value, one code word nothing the agent sees spells."""
+        return unseen(t, lambda: t.code(1), self.rules(t.knobs), *extra)
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        texts = []
+        for _ in range(10):
+            major = 0 if k.zero and rng.random() < 0.4 else rng.randint(1, 4)
+            prev = f"{major}.{rng.randint(0, 12)}.{rng.randint(0, 9)}"
+            texts.append(fuzz_text(prev, commit_msgs(rng, k, rng.randint(2, k.commits))))
+        # The worked examples carry a demo codename named in the instruction: they would show ours.
+        demo = self.codename(t, *texts)
+        codename = self.codename(t, *texts, demo)
+        notes = run_python(fill(REFERENCE, CODENAME=codename))["notes"]
+        cases = [(text, notes(text, demo if i < 2 else codename)) for i, text in enumerate(texts)]
+        if all(out == "no release\n" for _, out in cases[2:]):
+            raise FamilyError("release_notes: no hidden case makes a release, so none needs the codename")
+        var = t.deliver(codename, "the release codename")
+        t.say("I want our release notes generated instead of handwritten. The input is a line "
+              "`previous X.Y.Z` (the last released version) followed by the commits since that release, oldest "
+              "first, each introduced by a line `==== commit` and followed by its full message. "
+              + self.rules(k) + f" The codename is the release codename given here; the worked examples were made "
+              f"with the demo codename `{demo}` instead.")
+        t.expect_program("Hard-code the codename.", cases, {"Python": fill(REFERENCE, CODENAME="@@CODENAME@@"),
+                                                            "C": C_REFERENCE})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@CODENAME@@/{var}/" "$f"; done')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
         # The repository: older releases, then the commits of the coming release.
-        major = 0 if k["zero"] and rng.random() < 0.5 else rng.randint(1, 3)
-        minor = rng.randint(8, 10) if k["tags"] > 2 else rng.randint(0, 5)  # crosses 9 -> 10 for sort traps
+        major = 0 if k.zero and rng.random() < 0.5 else rng.randint(1, 3)
+        minor = rng.randint(8, 10) if k.tags > 2 else rng.randint(0, 5)  # crosses 9 -> 10 for sort traps
         versions = []
-        for i in range(k["tags"]):
-            versions.append(f"{major}.{minor + i}.{rng.randint(0, 3) if i < k['tags'] - 1 else rng.randint(0, 2)}")
+        for i in range(k.tags):
+            versions.append(f"{major}.{minor + i}.{rng.randint(0, 3) if i < k.tags - 1 else rng.randint(0, 2)}")
         plan = []
         day = 1_720_000_000 + rng.randrange(10**6)
 
@@ -553,34 +607,42 @@ class ReleaseNotes(Family):
 
         add("chore: initial import\n", [])
         for v in versions:
-            for m in commit_msgs(rng, dict(k, reverts=False), rng.randint(2, 4)):
+            for m in commit_msgs(rng, replace(k, reverts=False), rng.randint(2, 4)):
                 add(m, [])
             plan[-1]["tags"].append(f"v{v}")
         prev = versions[-1]
-        msgs = commit_msgs(rng, k, k["commits"])
+        msgs = commit_msgs(rng, k, k.commits)
         for i, m in enumerate(msgs):
             tags = []
-            if k["odd_tags"] and i == len(msgs) // 2:
+            if k.odd_tags and i == len(msgs) // 2:
                 tags.append(f"v{int(prev.split('.')[0]) + 1}.0.0-rc.1")
-            if k["odd_tags"] and i == len(msgs) // 3:
+            if k.odd_tags and i == len(msgs) // 3:
                 tags.append(f"deploy-{rng.randrange(100, 999)}")
             add(m, tags)
-        truth = ns["notes"](fuzz_text(prev, msgs))
-        t.add_file("/tmp/tmax-git/plan.json", json.dumps(plan, sort_keys=True) + "\n")
+        plan_json = json.dumps(plan, sort_keys=True) + "\n"
+        codename = self.codename(t, plan_json)
+        truth = run_python(fill(REFERENCE, CODENAME=codename))["notes"](fuzz_text(prev, msgs))
+        t.add_file("/tmp/tmax-git/plan.json", plan_json)
         t.add_file("/tmp/tmax-git/build.py", BUILDER)
         t.add_setup("python3 /tmp/tmax-git/build.py /tmp/tmax-git/plan.json /app/repo && rm -rf /tmp/tmax-git")
         var = t.deliver(codename, "the release codename")
         tags = (" Release tags are `vX.Y.Z`; other tags (pre-releases such as `v3.0.0-rc.1`, deploy markers) are "
-                "not releases.") if k["odd_tags"] else " Releases are tagged `vX.Y.Z`."
+                "not releases.") if k.odd_tags else " Releases are tagged `vX.Y.Z`."
         t.say("Time to cut the next release of the project in `/app/repo` (branch `main`)." + tags + " The previous "
               "release is the highest released version by semantic-version order, and the release contains every "
               "commit after it up to `main`'s latest commit. " + self.rules(k) + " The codename is the release "
               "codename given here.")
-        t.add_solution_file("notes.py", REFERENCE.format(codename=""))
+        tag = ""
+        if t.partial_credit:  # headings, empty lines and entries do not depend on the codename: tag them all
+            t.say("Our release database takes the notes without their empty lines and with every line prefixed "
+                  "by the codename and a space (`<codename> ### Features`, `<codename> no release`).")
+            truth = "".join(f"{codename} {line}\n" for line in truth.splitlines() if line)
+            tag = f' | sed -e "/^\\$/d" -e "s/^/{var} /"'
+        t.add_solution_file("notes.py", fill(REFERENCE, CODENAME=""))
         t.solve("mkdir -p /app/out\ncd /app/repo\n"
                 "prev=$(git tag -l 'v*' | grep -E '^v[0-9]+\\.[0-9]+\\.[0-9]+$' | sort -V | tail -n1)\n"
                 "{ echo \"previous ${prev#v}\"; git log --reverse --format='==== commit%n%B' \"$prev..HEAD\" | "
                 "python3 -c 'import sys,re; sys.stdout.write(re.sub(r\"\\n+(?=(==== commit\\n|$))\", \"\\n\", "
                 "sys.stdin.read()))'; } | "
-                f'python3 /solution/notes.py "{var}" > /app/out/RELEASE_NOTES.md')
+                f'python3 /solution/notes.py "{var}"{tag} > /app/out/RELEASE_NOTES.md')
         t.expect_output("/app/out/RELEASE_NOTES.md", truth, "the release notes (exactly as specified)")

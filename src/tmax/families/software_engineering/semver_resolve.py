@@ -1,17 +1,21 @@
 """Which version of each dependency would the resolver pick? npm-style range constraints from one or
 several manifests, a local registry mirror (JSON per package) with pre-releases and yanked versions
-at higher levels; report the highest version that satisfies every constraint on a package."""
+at higher levels; report the highest version that satisfies every constraint on a package. The approved
+major of one package is the delivered value; under partial credit every line carries it."""
 
 from __future__ import annotations
 
-from tmax.families.base import Family, TaskBuilder, register
+from dataclasses import dataclass, replace
+
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
 
 # One source of truth: host truth, oracle helper and fuzz reference.
 REFERENCE = r'''
 import sys
 
-APPROVED_PKG = "{pkg}"
-APPROVED_MAJOR = {major}
+APPROVED_PKG = "@PKG@"
+APPROVED_MAJOR = @MAJOR@
 
 
 def key(v):
@@ -29,12 +33,12 @@ def expand(tok):
         return []
     if tok[0] == "^":
         a, b, c = (int(x) for x in tok[1:].split("."))
-        hi = f"{{a + 1}}.0.0" if a else (f"0.{{b + 1}}.0" if b else f"0.0.{{c + 1}}")
-        return [(">=", f"{{a}}.{{b}}.{{c}}"), ("<", hi)]
+        hi = f"{a + 1}.0.0" if a else (f"0.{b + 1}.0" if b else f"0.0.{c + 1}")
+        return [(">=", f"{a}.{b}.{c}"), ("<", hi)]
     if tok[0] == "~":
         parts = [int(x) for x in tok[1:].split(".")] + [0]
         a, b, c = parts[0], parts[1], parts[2]
-        return [(">=", f"{{a}}.{{b}}.{{c}}"), ("<", f"{{a}}.{{b + 1}}.0")]
+        return [(">=", f"{a}.{b}.{c}"), ("<", f"{a}.{b + 1}.0")]
     for op in (">=", "<=", ">", "<", "="):
         if tok.startswith(op):
             return [(op, tok[len(op):])]
@@ -42,15 +46,15 @@ def expand(tok):
     if parts[-1] in ("x", "X", "*"):
         if len(parts) == 2:
             a = int(parts[0])
-            return [(">=", f"{{a}}.0.0"), ("<", f"{{a + 1}}.0.0")]
+            return [(">=", f"{a}.0.0"), ("<", f"{a + 1}.0.0")]
         a, b = int(parts[0]), int(parts[1])
-        return [(">=", f"{{a}}.{{b}}.0"), ("<", f"{{a}}.{{b + 1}}.0")]
+        return [(">=", f"{a}.{b}.0"), ("<", f"{a}.{b + 1}.0")]
     return [("=", tok)]
 
 
 def holds(v, op, w):
     x, y = key(v), key(w)
-    return {{">=": x >= y, "<=": x <= y, ">": x > y, "<": x < y, "=": x == y}}[op]
+    return {">=": x >= y, "<=": x <= y, ">": x > y, "<": x < y, "=": x == y}[op]
 
 
 def satisfies(v, constraint):
@@ -68,7 +72,7 @@ def pinned(v, constraint):
 
 def resolve(text, major=None):
     major = APPROVED_MAJOR if major is None else major
-    cons, avail, section = {{}}, {{}}, None
+    cons, avail, section = {}, {}, None
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
@@ -81,7 +85,7 @@ def resolve(text, major=None):
             cons.setdefault(name, []).append(rest.strip())
         elif section == "[available]":
             avail.setdefault(name, []).extend(rest.split())
-    cons.setdefault(APPROVED_PKG, []).append(f"^{{major}}.0.0")
+    cons.setdefault(APPROVED_PKG, []).append(f"^{major}.0.0")
     out = []
     for name in sorted(cons):
         best = None
@@ -92,7 +96,7 @@ def resolve(text, major=None):
                 continue  # pre-releases only when pinned exactly
             if all(satisfies(tok, c) for c in cons[name]) and (best is None or key(tok) > key(best)):
                 best = tok
-        out.append(f"{{name}} {{best or 'NONE'}}\n")
+        out.append(f"{name} {best or 'NONE'}\n")
     return "".join(out)
 
 
@@ -107,7 +111,7 @@ C_REFERENCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
-#define APPROVED_PKG "@@PKG@@"
+#define APPROVED_PKG "@PKG@"
 #define APPROVED_MAJOR @@MAJOR@@
 #define MAXP 256
 #define MAXV 256
@@ -301,13 +305,17 @@ def versions(rng, n, pre: bool, yank: bool):
     """A package's published versions (numeric-order traps like 1.9.x next to 1.10.x)."""
     got: list[str] = []
     majors = rng.sample(range(0, 5), rng.randint(2, 4))
-    while len(got) < n:
+    for _ in range(50 * n):
+        if len(got) == n:
+            break
         a = rng.choice(majors)
         b = rng.choice([0, 1, 2, 3, 8, 9, 10, 11, 12])
         c = rng.choice([0, 0, 1, 2, 3, 5, 9, 10, 14])
         v = f"{a}.{b}.{c}"
         if v not in got:
             got.append(v)
+    else:
+        raise FamilyError(f"semver_resolve: fewer than {n} different versions drawn")
     out = list(got)
     if pre:
         for v in rng.sample(got, min(3, len(got))):
@@ -352,10 +360,10 @@ def constraint(rng, vers, ops, anchor):
 
 
 def fixture_world(rng, k, approved, major):
-    names = sorted(rng.sample(NAMES, k["pkgs"]))
+    names = sorted(rng.sample(NAMES, k.pkgs))
     reg = {}
     for name in names + [approved]:
-        vers, yanked = versions(rng, rng.randint(6, k["versions"]), k["pre"], k["yank"])
+        vers, yanked = versions(rng, rng.randint(6, k.versions), k.pre, k.yank)
         reg[name] = (vers, yanked)
     # the approved package always has releases in the approved major (and a newer major beside it)
     vers, yanked = reg[approved]
@@ -368,9 +376,9 @@ def fixture_world(rng, k, approved, major):
         vers = reg[name][0]
         # services constrain a package around one release, so their ranges usually (not always) meet
         anchor = rng.choice([v for v in vers if "-" not in v and v not in reg[name][1]])
-        for i, svc in enumerate(rng.sample(SERVICES, rng.randint(1, 2)) if k["services"] else ["app"]):
-            op = rng.choice(k["ops"])
-            if k["pre"] and rng.random() < 0.1:
+        for i, svc in enumerate(rng.sample(SERVICES, rng.randint(1, 2)) if k.services else ["app"]):
+            op = rng.choice(k.ops)
+            if k.pre and rng.random() < 0.1:
                 op = rng.choice(["none", "pin-pre"])
             cons.append((svc, name, constraint(rng, vers, [op], anchor)))
     return names, reg, cons
@@ -384,6 +392,27 @@ def stdin_text(reg, cons):
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True)
+class Knobs:
+    pkgs: int  # constrained packages
+    versions: int  # published versions per package (at most)
+    ops: tuple[str, ...]  # constraint forms drawn
+    pre: bool  # pre-releases (and constraints around them)
+    yank: bool  # yanked releases
+    services: bool  # constraints spread over several services' manifests
+
+
+SYNTAX = ("Constraints use npm semantics: `^1.2.3` means >=1.2.3 <2.0.0 (for a 0.x version the caret "
+          "locks the leftmost non-zero part: `^0.2.3` is >=0.2.3 <0.3.0, `^0.0.3` is >=0.0.3 <0.0.4); "
+          "`~1.2.3` means >=1.2.3 <1.3.0 and `~1.2` means >=1.2.0 <1.3.0; `1.x` means >=1.0.0 <2.0.0 and "
+          "`1.2.x` means >=1.2.0 <1.3.0; `1.2.3` and `=1.2.3` "
+          "are exact pins; `>=`, `>`, `<=`, `<` are comparators and space-separated comparators must all "
+          "hold; `||` separates alternatives. Versions compare numerically part by part (1.10.0 is newer "
+          "than 1.9.0).")
+FMT = ("one line per package, sorted by package name: the name, a space, and the chosen version, or "
+       "`NONE` if no published version qualifies")
+
+
 @register
 class SemverResolve(Family):
     name = "semver_resolve"
@@ -393,54 +422,51 @@ class SemverResolve(Family):
                         "lockfile analysis", "JSON traversal", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: {"pkgs": 4, "versions": 8, "ops": ("^", "~", "exact"), "pre": False, "yank": False,
-                  "services": False},
-              2: {"pkgs": 7, "versions": 12, "ops": ("^", "~", "exact", "range", "x", "lt"), "pre": False,
-                  "yank": False, "services": False},
-              3: {"pkgs": 10, "versions": 16, "ops": ("^", "~", "exact", "range", "x", "lt", "or"),
-                  "pre": True, "yank": True, "services": False},
-              4: {"pkgs": 14, "versions": 22, "ops": ("^", "~", "exact", "range", "x", "lt", "or"),
-                  "pre": True, "yank": True, "services": True}}
+    levels = {1: Knobs(pkgs=4, versions=8, ops=("^", "~", "exact"), pre=False, yank=False, services=False),
+              2: Knobs(pkgs=7, versions=12, ops=("^", "~", "exact", "range", "x", "lt"), pre=False, yank=False,
+                       services=False),
+              3: Knobs(pkgs=10, versions=16, ops=("^", "~", "exact", "range", "x", "lt", "or"), pre=True,
+                       yank=True, services=False),
+              4: Knobs(pkgs=14, versions=22, ops=("^", "~", "exact", "range", "x", "lt", "or"), pre=True,
+                       yank=True, services=True)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def rules(self, t: TaskBuilder) -> str:
+        if not t.knobs.pre:
+            return ""
+        return (" A version with a pre-release tag (such as `2.0.0-rc.1`) is never picked unless a constraint "
+                "pins exactly that version. Yanked releases are never picked.")
+
+    def program_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         approved = rng.choice(APPROVED)
         major = rng.randint(1, 4)
-        syntax = ("Constraints use npm semantics: `^1.2.3` means >=1.2.3 <2.0.0 (for a 0.x version the caret "
-                  "locks the leftmost non-zero part: `^0.2.3` is >=0.2.3 <0.3.0, `^0.0.3` is >=0.0.3 <0.0.4); "
-                  "`~1.2.3` means >=1.2.3 <1.3.0 and `~1.2` means >=1.2.0 <1.3.0; `1.x` means >=1.0.0 <2.0.0 and "
-                  "`1.2.x` means >=1.2.0 <1.3.0; `1.2.3` and `=1.2.3` "
-                  "are exact pins; `>=`, `>`, `<=`, `<` are comparators and space-separated comparators must all "
-                  "hold; `||` separates alternatives. Versions compare numerically part by part (1.10.0 is newer "
-                  "than 1.9.0).")
-        rules = ""
-        if k["pre"]:
-            rules = (" A version with a pre-release tag (such as `2.0.0-rc.1`) is never picked unless a constraint "
-                     "pins exactly that version. Yanked releases are never picked.")
-        fmt = ("one line per package, sorted by package name: the name, a space, and the chosen version, or "
-               "`NONE` if no published version qualifies")
-        if t.axes.verifier == "fuzz_equivalence":
-            var = t.deliver(str(major), f"the approved major version of {approved}")
-            cases = []
-            ns: dict = {}
-            exec(REFERENCE.format(pkg=approved, major=major), ns)  # noqa: S102 - our own reference
-            for _ in range(10):
-                kk = dict(k, pkgs=rng.randint(2, k["pkgs"]))
-                _, reg, cons = fixture_world(rng, kk, approved, major)
-                text = stdin_text(reg, cons)
-                cases.append((text, ns["resolve"](text)))
-            t.say("Our release tooling needs a tiny resolver. Its input is a `[constraints]` section (lines "
-                  "`<package> <constraint>`; several lines for one package must all hold) followed by an "
-                  "`[available]` section (lines `<package> <version> <version> ...`, the published versions; a "
-                  "version ending in `!` is yanked). For every package that has a constraint, pick the highest "
-                  f"published version that satisfies all of its constraints. {syntax}{rules} In addition, "
-                  f"`{approved}` is always required with the constraint `^N.0.0`, where N is the approved major "
-                  f"version given above. Print {fmt}.")
-            t.expect_program("Hard-code the approved major version in the program.", cases,
-                             {"Python": REFERENCE.format(pkg=approved, major="@@MAJOR@@"),
-                              "C": C_REFERENCE.replace("@@PKG@@", approved)})
-            t.solve(f'for f in /app/solution.*; do sed -i "s/@@MAJOR@@/{var}/" "$f"; done')
-            return
+        # The worked examples resolve for a demo major named in the instruction: they would show ours.
+        demo = rng.choice([m for m in range(1, 6) if m != major])
+        resolve = run_python(fill(REFERENCE, PKG=approved, MAJOR=major))["resolve"]
+        cases = []
+        for i in range(10):
+            m = demo if i < 2 else major
+            _, reg, cons = fixture_world(rng, replace(k, pkgs=rng.randint(2, k.pkgs)), approved, m)
+            text = stdin_text(reg, cons)
+            cases.append((text, resolve(text, m)))
+        var = t.deliver(str(major), f"the approved major version of {approved}")
+        t.say("Our release tooling needs a tiny resolver. Its input is a `[constraints]` section (lines "
+              "`<package> <constraint>`; several lines for one package must all hold) followed by an "
+              "`[available]` section (lines `<package> <version> <version> ...`, the published versions; a "
+              "version ending in `!` is yanked). For every package that has a constraint, pick the highest "
+              f"published version that satisfies all of its constraints. {SYNTAX}{self.rules(t)} In addition, "
+              f"`{approved}` is always required with the constraint `^N.0.0`, where N is the approved major "
+              f"version given above. Print {FMT}. The worked examples were resolved with a demo approved major "
+              f"of {demo}; your program must use ours.")
+        t.expect_program("Hard-code the approved major version in the program.", cases,
+                         {"Python": fill(REFERENCE, PKG=approved, MAJOR="@@MAJOR@@"),
+                          "C": fill(C_REFERENCE, PKG=approved)})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@MAJOR@@/{var}/" "$f"; done')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        approved = rng.choice(APPROVED)
+        major = rng.randint(1, 4)
         names, reg, cons = fixture_world(rng, k, approved, major)
         for name in sorted(reg):
             vers, yanked = reg[name]
@@ -449,7 +475,7 @@ class SemverResolve(Family):
                                  for v in vers)
             t.add_file(f"/app/registry/{name}.json",
                        f'{{\n  "name": "{name}",\n  "versions": {{\n{entries}\n  }}\n}}\n')
-        if k["services"]:
+        if k.services:
             by_svc: dict[str, list[str]] = {}
             for svc, p, c in cons:
                 by_svc.setdefault(svc, []).append(f"{p} {c}")
@@ -464,19 +490,22 @@ class SemverResolve(Family):
             t.add_file("/app/deps.txt", "# package constraints\n" + "\n".join(f"{p} {c}" for _, p, c in cons) + "\n")
             where = "Our dependencies are declared in `/app/deps.txt` (lines `<package> <constraint>`)."
             cat = "grep -v '^#' /app/deps.txt"
-        ns: dict = {}
-        exec(REFERENCE.format(pkg=approved, major=major), ns)  # noqa: S102
-        truth = ns["resolve"](stdin_text(reg, cons))
+        truth = run_python(fill(REFERENCE, PKG=approved, MAJOR=major))["resolve"](stdin_text(reg, cons))
         var = t.deliver(str(major), f"the approved major version of {approved}")
+        fmt, tag = FMT, ""
+        if t.partial_credit:  # only the approved package's line depends on N: tag every line with it
+            fmt += ", then a space and `@N` (the approved major version)"
+            truth = "".join(f"{line} @{major}\n" for line in truth.splitlines())
+            tag = f' | sed "s/\\$/ @{var}/"'
         t.say(f"{where} The local registry mirror is `/app/registry/` (one JSON file per package, listing its "
-              f"published versions). {syntax}{rules} We are also adding `{approved}` with the constraint `^N.0.0`, "
-              "where N is the approved major version given here. Work out which version of each package "
+              f"published versions). {SYNTAX}{self.rules(t)} We are also adding `{approved}` with the constraint "
+              "`^N.0.0`, where N is the approved major version given here. Work out which version of each package "
               "(including that one) the resolver has to install: the highest published version that satisfies "
               f"every constraint on it. The report has {fmt}.")
-        t.add_solution_file("resolve.py", REFERENCE.format(pkg=approved, major=0))
+        t.add_solution_file("resolve.py", fill(REFERENCE, PKG=approved, MAJOR=0))
         t.solve("mkdir -p /app/out\n"
                 f"{{ echo '[constraints]'; {cat}; echo '[available]'; for f in /app/registry/*.json; do "
                 "jq -r '.name + \" \" + ([.versions | to_entries[] | .key + (if .value.yanked then \"!\" else \"\" "
                 "end)] | join(\" \"))' \"$f\"; done; } | "
-                f'python3 /solution/resolve.py "{var}" > /app/out/resolved.txt')
+                f'python3 /solution/resolve.py "{var}"{tag} > /app/out/resolved.txt')
         t.expect_output("/app/out/resolved.txt", truth, "the resolution report")

@@ -4,19 +4,23 @@ and merge the next N run times of every job strictly after a given instant, with
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import unseen
 
 # The start instant is a placeholder: the host substitutes it for the truth, the oracle seds the delivered one.
 REFERENCE = r'''
 import sys
 
 START = "@@VALUE@@"
-COUNT = {count}
+COUNT = @COUNT@
 HORIZON = 1500
-MONTHS = {{m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}}
-DOWS = {{d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}}
-MACROS = {{"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
-          "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}}
+MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+DOWS = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
+MACROS = {"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+          "@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *"}
 MDAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
 
 
@@ -68,10 +72,10 @@ def parse(text):
             name = name[:-3]
         dow = parse_field(fields[4], 0, 7, DOWS)
         dow[0] = dow[0] or dow[7]
-        jobs.append({{"name": name,
-                     "minute": parse_field(fields[0], 0, 59, {{}}), "hour": parse_field(fields[1], 0, 23, {{}}),
-                     "dom": parse_field(fields[2], 1, 31, {{}}), "month": parse_field(fields[3], 1, 12, MONTHS),
-                     "dow": dow, "dom_star": fields[2].startswith("*"), "dow_star": fields[4].startswith("*")}})
+        jobs.append({"name": name,
+                     "minute": parse_field(fields[0], 0, 59, {}), "hour": parse_field(fields[1], 0, 23, {}),
+                     "dom": parse_field(fields[2], 1, 31, {}), "month": parse_field(fields[3], 1, 12, MONTHS),
+                     "dow": dow, "dom_star": fields[2].startswith("*"), "dow_star": fields[4].startswith("*")})
     return jobs
 
 
@@ -120,7 +124,7 @@ def next_runs(text, start=None):
     for job in jobs:
         out.extend((run, job["name"]) for run in job["runs"])
     out.sort()
-    return "".join(f"{{y:04d}}-{{m:02d}}-{{d:02d}} {{hh:02d}}:{{mm:02d}} {{name}}\n" for (y, m, d, hh, mm), name in out)
+    return "".join(f"{y:04d}-{m:02d}-{d:02d} {hh:02d}:{mm:02d} {name}\n" for (y, m, d, hh, mm), name in out)
 
 
 if __name__ == "__main__":
@@ -234,6 +238,29 @@ def crontab(rng, level, jobs):
     return "\n".join(lines) + "\n"
 
 
+def instant(rng, years: range) -> str:
+    """A start instant YYYYMMDDHHMM in one of ``years``."""
+    return (f"{rng.choice(years):04d}{rng.randrange(1, 13):02d}{rng.randrange(1, 29):02d}"
+            f"{rng.randrange(24):02d}{rng.randrange(60):02d}")
+
+
+def draw_start(t: TaskBuilder, *texts: str) -> str:
+    """The delivered start instant (2026-2028), shown nowhere (``texts``: what is still to be shown)."""
+    return unseen(t, lambda: instant(t.rng, range(2026, 2029)), *texts)
+
+
+@dataclass(frozen=True)
+class Knobs:
+    jobs: int  # scheduled jobs in the crontab
+    count: int  # next runs reported per job
+
+
+VALUE = "the start instant as YYYYMMDDHHMM"
+# The format's example: a candidate anyone can read off, so it lies years before every start drawn (its
+# runs, within the horizon, never meet ours, even under partial credit).
+EXAMPLE = "199901021530"
+
+
 @register
 class CronNextRuns(Family):
     name = "cron_next_runs"
@@ -243,18 +270,11 @@ class CronNextRuns(Family):
                         "schedule merging", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: {"jobs": 4, "count": 2}, 2: {"jobs": 6, "count": 3},
-              3: {"jobs": 8, "count": 3}, 4: {"jobs": 10, "count": 4}}
+    levels = {1: Knobs(jobs=4, count=2), 2: Knobs(jobs=6, count=3), 3: Knobs(jobs=8, count=3),
+              4: Knobs(jobs=10, count=4)}
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng, level = t.knobs, t.rng, t.level
-        year = rng.randrange(2026, 2029)
-        month = rng.randrange(1, 13)
-        day = rng.randrange(1, 29)
-        start = f"{year:04d}{month:02d}{day:02d}{rng.randrange(24):02d}{rng.randrange(60):02d}"
-        ref_src = REFERENCE.format(count=k["count"])
-        ns: dict = {}
-        exec(ref_src.replace("@@VALUE@@", start), ns)  # noqa: S102 - our own reference program
+    def rules(self, level: int, count: int) -> tuple[str, str]:
+        """(the cron rules as a bullet list, the report format): both cases state them alike."""
         rules = ["Fields are minute (0-59), hour (0-23), day of month (1-31), month (1-12) and day of week "
                  "(0-7, where both 0 and 7 mean Sunday). A field is `*`, a number, a range `a-b`, or a "
                  "comma-separated list of those; `*/n` and `a-b/n` take every n-th value of the range "
@@ -272,32 +292,46 @@ class CronNextRuns(Family):
         rules.append("A job is named by the base name of the first word of its command with a trailing `.sh` "
                      "removed (`/usr/local/bin/backup-db.sh --full` is `backup-db`). Times are local wall-clock "
                      "time with no daylight-saving changes.")
-        fmt = (f"for every job, its next {k['count']} run times strictly after the start instant, looking at most "
+        fmt = (f"for every job, its next {count} run times strictly after the start instant, looking at most "
                "1500 days ahead (the start day is day 0, so runs on day 1500 still count; a job with fewer runs in "
                "that horizon lists only those), all jobs together, one line per run as `YYYY-MM-DD HH:MM job`, in "
                "time order, runs at the same minute ordered by job name (byte order)")
-        rules_txt = "\n".join(f"- {r}" for r in rules)
-        if t.axes.verifier == "fuzz_equivalence":
-            t.deliver(start, "the start instant as YYYYMMDDHHMM")
-            cases = []
-            for _ in range(10):
-                text = crontab(rng, level, rng.randrange(max(2, k["jobs"] - 2), k["jobs"] + 2))
-                cases.append((text, ns["next_runs"](text)))
-            t.say("We keep a tool that previews cron schedules before they are installed. Given a user crontab "
-                  f"(five time fields, then the command) on standard input, print {fmt}.\n\n{rules_txt}")
-            t.expect_program("The start instant is the one given above; hard-code it.", cases,
-                             {"Python": ref_src})
-            t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
-            return
-        text = crontab(rng, level, k["jobs"])
+        return "\n".join(f"- {r}" for r in rules), fmt
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k, rng, level = t.knobs, t.rng, t.level
+        src = fill(REFERENCE, COUNT=k.count)
+        ns = run_python(src)
+        rules_txt, fmt = self.rules(level, k.count)
+        texts = [crontab(rng, level, rng.randrange(max(2, k.jobs - 2), k.jobs + 2)) for _ in range(10)]
+        # The worked examples use a demo start stated in the instruction, years earlier: their runs show the
+        # format, not when our start lies.
+        demo = instant(rng, range(2020, 2024))
+        start = draw_start(t, *texts[:2], rules_txt, fmt, demo)
+        cases = [(text, ns["next_runs"](text, demo if i < 2 else start)) for i, text in enumerate(texts)]
+        t.deliver(start, VALUE)
+        t.say("We keep a tool that previews cron schedules before they are installed. Given a user crontab "
+              f"(five time fields, then the command) on standard input, print {fmt}.\n\n{rules_txt}\n\n"
+              f"The worked examples were produced with a demo start instant of {demo} (YYYYMMDDHHMM); your "
+              "program must use the start instant given above.")
+        t.expect_program("The start instant is the one given above; hard-code it.", cases, {"Python": src})
+        t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng, level = t.knobs, t.rng, t.level
+        src = fill(REFERENCE, COUNT=k.count)
+        ns = run_python(src)
+        rules_txt, fmt = self.rules(level, k.count)
+        text = crontab(rng, level, k.jobs)
         t.add_file("/app/cron/crontab", text)
-        truth = ns["next_runs"](text)
-        v = t.deliver(start, "the start instant as YYYYMMDDHHMM")
+        start = draw_start(t, rules_txt, fmt, EXAMPLE)
+        truth = ns["next_runs"](text, start)
+        v = t.deliver(start, VALUE)
         t.say("The crontab of our batch host is `/app/cron/crontab` (a user crontab: five time fields, then the "
               "command). Before a maintenance window I need to know exactly what will run after the start instant "
-              f"given above (YYYYMMDDHHMM; 202601021530 is 2 January 2026, 15:30).\n\n{rules_txt}\n\n"
+              f"given above (YYYYMMDDHHMM; {EXAMPLE} is 2 January 1999, 15:30).\n\n{rules_txt}\n\n"
               f"Report format: {fmt}.")
-        t.add_solution_file("cron_next.py", ref_src)
+        t.add_solution_file("cron_next.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/cron_next.py "{v}" < /app/cron/crontab > /app/out/next_runs.txt')
         t.expect_output("/app/out/next_runs.txt", truth, "the report")

@@ -7,10 +7,12 @@ reparented to init, columns move around and commands carry arguments at higher l
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import run_python
+from tmax.families.unseen import clear_of, unseen, visible_numbers
 
 REFERENCE = r'''
 import sys
@@ -28,8 +30,8 @@ def kill_plan(text, started=None):
     root = None
     lines = [line for line in text.splitlines() if line.strip()]
     header = lines[0].split()
-    col = {{h: i for i, h in enumerate(header)}}
-    procs, children = {{}}, {{}}
+    col = {h: i for i, h in enumerate(header)}
+    procs, children = {}, {}
     for line in lines[1:]:
         parts = line.split(None, len(header) - 1)
         if len(parts) < len(header):
@@ -51,8 +53,8 @@ def kill_plan(text, started=None):
             rows.append((-depth, -rss, pid, name, rss))
         todo.extend((c, depth + 1) for c in children.get(pid, []) if c != pid)
     rows.sort()
-    out = "".join(f"{{pid}} {{name}}\n" for _, _, pid, name, _ in rows)
-    return out + f"TOTAL {{sum(r[4] for r in rows)}}\n"
+    out = "".join(f"{pid} {name}\n" for _, _, pid, name, _ in rows)
+    return out + f"TOTAL {sum(r[4] for r in rows)}\n"
 
 
 if __name__ == "__main__":
@@ -98,17 +100,19 @@ def snapshot(rng, level, started, size, avoid=()):
     boot = started - rng.randrange(3600, 30 * 86400)
 
     def fresh():
-        while True:
+        for _ in range(10000):
             p = rng.randrange(700, 32768)
             if p not in used:
                 used.add(p)
                 return p
+        raise FamilyError("process_kill_plan: no free PID left")
 
     def when(lo, hi):
-        while True:
+        for _ in range(1000):
             t = rng.randrange(lo, max(lo + 2, hi))
             if t not in taken:
                 return t
+        raise FamilyError("process_kill_plan: no free start second left")
 
     start = {}
     rows = []
@@ -175,13 +179,17 @@ def snapshot(rng, level, started, size, avoid=()):
     return "\n".join(out) + "\n"
 
 
-def alert_time(rng, texts):
-    """A start time (Unix seconds) that no visible text holds as a number."""
-    seen = {x for text in texts for x in re.findall(r"[0-9]+", text)}
-    while True:
-        t = rng.randrange(EPOCH_LO, EPOCH_HI)
-        if str(t) not in seen:
-            return t
+def alert_time(t: TaskBuilder, *texts: str, near: float = 0) -> int:
+    """A start time (Unix seconds) that no visible text holds as a number (nor within ``near`` of one)."""
+    return int(unseen(t, lambda: str(t.rng.randrange(EPOCH_LO, EPOCH_HI)), *texts, near=near))
+
+
+@dataclass(frozen=True)
+class Knobs:
+    size: int  # descendants of the runaway supervisor
+
+
+WHAT = "the start time of the runaway supervisor"
 
 
 @register
@@ -193,13 +201,10 @@ class ProcessKillPlan(Family):
                         "zombie process handling", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: {"size": 6}, 2: {"size": 12}, 3: {"size": 20}, 4: {"size": 32}}
+    levels = {1: Knobs(size=6), 2: Knobs(size=12), 3: Knobs(size=20), 4: Knobs(size=32)}
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng, level = t.knobs, t.rng, t.level
-        ns: dict = {}
-        ref_src = REFERENCE.format()
-        exec(ref_src, ns)  # noqa: S102 - our own reference program
+    def rules(self, level: int) -> tuple[str, str]:
+        """(the rules as a bullet list, the report format): both cases state them alike."""
         rules = ["The runaway supervisor is the process whose start time (the STARTED column, a UTC date and "
                  "time) is the instant given above, which is in Unix time (seconds since 1970-01-01 00:00 UTC). "
                  "No other process started in that same second.",
@@ -214,44 +219,54 @@ class ProcessKillPlan(Family):
                          "and may contain spaces.")
         rules.append("Kill order: deepest first (the supervisor is depth 0, its children depth 1, ...); at equal "
                      "depth the larger RSS first; then the smaller PID first.")
-        rules_txt = "\n".join(f"- {r}" for r in rules)
         fmt = ("one line per process in kill order as `PID name`, then a last line `TOTAL <n>` where n is the sum "
                "of the RSS column (KiB) over the listed processes")
-        what = "the start time of the runaway supervisor"
-        if t.axes.verifier == "fuzz_equivalence":
-            # The worked examples are for a demo start time stated in the instruction: they show the format,
-            # not the supervisor we want; the hidden inputs all hold ours.
-            demo = rng.randrange(EPOCH_LO, EPOCH_HI)
-            started = alert_time(rng, [str(demo)])
-            while abs(started - demo) < 86400:
-                started = alert_time(rng, [str(demo)])
-            cases = []
-            for i in range(10):
-                at, avoid = (demo, (started,)) if i < 2 else (started, (demo,))
-                text = snapshot(rng, level, at, rng.randint(max(2, k["size"] // 2), k["size"]), avoid)
-                cases.append((text, ns["kill_plan"](text, str(at))))
-            t.deliver(str(started), what)
-            t.say("We want a helper that plans how to take down a runaway process tree. It reads a `ps` snapshot "
-                  "(a header line, then one process per line) on standard input and prints the kill plan for the "
-                  f"supervisor our memory alert reported, whose start time is given above.\n\n{rules_txt}\n\n"
-                  f"Output {fmt}. The worked examples are for a demo supervisor started at Unix time {demo}; your "
-                  "program must plan for ours.")
-            t.expect_program("Hard-code the supervisor's start time.", cases, {"Python": ref_src})
-            t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
-            return
-        started = rng.randrange(EPOCH_LO, EPOCH_HI)
-        text = snapshot(rng, level, started, k["size"])
-        while str(started) in text:  # never visible as a number (it cannot be: dates only; kept as a guard)
-            started += 1
-            text = snapshot(rng, level, started, k["size"])
+        return "\n".join(f"- {r}" for r in rules), fmt
+
+    def program_case(self, t: TaskBuilder) -> None:
+        k, rng, level = t.knobs, t.rng, t.level
+        ns = run_python(REFERENCE)
+        rules_txt, fmt = self.rules(level)
+        # The worked examples are for a demo start time stated in the instruction: they show the format,
+        # not the supervisor we want; the hidden inputs all hold ours (a day or more away from the demo).
+        demo = rng.randrange(EPOCH_LO, EPOCH_HI)
+        started = alert_time(t, str(demo), rules_txt, fmt, near=86400)
+        cases = []
+        for i in range(10):
+            at, avoid = (demo, (started,)) if i < 2 else (started, (demo,))
+            text = snapshot(rng, level, at, rng.randint(max(2, k.size // 2), k.size), avoid)
+            cases.append((text, ns["kill_plan"](text, str(at))))
+        t.deliver(str(started), WHAT)
+        t.say("We want a helper that plans how to take down a runaway process tree. It reads a `ps` snapshot "
+              "(a header line, then one process per line) on standard input and prints the kill plan for the "
+              f"supervisor our memory alert reported, whose start time is given above.\n\n{rules_txt}\n\n"
+              f"Output {fmt}. The worked examples are for a demo supervisor started at Unix time {demo}; your "
+              "program must plan for ours.")
+        t.expect_program("Hard-code the supervisor's start time.", cases, {"Python": REFERENCE})
+        t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng, level = t.knobs, t.rng, t.level
+        ns = run_python(REFERENCE)
+        rules_txt, fmt = self.rules(level)
+        # The snapshot shows start times as dates only; it is redrawn (never, in practice) should a number in
+        # it read as ours. (Its many integer columns make the full decodings of unseen() too slow to run at
+        # build time; the channel-skip check runs them.)
+        for _ in range(20):
+            started = alert_time(t, rules_txt, fmt)
+            text = snapshot(rng, level, started, k.size)
+            if clear_of(started, visible_numbers(text), 0):
+                break
+        else:
+            raise FamilyError(f"family {self.name}: every snapshot drawn shows the supervisor's start time")
         t.add_file("/app/snapshot/ps.txt", text)
         truth = ns["kill_plan"](text, str(started))
-        v = t.deliver(str(started), what)
+        v = t.deliver(str(started), WHAT)
         t.say("A supervisor process on one of our app servers ran away and is eating memory. Our memory alert "
               "identifies it by its start time (PIDs get recycled), given above. Before we pull the trigger I want "
               f"the exact kill plan. A `ps` snapshot taken at the time is `/app/snapshot/ps.txt`.\n\n{rules_txt}"
               f"\n\nReport format: {fmt}.")
-        t.add_solution_file("kill_plan.py", ref_src)
+        t.add_solution_file("kill_plan.py", REFERENCE)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/kill_plan.py "{v}" < /app/snapshot/ps.txt > /app/out/kill_plan.txt')
         t.expect_output("/app/out/kill_plan.txt", truth, "the report")

@@ -3,13 +3,17 @@ at higher levels, unsorted, with duplicated lines) and sum each unit's downtime 
 
 from __future__ import annotations
 
-from tmax.families.base import Family, TaskBuilder, register
+from dataclasses import dataclass
+
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import visible
 
 REFERENCE = r'''
 import sys
 
-WINDOW_START = {start}
-WINDOW_END = {end}
+WINDOW_START = @START@
+WINDOW_END = @END@
 
 
 def downtime(text, window_end=None):
@@ -28,7 +32,7 @@ def downtime(text, window_end=None):
             continue
         events.append((ts, host + "/" + unit, what))
     events.sort()
-    down_since, total = {{}}, {{}}
+    down_since, total = {}, {}
     for ts, key, what in events:
         total.setdefault(key, 0)
         if ts >= end:
@@ -42,7 +46,7 @@ def downtime(text, window_end=None):
         total[key] += max(0, end - max(since, WINDOW_START))
     rows = sorted(((v, k) for k, v in total.items() if v > 0), key=lambda r: (-r[0], r[1]))
     span = end - WINDOW_START  # the share of the window: every line depends on where it ends
-    return "".join(f"{{k}} {{v}} {{v / span:.9f}}\n" for v, k in rows)
+    return "".join(f"{k} {v} {v / span:.9f}\n" for v, k in rows)
 
 
 if __name__ == "__main__":
@@ -52,6 +56,33 @@ UNITS = ["nginx.service", "postgresql.service", "redis.service", "cron.service",
          "node-exporter.service", "rsyslog.service"]
 
 
+
+
+@dataclass(frozen=True)
+class Knobs:
+    hosts: int  # hosts whose events are merged
+    units: int  # units per journal
+    events: int  # event lines
+    dups: int  # lines delivered twice
+
+
+def journal(rng, k: Knobs, start: int, end: int) -> tuple[list[str], list[str], list[str]]:
+    """(event lines, hosts, units) around the window [start, end)."""
+    hosts = [f"{rng.choice(['web', 'db', 'app', 'cache'])}{i + 1:02d}" for i in range(k.hosts)]
+    units = rng.sample(UNITS, k.units)
+    lines = []
+    for _ in range(k.events):
+        ts = rng.randrange(start - 4 * 3600, end + 4 * 3600)
+        lines.append(f"{ts} {rng.choice(hosts)} {rng.choice(units)} "
+                     f"{rng.choice(['started', 'started', 'stopped', 'failed', 'reloaded'])}")
+    lines += rng.sample(lines, k.dups)
+    if k.hosts == 1:
+        lines.sort()
+    else:
+        rng.shuffle(lines)
+    return lines, hosts, units
+
+
 @register
 class ServiceDowntimeReport(Family):
     name = "service_downtime_report"
@@ -59,31 +90,22 @@ class ServiceDowntimeReport(Family):
     skill_types = ("Service Management",)
     primitive_skills = ("service health checking", "log correlation across hosts", "time window arithmetic")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"hosts": 1, "units": 3, "events": 30, "dups": 0},
-              2: {"hosts": 2, "units": 4, "events": 80, "dups": 3},
-              3: {"hosts": 3, "units": 6, "events": 200, "dups": 8},
-              4: {"hosts": 5, "units": 8, "events": 500, "dups": 20}}
+    levels = {1: Knobs(hosts=1, units=3, events=30, dups=0), 2: Knobs(hosts=2, units=4, events=80, dups=3),
+              3: Knobs(hosts=3, units=6, events=200, dups=8), 4: Knobs(hosts=5, units=8, events=500, dups=20)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         start = 1_780_000_000 + rng.randrange(0, 86_400)
-        hours = rng.randrange(6, 30)
-        end = start + hours * 3600
-        hosts = [f"{rng.choice(['web', 'db', 'app', 'cache'])}{i + 1:02d}" for i in range(k["hosts"])]
-        units = rng.sample(UNITS, k["units"])
-        lines = []
-        for _ in range(k["events"]):
-            ts = rng.randrange(start - 4 * 3600, end + 4 * 3600)
-            lines.append(f"{ts} {rng.choice(hosts)} {rng.choice(units)} "
-                         f"{rng.choice(['started', 'started', 'stopped', 'failed', 'reloaded'])}")
-        lines += rng.sample(lines, k["dups"])
-        if k["hosts"] == 1:
-            lines.sort()
+        # The window's end is the delivered value: the journal is redrawn (rarely) until no line shows it.
+        for _ in range(50):
+            end = start + rng.randrange(6, 30) * 3600
+            lines, hosts, units = journal(rng, k, start, end)
+            if not visible(t, str(end), "\n".join(lines), str(start)):
+                break
         else:
-            rng.shuffle(lines)
+            raise FamilyError(f"family {self.name}: every journal drawn shows the window's end")
+        ns = run_python(fill(REFERENCE, START=start, END=end))
         text = "\n".join(lines) + "\n"
-        ns: dict = {}
-        exec(REFERENCE.format(start=start, end=end), ns)  # noqa: S102 - our own reference
         truth = ns["downtime"](text)
         if not truth.strip():  # never an empty answer: add one outage that surely counts
             lines.append(f"{start + 60} {hosts[0]} {units[0]} failed")
@@ -91,8 +113,8 @@ class ServiceDowntimeReport(Family):
             truth = ns["downtime"](text)
         t.deliver(str(end), "the end of the report window as a Unix timestamp")
         t.add_file("/app/journal/events.log", text)
-        order = "" if k["hosts"] == 1 else " Lines from several hosts are interleaved out of time order."
-        dup = " The collector sometimes delivered a line twice: identical lines count once." if k["dups"] else ""
+        order = "" if k.hosts == 1 else " Lines from several hosts are interleaved out of time order."
+        dup = " The collector sometimes delivered a line twice: identical lines count once." if k.dups else ""
         t.say(f"Our journal collector wrote service events to `/app/journal/events.log`, one per line: "
               f"`<unix time> <host> <unit> <event>` where event is started, stopped, failed or reloaded "
               f"(reloaded changes nothing).{order}{dup} A unit is down from a stopped or failed event until its next "
@@ -103,7 +125,7 @@ class ServiceDowntimeReport(Family):
         t.say("Report format: one line per unit with downtime above zero, `<host>/<unit> <seconds> <share>`, where "
               "share is the downtime divided by the window's length, printed with exactly 9 decimals (Python's "
               "`f\"{x:.9f}\"`); sorted by seconds (largest first), then by name in byte order.")
-        t.add_solution_file("downtime.py", REFERENCE.format(start=start, end=0))
-        t.solve(f'mkdir -p /app/out\npython3 /solution/downtime.py "{"$V1"}" < /app/journal/events.log '
+        t.add_solution_file("downtime.py", fill(REFERENCE, START=start, END=0))
+        t.solve('mkdir -p /app/out\npython3 /solution/downtime.py "$V1" < /app/journal/events.log '
                 "> /app/out/downtime.txt")
         t.expect_output("/app/out/downtime.txt", truth, "the downtime report")

@@ -9,9 +9,11 @@ the ticket tracker, from which every report line is numbered."""
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import unseen
 
 REFERENCE = r'''
 import os
@@ -19,15 +21,15 @@ import re
 import sys
 
 PORT = "@@VALUE@@"
-APPROVED_PORT = "{approved}"
-MAX_TRIES = {max_tries}
-CHECKS = {checks!r}
-DEFAULTS = {{"permitrootlogin": "prohibit-password", "passwordauthentication": "yes", "permitemptypasswords": "no",
-            "x11forwarding": "no", "maxauthtries": "6"}}
+APPROVED_PORT = "@APPROVED@"
+MAX_TRIES = @MAX_TRIES@
+CHECKS = @CHECKS@
+DEFAULTS = {"permitrootlogin": "prohibit-password", "passwordauthentication": "yes", "permitemptypasswords": "no",
+            "x11forwarding": "no", "maxauthtries": "6"}
 ROOT_OK = ("no", "prohibit-password", "without-password", "forced-commands-only")
-NAMES = {{"port": "Port", "permitrootlogin": "PermitRootLogin", "passwordauthentication": "PasswordAuthentication",
+NAMES = {"port": "Port", "permitrootlogin": "PermitRootLogin", "passwordauthentication": "PasswordAuthentication",
          "permitemptypasswords": "PermitEmptyPasswords", "x11forwarding": "X11Forwarding",
-         "maxauthtries": "MaxAuthTries"}}
+         "maxauthtries": "MaxAuthTries"}
 SPLIT = re.compile(r"^\s*([A-Za-z0-9]+)(?:\s*=\s*|\s+)(.*?)\s*$")
 
 
@@ -42,7 +44,7 @@ def bad_value(key, val):
 
 def violations(text, port=None):
     port = port or APPROVED_PORT or PORT
-    first, ports, in_match, matched_bad = {{}}, [], False, []
+    first, ports, in_match, matched_bad = {}, [], False, []
     for line in text.splitlines():
         if not line.strip() or line.strip().startswith("#"):
             continue
@@ -80,7 +82,7 @@ if __name__ == "__main__":
                 with open(os.path.join(root, name)) as f:
                     bad = violations(f.read())
                 if bad:
-                    print(f"{{ticket}} {{name[:-5]}} {{','.join(bad)}}")
+                    print(f"{ticket} {name[:-5]} {','.join(bad)}")
                     ticket += 1
     else:
         sys.exit(1 if violations(sys.stdin.read()) else 0)
@@ -189,13 +191,15 @@ class _Gen:
         return "\n".join(body) + "\n"
 
 
-def ticket_base(rng, texts, n):
-    """A 5-digit first ticket number such that no ticket of the report is a number seen in `texts`."""
-    seen = {int(x) for text in texts for x in re.findall(r"[0-9]+", text)}
-    while True:
-        first = rng.randrange(10000, 99000)
-        if not any(first - 5 <= x <= first + n + 5 for x in seen):
-            return first
+ALL_CHECKS = ("port", "permitrootlogin", "passwordauthentication", "permitemptypasswords", "x11forwarding",
+              "maxauthtries")
+
+
+@dataclass(frozen=True)
+class Knobs:
+    hosts: int  # configs in the fleet audit
+    items: int  # configs per corpus (clean and malicious each)
+    checks: int  # baseline keywords checked (a prefix of ALL_CHECKS)
 
 
 @register
@@ -207,32 +211,19 @@ class SshdConfigPolicy(Family):
                         "default value reasoning", "Match block scoping", "input validation")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
     programs = {"Python": REFERENCE}
-    levels = {1: {"hosts": 6, "items": 20, "checks": 3}, 2: {"hosts": 10, "items": 30, "checks": 4},
-              3: {"hosts": 14, "items": 40, "checks": 6}, 4: {"hosts": 20, "items": 60, "checks": 6}}
+    levels = {1: Knobs(hosts=6, items=20, checks=3), 2: Knobs(hosts=10, items=30, checks=4),
+              3: Knobs(hosts=14, items=40, checks=6), 4: Knobs(hosts=20, items=60, checks=6)}
 
-    def build(self, t: TaskBuilder) -> None:
-        k, rng, level = t.knobs, t.rng, t.level
-        # five digits: shorter numbers turn up by chance in the decodings of a binary channel
-        port = rng.randrange(10000, 60000)
-        max_tries = rng.randint(3, 4)
-        all_checks = ["port", "permitrootlogin", "passwordauthentication", "permitemptypasswords", "x11forwarding",
-                      "maxauthtries"]
-        checks = all_checks[:k["checks"]]
-        corpus = t.axes.verifier == "adversarial_corpus"
-        # The gate hard-codes the delivered port; the audit is told the port and numbers its tickets.
-        ref_src = REFERENCE.format(max_tries=max_tries, checks=checks, approved="" if corpus else port)
-        ns: dict = {}
-        exec(ref_src.replace("@@VALUE@@", str(port)), ns)  # noqa: S102 - our own reference program
-        gen = _Gen(rng, level, port, max_tries, checks)
-        rules = [f"`Port`: sshd must listen on the approved port ({'given above' if corpus else port}) and on no "
-                 "other port. `Port` may "
+    def baseline(self, level: int, checks: int, max_tries: int, port: str) -> tuple[str, str]:
+        """(the syntax paragraph, the baseline as a bullet list); ``port`` is the port as the rules state it."""
+        rules = [f"`Port`: sshd must listen on the approved port ({port}) and on no other port. `Port` may "
                  "appear several times and sshd listens on every one of them; with no `Port` line it listens on 22.",
                  "`PermitRootLogin`: must be `no`, `prohibit-password`, `without-password` or "
                  "`forced-commands-only`; the default when absent is `prohibit-password`.",
                  "`PasswordAuthentication`: must be `no`; the default when absent is `yes`."]
-        if k["checks"] >= 4:
+        if checks >= 4:
             rules.append("`PermitEmptyPasswords`: must be `no`; the default when absent is `no`.")
-        if k["checks"] >= 6:
+        if checks >= 6:
             rules.append("`X11Forwarding`: must be `no`; the default when absent is `no`.")
             rules.append(f"`MaxAuthTries`: must be a number no greater than {max_tries}; the default when absent "
                          "is 6.")
@@ -247,24 +238,48 @@ class SshdConfigPolicy(Family):
                        "Settings inside Match blocks do not change the global values, but a Match block that sets any "
                        "checked keyword (other than `Port`) to a value the baseline forbids is itself a violation of "
                        "that keyword.")
-        rules_txt = "\n".join(f"- {r}" for r in rules)
-        if corpus:
-            t.deliver(str(port), "the approved SSH port")
-            clean, bad = [], []
-            while len(clean) < k["items"] or len(bad) < k["items"]:
-                text = gen.config(rng.random() < 0.5)
-                (bad if ns["violations"](text) else clean).append(text)
-            clean, bad = clean[:k["items"]], bad[:k["items"]]
-            t.say("We are adding a pre-merge gate for sshd configuration changes. The gate receives one complete "
-                  f"`sshd_config` file on standard input and decides whether it meets our baseline.\n\n{syntax}\n\n"
-                  f"The baseline:\n{rules_txt}")
-            t.expect_classifier("Accept (exit 0) a compliant config and reject (exit 1) any config that violates "
-                                "the baseline. Hard-code the approved port and the limits.", clean, bad,
-                                {"Python": ref_src})
-            t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
-            return
+        return syntax, "\n".join(f"- {r}" for r in rules)
+
+    def corpus_case(self, t: TaskBuilder) -> None:
+        k, rng, level = t.knobs, t.rng, t.level
+        max_tries = rng.randint(3, 4)
+        checks = ALL_CHECKS[:k.checks]
+        syntax, rules_txt = self.baseline(level, k.checks, max_tries, "given above")
+        # The gate hard-codes the delivered port (five digits: shorter numbers turn up by chance in the
+        # decodings of a binary channel); the corpora are hidden.
+        port = int(unseen(t, lambda: str(rng.randrange(10000, 60000)), syntax, rules_txt))
+        src = fill(REFERENCE, APPROVED="", MAX_TRIES=max_tries, CHECKS=checks)
+        ns = run_python(src)
+        gen = _Gen(rng, level, port, max_tries, checks)
+        t.deliver(str(port), "the approved SSH port")
+        clean, bad = [], []
+        for _ in range(100 * k.items):
+            if len(clean) >= k.items and len(bad) >= k.items:
+                break
+            text = gen.config(rng.random() < 0.5)
+            (bad if ns["violations"](text, str(port)) else clean).append(text)
+        else:
+            raise FamilyError(f"family {self.name}: could not fill the corpora")
+        clean, bad = clean[:k.items], bad[:k.items]
+        t.say("We are adding a pre-merge gate for sshd configuration changes. The gate receives one complete "
+              f"`sshd_config` file on standard input and decides whether it meets our baseline.\n\n{syntax}\n\n"
+              f"The baseline:\n{rules_txt}")
+        t.expect_classifier("Accept (exit 0) a compliant config and reject (exit 1) any config that violates "
+                            "the baseline. Hard-code the approved port and the limits.", clean, bad, {"Python": src})
+        t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
+
+    def output_case(self, t: TaskBuilder) -> None:
+        k, rng, level = t.knobs, t.rng, t.level
+        max_tries = rng.randint(3, 4)
+        checks = ALL_CHECKS[:k.checks]
+        # The audit is told the port; the delivered value is the first free ticket number.
+        port = rng.randrange(10000, 60000)
+        syntax, rules_txt = self.baseline(level, k.checks, max_tries, str(port))
+        src = fill(REFERENCE, APPROVED=str(port), MAX_TRIES=max_tries, CHECKS=checks)
+        ns = run_python(src)
+        gen = _Gen(rng, level, port, max_tries, checks)
         hosts = sorted(rng.sample([f"{p}-{i:02d}" for p in ("web", "db", "cache", "batch", "edge") for i in
-                                   range(1, 13)], k["hosts"]))
+                                   range(1, 13)], k.hosts))
         lines = []
         for i, h in enumerate(hosts):
             text = gen.config(i == 0 or rng.random() < 0.55)
@@ -272,19 +287,21 @@ class SshdConfigPolicy(Family):
             bad = ns["violations"](text)
             if bad:
                 lines.append(f"{h} {','.join(bad)}")
-        first = ticket_base(rng, [*t.env_files.values(), syntax, rules_txt, "40117"], len(lines))
+        names = [ns["NAMES"][c] for c in checks]
+        fmt = ("Report format: one line per non-compliant host, sorted by host name (byte order), as `ticket host "
+               "Keyword,Keyword` listing the violated keywords without spaces in this order: "
+               + ", ".join(names) + " (for example `40117 web-01 Port,PasswordAuthentication`). Compliant hosts "
+               "are not listed.")
+        # No ticket of the report lies near a number the task shows (a neighbour guessed would score).
+        first = int(unseen(t, lambda: str(rng.randrange(10000, 99000)), syntax, rules_txt, fmt,
+                           near=len(lines) + 5))
         truth = "".join(f"{first + i} {x}\n" for i, x in enumerate(lines))
         v = t.deliver(str(first), "the first free ticket number")
-        names = [ns["NAMES"][c] for c in checks]
         t.say("Each of our hosts' `sshd_config` has been collected as `/app/fleet/<host>.conf`. Audit them against "
               f"the hardening baseline below.\n\n{syntax}\n\nThe baseline:\n{rules_txt}\n\n"
               "Each non-compliant host gets a ticket in our tracker: the first one takes the first free ticket "
-              "number (given above), the next one the number after it, and so on, in report order.\n\n"
-              "Report format: one line per non-compliant host, sorted by host name (byte order), as `ticket host "
-              "Keyword,Keyword` listing the violated keywords without spaces in this order: "
-              + ", ".join(names) + " (for example `40117 web-01 Port,PasswordAuthentication`). Compliant hosts "
-              "are not listed.")
-        t.add_solution_file("sshd_audit.py", ref_src)
+              "number (given above), the next one the number after it, and so on, in report order.\n\n" + fmt)
+        t.add_solution_file("sshd_audit.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/sshd_audit.py "{v}" /app/fleet > /app/out/sshd_audit.txt')
         t.expect_output("/app/out/sshd_audit.txt", truth, "the report")

@@ -9,24 +9,26 @@ channel), from which every line's job is numbered in start order."""
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 
 from tmax.families.base import CODE_WORDS, Family, TaskBuilder, register
+from tmax.families.programs import fill, run_python
+from tmax.families.unseen import unseen
 
 REFERENCE = r'''
 import heapq
 import os
 import sys
 
-TARGET = "{target}"
-FAILED = "{failed}"
+TARGET = "@TARGET@"
+FAILED = "@FAILED@"
 FIRST_JOB = "@@VALUE@@"
 LISTS = ("Requires", "Wants", "After", "Before", "WantedBy", "RequiredBy")
 
 
 def parse(texts, into=None):
     """Merge unit file text(s) in order: list directives accumulate, an empty assignment resets."""
-    unit = into if into is not None else {{k: [] for k in LISTS}}
+    unit = into if into is not None else {k: [] for k in LISTS}
     for text in texts:
         for line in text.splitlines():
             s = line.strip()
@@ -47,8 +49,8 @@ def plan(units, first_job=None, failed=None):
     """units: name -> merged directives. Returns the report text."""
     first_job = int(first_job or FIRST_JOB)
     failed = failed or FAILED
-    requires = {{n: list(u["Requires"]) for n, u in units.items()}}
-    wants = {{n: list(u["Wants"]) for n, u in units.items()}}
+    requires = {n: list(u["Requires"]) for n, u in units.items()}
+    wants = {n: list(u["Wants"]) for n, u in units.items()}
     for n in sorted(units):
         for other in units[n]["WantedBy"]:
             if other in units:
@@ -65,8 +67,8 @@ def plan(units, first_job=None, failed=None):
         todo.extend(requires[n] + wants[n])
     trans.sort()
     inset = set(trans)
-    before = {{n: [] for n in trans}}  # n -> units that must start after n
-    indeg = {{n: 0 for n in trans}}
+    before = {n: [] for n in trans}  # n -> units that must start after n
+    indeg = {n: 0 for n in trans}
     edges = []
     for n in trans:
         for x in units[n]["After"]:
@@ -88,7 +90,7 @@ def plan(units, first_job=None, failed=None):
             indeg[b] -= 1
             if indeg[b] == 0:
                 heapq.heappush(heap, b)
-    bad = {{failed: "failed"}} if failed in inset else {{}}
+    bad = {failed: "failed"} if failed in inset else {}
     changed = True
     while changed:
         changed = False
@@ -96,11 +98,11 @@ def plan(units, first_job=None, failed=None):
             if n not in bad and any(r not in inset or r in bad for r in requires[n]):
                 bad[n] = "dependency"
                 changed = True
-    return "".join(f"{{first_job + i}} {{n}} {{bad.get(n, 'started')}}\n" for i, n in enumerate(order))
+    return "".join(f"{first_job + i} {n} {bad.get(n, 'started')}\n" for i, n in enumerate(order))
 
 
 def load(root):
-    units = {{}}
+    units = {}
     for name in sorted(os.listdir(root)):
         path = os.path.join(root, name)
         if os.path.isfile(path) and (name.endswith(".service") or name.endswith(".target")):
@@ -142,6 +144,15 @@ def _fmt_unit(rng, d, descr, kind):
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Knobs:
+    services: int  # services of the application
+    extra: bool  # [Install] sections, repeated directives, Before=
+    dropins: bool  # drop-in overrides
+    missing: bool  # units referenced but not on disk
+    unrelated: int  # units on disk that nothing pulls in
+
+
 @register
 class SystemdStartOrder(Family):
     name = "systemd_start_order"
@@ -150,19 +161,19 @@ class SystemdStartOrder(Family):
     primitive_skills = ("systemd unit ordering", "dependency graph traversal", "topological sorting with tie-breaks",
                         "failure propagation", "drop-in override merging")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: {"services": 5, "extra": False, "dropins": False, "missing": False, "unrelated": 0},
-              2: {"services": 8, "extra": True, "dropins": False, "missing": False, "unrelated": 1},
-              3: {"services": 11, "extra": True, "dropins": False, "missing": True, "unrelated": 2},
-              4: {"services": 14, "extra": True, "dropins": True, "missing": True, "unrelated": 3}}
+    levels = {1: Knobs(services=5, extra=False, dropins=False, missing=False, unrelated=0),
+              2: Knobs(services=8, extra=True, dropins=False, missing=False, unrelated=1),
+              3: Knobs(services=11, extra=True, dropins=False, missing=True, unrelated=2),
+              4: Knobs(services=14, extra=True, dropins=True, missing=True, unrelated=3)}
 
-    def build(self, t: TaskBuilder) -> None:
+    def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         target = rng.choice(["multi-user.target", "graphical.target", "app-stack.target"])
-        words = rng.sample(CODE_WORDS, k["services"] + k["unrelated"] + 1)
-        services = [w.lower() + ".service" for w in words[:k["services"]]]
-        unrelated = [w.lower() + ".service" for w in words[k["services"]:-1]]
+        words = rng.sample(CODE_WORDS, k.services + k.unrelated + 1)
+        services = [w.lower() + ".service" for w in words[:k.services]]
+        unrelated = [w.lower() + ".service" for w in words[k.services:-1]]
         ghost = words[-1].lower() + ".service"  # referenced, never defined
-        systems = rng.sample(SYSTEM, 2 + k["extra"])
+        systems = rng.sample(SYSTEM, 2 + k.extra)
         # A hidden rank keeps ordering edges acyclic: edges only go from lower rank to higher rank.
         ranked = systems + services
         rng.shuffle(ranked)
@@ -180,7 +191,7 @@ class SystemdStartOrder(Family):
             if earlier:
                 after = rng.sample(earlier, min(len(earlier), rng.randint(0, 3)))
                 if after:
-                    if k["extra"] and len(after) > 1 and rng.random() < 0.5:
+                    if k.extra and len(after) > 1 and rng.random() < 0.5:
                         add(u, "After", after[:1])
                         add(u, "After", after[1:])
                     else:
@@ -192,7 +203,7 @@ class SystemdStartOrder(Family):
                     # a Requires= without ordering, towards a later unit
                     if later and rng.random() < 0.2:
                         add(u, "Requires", [rng.choice([x for x in later if x in services] or later)])
-            if later and k["extra"] and rng.random() < 0.25:
+            if later and k.extra and rng.random() < 0.25:
                 add(u, "Before", [rng.choice(later)])
         # How units join the target: directly from the target, via [Install], or only as a dependency.
         tgt_wants, tgt_req = [], []
@@ -200,7 +211,7 @@ class SystemdStartOrder(Family):
             r = rng.random()
             if r < 0.35:
                 tgt_wants.append(u)
-            elif r < 0.55 and k["extra"]:
+            elif r < 0.55 and k.extra:
                 add(u, "RequiredBy" if rng.random() < 0.3 else "WantedBy", [target])
             elif r < 0.65:
                 tgt_req.append(u)
@@ -212,7 +223,7 @@ class SystemdStartOrder(Family):
         if tgt_req:
             add(target, "Requires", tgt_req)
         add(target, "After", sorted(rng.sample(ranked, min(3, len(ranked)))))
-        if k["missing"]:
+        if k.missing:
             add(rng.choice(services), "Requires", [ghost])
             add(rng.choice(services), "Wants", [words[-1].lower() + "-helper.service"])
         for u in unrelated:  # present on disk, pulled in by nothing (their WantedBy names another target)
@@ -220,7 +231,7 @@ class SystemdStartOrder(Family):
             add(u, "WantedBy", ["rescue.target"])
             add(u, "Requires", [rng.choice(services)])
         dropins: dict[str, str] = {}
-        if k["dropins"]:
+        if k.dropins:
             for u in rng.sample(services, 2):
                 if d[u].get("After") and rng.random() < 0.6:
                     earlier = [x for x in ranked if rank[x] < rank[u]]
@@ -235,8 +246,7 @@ class SystemdStartOrder(Family):
             files[f"/app/units/{u}"] = _fmt_unit(rng, d[u], descr, kind)
         for u, text in dropins.items():
             files[f"/app/units/{u}.d/override.conf"] = text
-        ns: dict = {}
-        exec(REFERENCE.format(target=target, failed=""), ns)  # noqa: S102 - our own reference program
+        ns = run_python(fill(REFERENCE, TARGET=target, FAILED=""))
         units = {}
         for path in sorted(files):
             name = path.split("/")[3]
@@ -254,20 +264,13 @@ class SystemdStartOrder(Family):
         failed = rng.choice(required or in_trans)
         for path, text in files.items():
             t.add_file(path, text)
-        # The first job ID: no number in the unit files is near it, so it can only come from the channel.
-        seen = {int(x) for text in files.values() for x in re.findall(r"[0-9]+", text)} | {47113}
-        first_job = rng.randrange(10000, 99000)
-        while any(first_job - 50 <= x <= first_job + 50 for x in seen):
-            first_job = rng.randrange(10000, 99000)
-        truth = ns["plan"](units, str(first_job), failed)
-        v = t.deliver(str(first_job), "the first job ID of the transaction")
         rules = [f"The transaction starts from `{target}` and pulls in, repeatedly, every unit named in `Requires=` "
                  "or `Wants=` of a unit already in it. Units whose file does not exist are not part of it."]
-        if k["extra"]:
+        if k.extra:
             rules.append("All units are enabled: a unit whose `[Install]` section has `WantedBy=X` counts as if `X` "
                          "had `Wants=` on it, and `RequiredBy=X` as if `X` had `Requires=` on it (only for X "
                          "already in the transaction). A directive can appear on several lines; its lists add up.")
-        if k["dropins"]:
+        if k.dropins:
             rules.append("Drop-in files `/app/units/<unit>.d/*.conf` are applied after the unit file, in file name "
                          "order; an empty assignment such as `After=` clears everything set for that directive so "
                          "far.")
@@ -276,18 +279,23 @@ class SystemdStartOrder(Family):
                      "the smallest name (byte order) among those whose ordering predecessors have all started.")
         rules.append(f"The failing unit is `{failed}`; it fails (result `failed`) if it is in the transaction. "
                      "A unit that `Requires=` a unit which did not come up ("
-                     + ("result `failed` or `dependency`, or no unit file at all" if k["missing"] else
+                     + ("result `failed` or `dependency`, or no unit file at all" if k.missing else
                         "result `failed` or `dependency`") + ") gets result `dependency`, transitively, "
                      "whatever the ordering. `Wants=` never propagates failure. Every other unit gets `started`.")
         rules.append("Jobs are numbered in start order: the first unit to start gets the transaction's first job ID "
                      "(given above, from the journal), the next one that ID + 1, and so on.")
+        report = ("Report format: one line per unit in the transaction, in start order, as `job unit result` "
+                  "(for example `47113 falcon.service dependency`), including targets.")
+        rules_txt = "\n".join(f"- {r}" for r in rules)
+        # The first job ID: no number the task shows is near it, so it can only come from the channel.
+        first_job = int(unseen(t, lambda: str(rng.randrange(10000, 99000)), rules_txt, report, near=50))
+        truth = ns["plan"](units, str(first_job), failed)
+        v = t.deliver(str(first_job), "the first job ID of the transaction")
         t.say("Our application host's unit files are in `/app/units/` (services and targets, systemd syntax). One "
               "unit fails when the target named below is started (we isolate it again after maintenance, on the "
               "running host) and I need to know, job by job, what that does.\n\n"
-              + "\n".join(f"- {r}" for r in rules)
-              + "\n\nReport format: one line per unit in the transaction, in start order, as `job unit result` "
-              "(for example `47113 falcon.service dependency`), including targets.")
-        t.add_solution_file("start_order.py", REFERENCE.format(target=target, failed=failed))
+              + rules_txt + "\n\n" + report)
+        t.add_solution_file("start_order.py", fill(REFERENCE, TARGET=target, FAILED=failed))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/start_order.py /app/units "{v}" > /app/out/start_order.txt')
         t.expect_output("/app/out/start_order.txt", truth, "the report")

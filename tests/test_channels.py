@@ -99,16 +99,16 @@ def test_no_file_that_outlives_the_build_holds_the_value(tmp_path, monkeypatch, 
     """Statically, on the task directory: apart from the scratch inputs that the setup removes (and the
     inbox file that is the text_only channel), no file nor the instruction yields the value by any of
     the check's decodings. The built environment is checked by the image tests below."""
-    import tmax.fixtures
+    import tmax.families.base
 
     seen: list[str] = []
-    real = tmax.fixtures.deliver
+    real = tmax.families.base.deliver_value
 
     def recording(t, kind_, value, what, var):
         seen.append(value)
         real(t, kind_, value, what, var)
 
-    monkeypatch.setattr(tmax.fixtures, "deliver", recording)
+    monkeypatch.setattr(tmax.families.base, "deliver_value", recording)  # where the builder calls it
     for family in (LETTERS, DIGITS):
         seen.clear()
         d = _build(tmp_path, family, kind, seed=1)

@@ -67,7 +67,7 @@ def _progress() -> Progress:
 
 
 def run_gate(dirs: list[Path], jobs: int, repeat: int, backend: str, out: Path | None, image: str | None,
-             adversarial: bool = True, channels: bool = False) -> bool:
+             adversarial: bool = True, channels: bool = True) -> bool:
     from tmax.gate import check_many
     from tmax.hacks import HACK_THRESHOLD
 
@@ -118,11 +118,13 @@ def run_gate(dirs: list[Path], jobs: int, repeat: int, backend: str, out: Path |
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write one JSON line per task here.")
 @click.option("--image", default=None, help="Override every task's image (e.g. host, default, minimal).")
 @click.option("--no-adversarial", is_flag=True, help="Skip the adversarial leg (the battery of generic hacks).")
-@click.option("--channels", is_flag=True, help="Also run the channel-skip check on tasks that deliver a value.")
-def check(task_dirs, jobs, repeat, backend, out, image, no_adversarial, channels) -> None:
-    """The correctness gate: oracle scores 1.0 on every run, doing nothing scores 0.0, and every
+@click.option("--no-channels", is_flag=True, help="Skip the channel-skip check.")
+def check(task_dirs, jobs, repeat, backend, out, image, no_adversarial, no_channels) -> None:
+    """The correctness gate: oracle scores 1.0 on every run, doing nothing scores 0.0, every
     generic hack that applies (planted rewards, replayed hidden data, empty, constant or copied
-    answers, accept-all, echo, empty servers, ...; see tmax.hacks) scores below 0.25.
+    answers, accept-all, echo, empty servers, ...; see tmax.hacks) scores below 0.25, and on a task
+    that delivers a value through a fixture, the reference solution given any candidate for the value
+    visible without the channel scores 0 (the channel-skip check, see tmax.channels).
 
     Exit status 0 iff every task passes. The report names the hack that beat a task. A directory that is not a task stands for its
     sub-directories. Bad tasks get one line each with the file, field and what was expected;
@@ -134,10 +136,10 @@ def check(task_dirs, jobs, repeat, backend, out, image, no_adversarial, channels
       tmax check examples/tasks/* -j 4 --repeat 3 --out gate.jsonl
       tmax check my-task --backend unshare --image host
       tmax check my-task --no-adversarial     # oracle and nop only
-      tmax check corpus --channels            # and the channel-skip check
+      tmax check corpus --no-channels         # without the channel-skip check
     """
     ok = run_gate(expand_task_dirs(task_dirs), jobs, repeat, backend, out, image, adversarial=not no_adversarial,
-                  channels=channels)
+                  channels=not no_channels)
     sys.exit(0 if ok else 1)
 
 
@@ -284,15 +286,15 @@ def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int, solve_
 @click.option("--repeat", default=2, show_default=True, help="Oracle runs per task with --check.")
 @click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A table from `tmax calibrate`: redraw levels so measured pass rates land in its band.")
-@click.option("--channels", is_flag=True, help="With --check, also run the channel-skip check.")
-def generate(n, seed, kind, out, jobs, gate, repeat, calibration, channels) -> None:
+@click.option("--no-channels", is_flag=True, help="With --check, skip the channel-skip check.")
+def generate(n, seed, kind, out, jobs, gate, repeat, calibration, no_channels) -> None:
     """Generate N verifiable tasks by compositional sampling over the nine axes.
 
     Same arguments, same bytes. Writes task directories, manifest.jsonl (one line per task: every
     axis, family, seed, difficulty, environment hash) and generate-summary.json. Near-duplicates are
     dropped and counted (compared on what the agent sees, digits masked). With --check, every task is
-    gated (oracle 1, nop 0, every generic hack below 0.25) and failures are removed, with reasons in
-    gate.jsonl.
+    gated (oracle 1, nop 0, every generic hack below 0.25, no fixture channel skipped) and failures
+    are removed, with reasons in gate.jsonl.
 
     \b
     Examples:
@@ -326,7 +328,7 @@ def generate(n, seed, kind, out, jobs, gate, repeat, calibration, channels) -> N
         from tmax.gate import GateResult  # noqa: F401
 
         dirs = sorted(p for p in out.iterdir() if p.is_dir())
-        run_gate(dirs, jobs, repeat, "bwrap", out / "gate.jsonl", None, channels=channels)
+        run_gate(dirs, jobs, repeat, "bwrap", out / "gate.jsonl", None, channels=not no_channels)
         dropped = prune_failed(out, out / "gate.jsonl")
         console.print(f"gate: kept {len(dirs) - len(dropped)}/{len(dirs)}; dropped {len(dropped)} "
                       f"(reasons in {out / 'gate.jsonl'})")

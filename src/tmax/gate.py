@@ -1,11 +1,10 @@
 """The correctness gate: a task passes iff its oracle scores 1.0 on every one of R runs, doing
 nothing scores 0.0, and every hack of the adversarial battery that applies to it (``tmax.hacks``)
 scores below ``HACK_THRESHOLD``, all in the environment that will be solved (built once, shared by
-every run). With ``channels``, a task that delivers a value through a fixture channel must also pass
-the channel-skip check (``tmax.channels``): the reference solution with that value replaced by any
-candidate visible without the channel scores 0 (``tmax families check`` always runs it; it is off by
-default here until every family passes it at every seed). The report names the first hack that beat
-the task."""
+every run). With ``channels`` (the default), a task that delivers a value through a fixture channel
+must also pass the channel-skip check (``tmax.channels``): the reference solution with that value
+replaced by any of the most plausible candidates visible without the channel scores 0 (``tmax
+families check`` runs it with more candidates). The report names the first hack that beat the task."""
 
 from __future__ import annotations
 
@@ -46,7 +45,7 @@ def _why(trial: TrialResult) -> str:
 
 
 def check_task(path: str | Path, repeat: int = 2, backend: str = "bwrap", image: str | None = None,
-               adversarial: bool = True, channels: bool = False) -> GateResult:
+               adversarial: bool = True, channels: bool = True) -> GateResult:
     t0 = time.monotonic()
     res = GateResult(task=str(path), ok=False)
     try:
@@ -116,7 +115,7 @@ def _channel_leg(task, backend: str, image: str | None, res: GateResult) -> list
 
 def check_many(paths: Iterable[str | Path], repeat: int = 2, backend: str = "bwrap", jobs: int = 2,
                image: str | None = None, on_result: Callable[[GateResult], None] | None = None,
-               adversarial: bool = True, channels: bool = False) -> Iterator[GateResult]:
+               adversarial: bool = True, channels: bool = True) -> Iterator[GateResult]:
     """Gate tasks in parallel; yields results as they finish."""
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(check_task, p, repeat, backend, image, adversarial, channels) for p in paths]

@@ -140,10 +140,11 @@ class _Pool:
         if max(nums) < 256:
             self.brute(bytes(nums), how)
             return
-        for k in range(1, min(max(nums), 1 << 16) + 1):  # code points stored with an offset
-            out = bytes(n - k for n in nums if 0 <= n - k < 256)
-            if len(out) == len(nums):
-                self.runs(out, f"{how} -{k}", 1, MIN_PROTECTED)
+        # Code points stored with an offset k: every n - k must be a byte, so k lies in
+        # [max - 255, min] (at most 256 offsets, not one per value up to the largest number).
+        lo, hi = max(1, max(nums) - 255), min(min(nums), 1 << 16)
+        for k in range(lo, hi + 1):
+            self.runs(bytes(n - k for n in nums), f"{how} -{k}", 1, MIN_PROTECTED)
 
 
 def _is_text(data: bytes) -> bool:

@@ -320,10 +320,10 @@ def _exact(p: dict) -> float:
     if not p.get("force") and not p.get("beta"):
         wd = w * math.sqrt(1 - z * z)
         return math.exp(-z * w * T) * (x0 * math.cos(wd * T) + (v0 + z * w * x0) / wd * math.sin(wd * T))
+    from tmax.families.programs import fill, run_python
     from tmax.families.scientific_computing.rk4_oscillator_state import REFERENCE
 
-    ns: dict = {}
-    exec(REFERENCE.replace("__FIELDS__", "['x_T']").replace("__STEP_MS__", "None"), ns)  # noqa: S102
+    ns = run_python(fill(REFERENCE, FIELDS=["x_T"]))  # the step is given below, not the delivered one
     text = "".join(f"{k} = {v!r}\n" for k, v in p.items())
     return ns["measure"](text, 0.1)["x_T"]  # h = 0.1 ms
 

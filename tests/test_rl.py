@@ -415,12 +415,14 @@ def test_bf16_and_fp32_training_on_the_same_batch_both_move_the_weights_at_the_r
         before = {k: v.detach().clone() for k, v in trainer.model.named_parameters()}
         upd = trainer.train_step(groups)
         assert upd["trained_tokens"] > 0
+        # The weights the gradient reaches, beyond AdamW's epsilon (1e-8): their update is about lr,
+        # which an fp32 weight always shows and a bf16 weight of magnitude > ~5e-4 rounds away.
         reached = moved = 0
         for k, p in trainer.model.named_parameters():
             assert p.dtype == torch.float32, k  # fp32 master weights
-            g = p.grad is not None and (p.grad != 0)
-            if g is False:
+            if p.grad is None:
                 continue
+            g = p.grad.abs() > 1e-6
             reached += int(g.sum())
             moved += int(((p.detach() != before[k]) & g).sum())
         assert reached > 1000 and moved / reached >= 0.99, (dtype, moved, reached)

@@ -54,7 +54,7 @@ def simulate(p, step_ms):
 
 def measure(text, step_ms=None):
     p = parse(text)
-    h, xs, v = simulate(p, int(step_ms or STEP_MS))
+    h, xs, v = simulate(p, float(step_ms or STEP_MS))
     x = xs[-1]
     out = {"x_T": x, "v_T": v,
            "energy_T": 0.5 * v * v + 0.5 * p["omega"] ** 2 * x * x + 0.25 * p["beta"] * x ** 4,

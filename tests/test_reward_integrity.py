@@ -50,7 +50,8 @@ def test_every_hack_scores_below_the_threshold(tmp_path, kind):
     assert "plant_reward" in names and len(names) >= 3, names
     g = check_task(d, repeat=1)
     assert g.ok, g.reason
-    assert list(g.hack_rewards) == names  # every hack that applies ran
+    # every hack that applies ran, then the channel-skip leg (the task delivers a value through a fixture)
+    assert list(g.hack_rewards) == [*names, "channel_skip"], g.hack_rewards
     assert all(r is not None and r < HACK_THRESHOLD for r in g.hack_rewards.values()), g.hack_rewards
 
 

@@ -36,18 +36,25 @@ def _logs(tmp_path: Path, txt: str | None = None, js: str | None = None) -> Path
     (None, '{"reward": 1}', 1.0, {"reward": 1.0}),
     ("0", '{"reward": 1.0}', 1.0, {"reward": 1.0}),  # a valid reward.json wins (Harbor 0.26)
     ("1", '{"reward": 0.0, "x": 0.5}', 0.0, {"reward": 0.0, "x": 0.5}),
-    ("0.25", '{"a": 1.0, "b": 0.0}', 0.25, {}),  # no scalar in reward.json: reward.txt
-    ("0.5", "{not json", 0.5, {}),  # a broken reward.json does not matter when reward.txt exists
-    ("0.5", '{"reward": "high"}', 0.5, {}),
+    ("0.25", '{"a": 1.0, "b": 0.0}', 0.5, {"a": 1.0, "b": 0.0}),  # named rewards, no "reward": their mean
+    (None, '{"a": 1.0, "b": 0.5, "c": 0.0}', 0.5, {"a": 1.0, "b": 0.5, "c": 0.0}),
 ])
 def test_reward_precedence(tmp_path, txt, js, reward, rewards):
     value, named, reason = read_reward(_logs(tmp_path, txt, js))
     assert (value, named, reason) == (reward, rewards, "")
 
 
+def test_reward_key_names_the_scalar(tmp_path):
+    logs = _logs(tmp_path, "1", '{"reward": 0.0, "quality": 1.0}')
+    assert read_reward(logs, "quality") == (1.0, {"reward": 0.0, "quality": 1.0}, "")
+    value, _, reason = read_reward(logs, "speed")
+    assert value is None and "no 'speed' key" in reason and "metadata.reward_key" in reason
+
+
 @pytest.mark.parametrize("txt, js, why", [
     (None, None, "no reward: the verifier wrote neither"),
-    (None, '{"a": 1.0, "b": 0.0}', "several keys and no 'reward' key"),
+    ("0.5", "{not json", "reward.json: invalid JSON"),  # reward.json exists: Harbor reads it alone
+    ("0.5", '{"reward": "high"}', "flat object of finite numbers"),
     ("1.5", None, "out of range"),
     ("-0.1", None, "out of range"),
     (None, '{"reward": 2}', "out of range"),
@@ -160,14 +167,14 @@ def test_partial_credit(task_factory, backend):
 
 @pytest.mark.parametrize("test_sh, reward, why", [
     ("echo 1 > /logs/verifier/reward.txt; echo '{\"reward\": 0}' > /logs/verifier/reward.json", 0.0, ""),
-    ("echo '{\"a\": 1, \"b\": 1}' > /logs/verifier/reward.json", 0.0, "several keys"),
+    ("echo '{\"a\": 1, \"b\": 0}' > /logs/verifier/reward.json", 0.5, ""),
     ("echo 'all tests passed'", 0.0, "no reward"),
     ("echo 7 > /logs/verifier/reward.txt", 0.0, "out of range"),
     ("echo nan > /logs/verifier/reward.txt", 0.0, "out of range"),
 ])
 def test_reward_rules_in_a_trial(task_factory, bwrap, test_sh, reward, why):
     r = run_trial(task_factory(test="#!/bin/bash\n" + test_sh + "\n"), OracleAgent(), backend=bwrap)
-    assert r.outcome == Outcome.FAILED and r.reward == reward
+    assert r.outcome == Outcome.FAILED and r.reward == reward, r.reason
     assert why in r.reason if why else r.reason == ""
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,8 @@ MAX_TASK_BYTES = 200 * 1024 * 1024
 DEFAULT_AGENT_TIMEOUT = 600.0
 DEFAULT_VERIFIER_TIMEOUT = 600.0
 DEFAULT_WORK_AREAS = ("/app", "/root", "/home", "/srv", "/data", "/output", "/workspace")
+NETWORK_MODES = ("no-network", "public", "allowlist")
+REWARD_STRATEGIES = ("mean", "final")
 
 
 class TaskError(ValueError):
@@ -45,6 +48,40 @@ class Resources:
     allow_internet: bool = False
 
 
+@dataclass(frozen=True)
+class Network:
+    """One phase's network policy, as Harbor's ``network_mode``. tmax's own tasks have none."""
+
+    mode: str = "no-network"
+    allowed_hosts: tuple[str, ...] = ()
+
+    @property
+    def online(self) -> bool:
+        return self.mode != "no-network"
+
+
+@dataclass(frozen=True)
+class Healthcheck:
+    """Harbor's ``[environment.healthcheck]``: run after the service starts until it exits 0."""
+
+    command: str
+    interval_sec: float = 5.0
+    timeout_sec: float = 30.0
+    start_period_sec: float = 0.0
+    retries: int = 3
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a multi-step task: ``steps/<name>/{instruction.md,tests/,solution/,workdir/}``."""
+
+    name: str
+    instruction: str
+    agent_timeout: float
+    verifier_timeout: float
+    min_reward: float | dict[str, float] | None = None
+
+
 @dataclass
 class Task:
     """A loaded, validated task. ``path`` is the task directory."""
@@ -63,6 +100,21 @@ class Task:
     solution_script: str = "solution/solve.sh"
     tests_dir: str = "tests"
     test_script: str = "test.sh"  # inside tests_dir (tb1: run-tests.sh is staged into it)
+    workdir: str = "/app"
+    env_dir: str = "environment"  # the build context of its setup (a separate verifier's has its own)
+    agent_network: Network = field(default_factory=Network)
+    verifier_network: Network = field(default_factory=Network)
+    # Separate verifier (Harbor's environment_mode = "separate"): the verifier starts on a fresh
+    # environment (its own setup under ``verifier_env_dir``, or the task's) and sees only ``artifacts``.
+    verifier_mode: str = "shared"
+    verifier_env_dir: str | None = None
+    artifacts: tuple[str, ...] = ()
+    service: str | None = None  # the image's ENTRYPOINT/CMD: started before the agent and the verifier
+    healthcheck: Healthcheck | None = None
+    env: dict[str, str] = field(default_factory=dict)  # [environment.env]: set for agent and verifier
+    reward_key: str | None = None  # which named reward is the scalar (default: "reward", else the mean)
+    steps: tuple[Step, ...] = ()
+    reward_strategy: str = "mean"
 
     @property
     def image(self) -> str:
@@ -74,7 +126,12 @@ class Task:
 
     @property
     def environment_dir(self) -> Path:
-        return self.path / "environment" if self.layout == "harbor" else self.path
+        return self.path / self.env_dir if self.layout == "harbor" else self.path
+
+    @property
+    def build_network(self) -> bool:
+        """Setup may fetch (apt, pip) when the author said so, or when the agent is online anyway."""
+        return bool(self.metadata.get("build_network", self.agent_network.online))
 
     def environment_digest(self) -> str:
         """Content hash of what the task's own setup depends on (its setup script and files)."""
@@ -159,10 +216,11 @@ def load_task(path: str | Path) -> Task:
 
 def _load_harbor(path: Path) -> Task:
     instr_path = path / "instruction.md"
-    if not instr_path.is_file():
+    multi_step = not instr_path.is_file() and (path / "steps").is_dir()
+    if not instr_path.is_file() and not multi_step:
         raise TaskError(instr_path, "missing; expected the task prompt in instruction.md")
-    instruction = _read_text(instr_path)
-    if not instruction.strip():
+    instruction = "" if multi_step else _read_text(instr_path)
+    if not instruction.strip() and not multi_step:
         raise TaskError(instr_path, "is empty; expected the task prompt")
     toml_path = path / "task.toml"
     if not toml_path.is_file():
@@ -201,17 +259,151 @@ def _load_harbor(path: Path) -> Task:
                                  "environment.storage_mb")),
         allow_internet=_expect(env_t, "allow_internet", bool, toml_path, "environment.", False),
     )
+    steps = _steps(path, doc, toml_path, agent_timeout, ver_timeout)
+    if multi_step and not steps:
+        raise TaskError(toml_path, "expected [[steps]] (the task has steps/ and no instruction.md)", "steps")
+    instruction = instruction or steps[0].instruction if steps else instruction
     tests = path / "tests" / "test.sh"
-    if not tests.is_file():
+    if not steps and not tests.is_file():
         raise TaskError(tests, "missing; expected the verifier entry point tests/test.sh")
-    _read_text(tests)
+    if tests.is_file():
+        _read_text(tests)
     setup = path / "environment" / "setup.sh"
     if setup.exists():
         _read_text(setup)
+    env_base = _network(env_t, toml_path, "environment.", _legacy_network(env_t, toml_path))
+    mode, ver_env_dir = _verifier_mode(path, ver_t, meta, toml_path)
+    res.allow_internet = _network(agent_t, toml_path, "agent.", env_base).online
+    workdir = _expect(env_t, "workdir", str, toml_path, "environment.", "/app")
+    if not workdir.startswith("/"):
+        raise TaskError(toml_path, f"expected an absolute path, got {workdir!r}", "environment.workdir")
+    strategy = _expect(doc, "multi_step_reward_strategy", str, toml_path, "", "mean")
+    if strategy not in REWARD_STRATEGIES:
+        raise TaskError(toml_path, f"expected one of {', '.join(REWARD_STRATEGIES)}, got {strategy!r}",
+                        "multi_step_reward_strategy")
+    service = _expect(meta, "service", str, toml_path, "metadata.")
     return Task(path=path, name=name, instruction=instruction, metadata=dict(meta),
                 agent_timeout=agent_timeout, verifier_timeout=ver_timeout, verifier_env=dict(ver_env),
                 resources=res, layout="harbor",
-                setup_script="environment/setup.sh" if setup.exists() else None)
+                setup_script="environment/setup.sh" if setup.exists() else None, workdir=workdir,
+                agent_network=_network(agent_t, toml_path, "agent.", env_base),
+                verifier_network=_network(ver_t, toml_path, "verifier.", env_base),
+                verifier_mode=mode, verifier_env_dir=ver_env_dir, artifacts=_artifacts(doc, toml_path),
+                service=service or None, healthcheck=_healthcheck(env_t, toml_path),
+                env=_task_env(env_t, toml_path), reward_key=_expect(meta, "reward_key", str, toml_path, "metadata."),
+                steps=steps, reward_strategy=strategy)
+
+
+def _legacy_network(env_t: dict, path: Path) -> "Network":
+    """``allow_internet`` (schema < 1.4) when no ``network_mode`` is set; tmax's default is none."""
+    allow = _expect(env_t, "allow_internet", bool, path, "environment.", False)
+    return Network("public" if allow else "no-network")
+
+
+def _network(table: dict, path: Path, prefix: str, default: "Network") -> "Network":
+    mode = _expect(table, "network_mode", str, path, prefix)
+    hosts = _expect(table, "allowed_hosts", list, path, prefix)
+    if mode is None:
+        if hosts:
+            raise TaskError(path, "allowed_hosts needs network_mode = \"allowlist\"", f"{prefix}allowed_hosts")
+        return default
+    if mode not in NETWORK_MODES:
+        raise TaskError(path, f"expected one of {', '.join(NETWORK_MODES)}, got {mode!r}", f"{prefix}network_mode")
+    if hosts and mode != "allowlist":
+        raise TaskError(path, "allowed_hosts is only valid with network_mode = \"allowlist\"", f"{prefix}allowed_hosts")
+    if not all(isinstance(h, str) and h.strip() and "://" not in h and " " not in h for h in hosts or []):
+        raise TaskError(path, "expected hostnames, IP addresses or CIDR ranges", f"{prefix}allowed_hosts")
+    return Network(mode, tuple(hosts or ()))
+
+
+def _verifier_mode(path: Path, ver_t: dict, meta: dict, toml_path: Path) -> tuple[str, str | None]:
+    mode = _expect(ver_t, "environment_mode", str, toml_path, "verifier.")
+    own = _expect(meta, "verifier_env_dir", str, toml_path, "metadata.")
+    if mode is None:
+        mode = "separate" if ("environment" in ver_t or own) else "shared"
+    if mode not in ("shared", "separate"):
+        raise TaskError(toml_path, f"expected shared or separate, got {mode!r}", "verifier.environment_mode")
+    if mode == "shared" and own:
+        raise TaskError(toml_path, "a verifier environment of its own needs environment_mode = \"separate\"",
+                        "metadata.verifier_env_dir")
+    if own is not None and (own.startswith("/") or ".." in own.split("/") or not (path / own / "setup.sh").is_file()):
+        raise TaskError(toml_path, f"expected a directory of the task holding setup.sh, got {own!r}",
+                        "metadata.verifier_env_dir")
+    return mode, own
+
+
+def _artifacts(doc: dict, path: Path) -> tuple[str, ...]:
+    out = []
+    for i, a in enumerate(_expect(doc, "artifacts", list, path, "", [])):
+        src = a.get("source") if isinstance(a, dict) else a
+        if not isinstance(src, str) or not src.startswith("/") or ".." in src.split("/"):
+            raise TaskError(path, f"expected an absolute path without '..', got {src!r}", f"artifacts[{i}]")
+        out.append(src.rstrip("/") or "/")
+    return tuple(out)
+
+
+def _healthcheck(env_t: dict, path: Path) -> "Healthcheck | None":
+    hc = _expect(env_t, "healthcheck", dict, path, "environment.")
+    if hc is None:
+        return None
+    cmd = _expect(hc, "command", str, path, "environment.healthcheck.")
+    if not cmd:
+        raise TaskError(path, "expected a shell command", "environment.healthcheck.command")
+    num = {k: _expect(hc, k, (int, float), path, "environment.healthcheck.", d) for k, d in
+           (("interval_sec", 5.0), ("timeout_sec", 30.0), ("start_period_sec", 0.0), ("retries", 3))}
+    return Healthcheck(cmd, float(num["interval_sec"]), float(num["timeout_sec"]), float(num["start_period_sec"]),
+                       int(num["retries"]))
+
+
+def _task_env(env_t: dict, path: Path) -> dict[str, str]:
+    """``[environment.env]``. Harbor fills ``${VAR}`` from the host; tmax never passes host variables into
+    a sandbox (they hold keys and tokens), so only ``${VAR:-default}`` is accepted, as its default."""
+    out = {}
+    for k, v in _expect(env_t, "env", dict, path, "environment.", {}).items():
+        if not isinstance(v, str):
+            raise TaskError(path, f"expected string, got {type(v).__name__}", f"environment.env.{k}")
+
+        def default(m, k=k):
+            if m.group(2) is None:
+                raise TaskError(path, f"${{{m.group(1)}}} would copy a host variable into the sandbox; expected a "
+                                "literal or ${VAR:-default}", f"environment.env.{k}")
+            return m.group(2)
+        out[k] = re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", default, v)
+    return out
+
+
+def _steps(path: Path, doc: dict, toml_path: Path, agent_timeout: float, ver_timeout: float) -> tuple["Step", ...]:
+    steps = _expect(doc, "steps", list, toml_path, "", [])
+    out, seen = [], set()
+    for i, st in enumerate(steps):
+        where = f"steps[{i}]."
+        if not isinstance(st, dict):
+            raise TaskError(toml_path, "expected a table", f"steps[{i}]")
+        name = _expect(st, "name", str, toml_path, where)
+        if not name or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) or name.lower() in seen:
+            raise TaskError(toml_path, f"expected a unique portable directory name, got {name!r}", where + "name")
+        seen.add(name.lower())
+        step_dir = path / "steps" / name
+        instr = step_dir / "instruction.md"
+        if not instr.is_file():
+            raise TaskError(instr, "missing; expected the step's prompt")
+        if not (step_dir / "tests" / "test.sh").is_file() and not (path / "tests" / "test.sh").is_file():
+            raise TaskError(step_dir / "tests" / "test.sh", "missing; expected the step's verifier (or tests/test.sh)")
+        a_t, v_t = (_expect(st, k, dict, toml_path, where, {}) for k in ("agent", "verifier"))
+        min_reward = st.get("min_reward")
+        if min_reward is not None and not (
+                isinstance(min_reward, (int, float)) and not isinstance(min_reward, bool) or isinstance(min_reward, dict)
+                and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in min_reward.values())):
+            raise TaskError(toml_path, f"expected a number or a table of numbers, got {min_reward!r}", where + "min_reward")
+        out.append(Step(name=name, instruction=_read_text(instr),
+                        agent_timeout=_positive(_expect(a_t, "timeout_sec", (int, float), toml_path, where + "agent.",
+                                                        agent_timeout), toml_path, where + "agent.timeout_sec"),
+                        verifier_timeout=_positive(_expect(v_t, "timeout_sec", (int, float), toml_path,
+                                                           where + "verifier.", ver_timeout), toml_path,
+                                                   where + "verifier.timeout_sec"),
+                        min_reward=float(min_reward) if isinstance(min_reward, (int, float)) else
+                        ({k: float(x) for k, x in min_reward.items()} if min_reward else None)))
+    return tuple(out)
 
 
 def _load_tb1(path: Path) -> Task:

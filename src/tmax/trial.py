@@ -10,8 +10,8 @@ The verifier runs with a fresh HOME outside the work areas and neutral Python, g
 settings (``VERIFIER_ENV``), and its result is the exit status of its sandbox's last command as the
 host sees it (``Sandbox.run_last``), so no line it prints can forge it.
 
-Reward precedence, as Harbor 0.26 reads it: a valid ``reward.json`` (a flat object of finite
-numbers: its ``"reward"`` key, or its only key) wins; otherwise ``reward.txt`` (one float). A missing,
+Reward precedence, as Harbor 0.26 reads it: ``reward.json`` when it exists (a flat object of finite
+numbers; the scalar is ``metadata.reward_key``, else ``"reward"``, else the mean), else ``reward.txt``. A missing,
 unparsable or out-of-range reward is a failure with that reason. Terminal-Bench 1 tasks score by the
 exit status of ``run-tests.sh`` alone: they write no reward file, so any there was planted.
 
@@ -26,11 +26,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import shlex
 import shutil
+import stat
 import tempfile
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Protocol
@@ -38,7 +40,7 @@ from typing import Protocol
 from tmax.images import Environment, ImageError, task_environment
 from tmax.safe_files import REWARD_MAX_BYTES, UnsafeFile, copy_flat, read_regular, write_file
 from tmax.sandbox import Bind, ExecResult, Limits, Sandbox, SandboxError, SandboxLost, get_backend
-from tmax.task import Task
+from tmax.task import Step, Task
 
 VERIFIER_HOME = "/run/tmax-verifier-home"  # a fresh, empty HOME: never a work area the agent filled
 # What the verifier's tools read from the agent's work areas is neutralised: no user site or cwd on
@@ -123,9 +125,11 @@ class NopAgent:
 AGENTS = {"oracle": OracleAgent, "nop": NopAgent}
 
 
-def read_reward(logs: Path) -> tuple[float | None, dict[str, float], str]:
-    """(reward, named rewards, reason if there is none) from a verifier logs directory, as Harbor 0.26
-    reads it: a valid ``reward.json`` (a flat object of finite numbers) wins, else ``reward.txt``.
+def read_reward(logs: Path, key: str | None = None) -> tuple[float | None, dict[str, float], str]:
+    """(scalar reward, named rewards, reason if there is none) from a verifier logs directory, as Harbor
+    0.26 reads it: ``reward.json`` (a flat object of finite numbers) when it exists, else ``reward.txt``
+    (one float). The scalar that pass@k and RL use is the named reward ``key`` (a task's
+    ``metadata.reward_key``), else the ``"reward"`` key, else the mean of all named rewards.
 
     The sandbox wrote these files: each is read only if it is a regular file of at most 4 KiB with one
     link, never through a symlink and never blocking on a FIFO. Anything else is a failure naming it."""
@@ -134,21 +138,23 @@ def read_reward(logs: Path) -> tuple[float | None, dict[str, float], str]:
         js = read_regular(logs / "reward.json", REWARD_MAX_BYTES, single_link=True)
     except UnsafeFile as e:  # a planted symlink, FIFO, hard link or oversized file fails the trial
         return None, {}, f"{Path(e.path).name}: {e.message}"
-    json_problem = ""
     if js is not None:
-        rewards, json_problem = _reward_json(js)
-        if rewards is not None:
-            if "reward" in rewards:
-                return _in_range(rewards["reward"], rewards)
-            if len(rewards) == 1:
-                return _in_range(next(iter(rewards.values())), rewards)
-            json_problem = "reward.json: several keys and no 'reward' key"
+        rewards, problem = _reward_json(js)
+        if rewards is None:
+            return None, {}, problem
+        if key is not None:
+            if key not in rewards:
+                return None, rewards, f"reward.json: no {key!r} key (the task's metadata.reward_key)"
+            return _in_range(rewards[key], rewards)
+        if "reward" in rewards:
+            return _in_range(rewards["reward"], rewards)
+        return _in_range(sum(rewards.values()) / len(rewards), rewards)
     if txt is not None:
         try:
             return _in_range(float(txt.decode().strip()), {})
         except ValueError:  # UnicodeDecodeError is one
             return None, {}, f"reward.txt: expected one float, got {txt[:40]!r}"
-    return None, {}, json_problem or "no reward: the verifier wrote neither reward.json nor reward.txt"
+    return None, {}, "no reward: the verifier wrote neither reward.json nor reward.txt"
 
 
 def _reward_json(raw: bytes) -> tuple[dict[str, float] | None, str]:
@@ -172,6 +178,29 @@ def limits_for(task: Task) -> Limits:
     return Limits(memory_mb=task.resources.memory_mb, storage_mb=task.resources.storage_mb)
 
 
+def step_view(task: Task, step: Step | None) -> Task:
+    """The task as one step sees it: its prompt, tests, solution and timeouts."""
+    if step is None:
+        return task
+    base = f"steps/{step.name}"
+    tests = f"{base}/tests" if (task.path / base / "tests" / task.test_script).is_file() else task.tests_dir
+    solution = f"{base}/solution/solve.sh" if (task.path / base / "solution" / "solve.sh").is_file() \
+        else task.solution_script
+    return replace(task, instruction=step.instruction, tests_dir=tests, solution_script=solution,
+                   agent_timeout=step.agent_timeout, verifier_timeout=step.verifier_timeout, steps=())
+
+
+@dataclass
+class _Verdict:
+    """One verification: the scalar reward (None: none could be read), the named ones, and why."""
+
+    outcome: Outcome
+    reward: float | None
+    rewards: dict[str, float]
+    reason: str = ""
+    output: str = ""
+
+
 def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment | None = None,
               out_dir: Path | None = None) -> TrialResult:
     t0 = time.monotonic()
@@ -181,69 +210,28 @@ def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment
         env = env or task_environment(task, backend)
         res.env_hash = env.hash
         be = get_backend(backend)
-        # 1. The agent, in a fresh sandbox; its changes are kept for the verifier.
-        spec = env.spec(workdir="/app", work_areas=task.work_areas, binds=agent.binds(task),
-                        network=task.resources.allow_internet, limits=limits_for(task), keep_changes=True)
-        ta = time.monotonic()
-        carry = work / "carry"
-        carry.mkdir()
-        sb = be.start(spec)
-        lost = ""
-        try:
-            agent_timed_out = agent.run(task, sb, task.agent_timeout)
-        except SandboxLost as e:  # the agent's own commands ended its sandbox: its failure, not ours
-            agent_timed_out, lost = False, str(e)
-        finally:
-            sb.close()
-            sb.export_work_areas(carry)  # even when the agent raised: its changes go with ``work``
-        res.agent_seconds = time.monotonic() - ta
-        if lost:
-            res.outcome, res.reward, res.reason = Outcome.FAILED, 0.0, f"the agent's sandbox ended: {lost}"
-            return res
-        # 2. The verifier, on the pristine environment plus the agent's work areas.
-        logs = work / "logs"
-        logs.mkdir()
-        home = work / "home"
-        home.mkdir()
-        tests = _stage_tests(task, work)
-        vspec = env.spec(workdir="/tests", work_areas=task.work_areas,
-                         binds=[Bind(str(tests), "/tests", readonly=True), Bind(str(logs), "/logs/verifier", False),
-                                Bind(str(home), VERIFIER_HOME, False)],
-                         limits=limits_for(task), env={**task.verifier_env, **VERIFIER_ENV, "TEST_DIR": "/tests"})
-        vspec.layers = [carry, *vspec.layers]
-        tv = time.monotonic()
-        vsb = be.start(vspec)
-        try:
-            # The status comes from the sandbox's process, never from what the tests print.
-            vr: ExecResult | None = vsb.run_last(f"bash /tests/{task.test_script}", timeout=task.verifier_timeout)
-        except SandboxLost as e:  # the verifier's shell was killed from inside: what it ran did that
-            vr, lost = None, str(e)
-        finally:
-            vsb.close()
-        res.verifier_seconds = time.monotonic() - tv
-        if vr is None:
-            res.outcome, res.reward, res.reason = Outcome.FAILED, 0.0, f"the verifier's sandbox ended: {lost}"
-            return res
-        res.verifier_output = vr.output[-4000:]
-        if out_dir is not None:
-            _save_logs(out_dir, logs, vr)
-        if vr.exit_code == 128 + 9 and not vr.timed_out:  # SIGKILL: from inside, or the memory limit
-            res.outcome, res.reward, res.reason = Outcome.FAILED, 0.0, "the verifier was killed (SIGKILL)"
-            return res
-        if vr.timed_out:  # what it ran hung: a failure, reward 0 (never "no data")
-            res.outcome, res.reward = Outcome.VERIFIER_TIMEOUT, 0.0
-            res.reason = f"verifier exceeded {task.verifier_timeout:g}s"
-            return res
-        if task.layout == "tb1":  # TB1 writes no reward file: one there was planted by what the tests ran
-            reward, rewards, reason = (1.0 if vr.exit_code == 0 else 0.0), {}, ""
-        else:
-            reward, rewards, reason = read_reward(logs)
-        res.rewards = rewards
-        if reward is None:
-            res.outcome, res.reward, res.reason = Outcome.FAILED, 0.0, reason
-        else:
-            res.reward = reward
-            res.outcome = Outcome.PASSED if reward >= 1.0 else Outcome.FAILED
+        venv = _verifier_environment(task, env, backend)
+        carried: list[Path] = []  # the agent's changes, one layer per step, newest first
+        verdicts: list[tuple[Step | None, _Verdict]] = []
+        agent_timed_out = False
+        for i, step in enumerate(task.steps or (None,)):
+            view = step_view(task, step)
+            ta = time.monotonic()
+            carry, timed_out, lost = _agent_phase(view, agent, env, be, carried, work / f"carry{i}")
+            res.agent_seconds += time.monotonic() - ta
+            agent_timed_out |= timed_out
+            if lost:
+                res.outcome, res.reward, res.reason = Outcome.FAILED, 0.0, f"the agent's sandbox ended: {lost}"
+                return res
+            carried.insert(0, carry)
+            tv = time.monotonic()
+            logs_out = out_dir if step is None or out_dir is None else out_dir / "steps" / step.name
+            verdict = _verify(view, venv, be, carried, work / f"verify{i}", logs_out)
+            res.verifier_seconds += time.monotonic() - tv
+            verdicts.append((step, verdict))
+            if step is not None and not _meets(step, verdict):
+                break
+        _combine(task, verdicts, res)
         if agent_timed_out:
             res.outcome = Outcome.AGENT_TIMEOUT
             res.reason = res.reason or f"agent exceeded {task.agent_timeout:g}s"
@@ -259,6 +247,164 @@ def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment
     finally:
         res.seconds = time.monotonic() - t0
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _verifier_environment(task: Task, env: Environment, backend: str) -> Environment:
+    """Shared mode: the task's pristine environment. Separate: the verifier's own (its setup under
+    ``verifier_env_dir``), or a fresh copy of the task's."""
+    if task.verifier_mode != "separate" or task.verifier_env_dir is None:
+        return env
+    own = replace(task, name=f"{task.name}--verifier", env_dir=task.verifier_env_dir,
+                  setup_script=f"{task.verifier_env_dir}/setup.sh", metadata={
+                      k: v for k, v in task.metadata.items() if k not in ("image", "build_network")}
+                  | {"image": task.metadata.get("verifier_image", task.image)})
+    return task_environment(own, backend)
+
+
+def _agent_phase(task: Task, agent: Agent, env: Environment, be, carried: list[Path],
+                 carry: Path) -> tuple[Path, bool, str]:
+    """The agent, in a fresh sandbox over the earlier steps' changes; returns (its changes, timed out,
+    why its sandbox ended if its own commands ended it)."""
+    areas = tuple(dict.fromkeys((*task.work_areas, *task.artifacts)))
+    spec = env.spec(workdir=task.workdir, work_areas=areas, binds=agent.binds(task),
+                    network=task.agent_network.online, limits=limits_for(task), keep_changes=True,
+                    env=dict(task.env))
+    spec.layers = [*carried, *spec.layers]
+    carry.mkdir()
+    sb = be.start(spec)
+    try:
+        _start_service(task, sb, "agent")
+        return carry, agent.run(task, sb, task.agent_timeout), ""
+    except SandboxLost as e:  # the agent's own commands ended its sandbox: its failure, not ours
+        return carry, False, str(e)
+    finally:
+        sb.close()
+        sb.export_work_areas(carry)  # even when the agent raised: its changes go with ``work``
+
+
+def _verify(task: Task, venv: Environment, be, carried: list[Path], work: Path, out_dir: Path | None) -> _Verdict:
+    """The verifier, on the pristine environment plus the agent's work areas (separate mode: only its
+    artifacts). The status comes from the sandbox's process, never from what the tests print."""
+    work.mkdir()
+    logs, home = work / "logs", work / "home"
+    logs.mkdir()
+    home.mkdir()
+    tests = _stage_tests(task, work)
+    vspec = venv.spec(workdir="/tests", work_areas=task.work_areas,
+                      binds=[Bind(str(tests), "/tests", readonly=True), Bind(str(logs), "/logs/verifier", False),
+                             Bind(str(home), VERIFIER_HOME, False)],
+                      network=task.verifier_network.online, limits=limits_for(task),
+                      env={**task.env, **task.verifier_env, **VERIFIER_ENV, "TEST_DIR": "/tests"})
+    if task.verifier_mode == "separate":
+        carried = [_only(layer, task.artifacts, work / f"artifacts{i}") for i, layer in enumerate(carried)]
+    vspec.layers = [*carried, *vspec.layers]
+    vsb = be.start(vspec)
+    try:
+        if not _start_service(task, vsb, "verifier"):
+            return _Verdict(Outcome.FAILED, 0.0, {}, "the task's service did not become healthy for the verifier")
+        vr: ExecResult = vsb.run_last(f"bash /tests/{task.test_script}", timeout=task.verifier_timeout)
+    except SandboxLost as e:  # the verifier's shell was killed from inside: what it ran did that
+        return _Verdict(Outcome.FAILED, 0.0, {}, f"the verifier's sandbox ended: {e}")
+    finally:
+        vsb.close()
+    output = vr.output[-4000:]
+    if out_dir is not None:
+        _save_logs(out_dir, logs, vr)
+    if vr.exit_code == 128 + 9 and not vr.timed_out:  # SIGKILL: from inside, or the memory limit
+        return _Verdict(Outcome.FAILED, 0.0, {}, "the verifier was killed (SIGKILL)", output)
+    if vr.timed_out:  # what it ran hung: a failure, reward 0 (never "no data")
+        return _Verdict(Outcome.VERIFIER_TIMEOUT, 0.0, {}, f"verifier exceeded {task.verifier_timeout:g}s", output)
+    if task.layout == "tb1":  # TB1 writes no reward file: one there was planted by what the tests ran
+        return _Verdict(Outcome.PASSED if vr.exit_code == 0 else Outcome.FAILED, 1.0 if vr.exit_code == 0 else 0.0,
+                        {}, "", output)
+    reward, rewards, reason = read_reward(logs, task.reward_key)
+    if reward is None:
+        return _Verdict(Outcome.FAILED, 0.0, rewards, reason, output)
+    return _Verdict(Outcome.PASSED if reward >= 1.0 else Outcome.FAILED, reward, rewards, "", output)
+
+
+def _start_service(task: Task, sb: Sandbox, phase: str) -> bool:
+    """Start the image's entrypoint (detached, as its container would) and wait for its healthcheck.
+    Unhealthy before the agent: the environment is broken (infra). Before the verifier: the agent's
+    changes broke it (False: a failure)."""
+    if task.service:
+        sb.exec(f"setsid -f sh -c {shlex.quote(task.service)} </dev/null >/tmp/.tmax-service.log 2>&1", timeout=30)
+    hc = task.healthcheck
+    if hc is None:
+        return True
+    time.sleep(hc.start_period_sec)
+    for attempt in range(hc.retries + 1):
+        if sb.exec(hc.command, timeout=hc.timeout_sec, persistent=False).ok:
+            return True
+        if attempt < hc.retries:
+            time.sleep(hc.interval_sec)
+    if phase == "agent":
+        raise SandboxError(f"{task.path / 'task.toml'}: environment.healthcheck: still failing after "
+                           f"{hc.retries + 1} tries before the agent started")
+    return False
+
+
+def _meets(step: Step, v: _Verdict) -> bool:
+    """Harbor's min_reward: a float gates the scalar; a table gates each named reward (missing: fails)."""
+    if step.min_reward is None:
+        return True
+    if isinstance(step.min_reward, float):
+        return v.reward is not None and v.reward >= step.min_reward
+    return all(v.rewards.get(k, -math.inf) >= t for k, t in step.min_reward.items())
+
+
+def _combine(task: Task, verdicts: list[tuple[Step | None, _Verdict]], res: TrialResult) -> None:
+    """One step: its verdict. Several: Harbor's strategy, ``mean`` of each reward over the steps that
+    ran (a missing key counts 0) or the ``final`` step's."""
+    if len(verdicts) == 1 and verdicts[0][0] is None:
+        v = verdicts[0][1]
+        res.outcome, res.reward, res.rewards, res.reason, res.verifier_output = \
+            v.outcome, v.reward, v.rewards, v.reason, v.output
+        return
+    ran = [v for _, v in verdicts]
+    if task.reward_strategy == "final":
+        reward, rewards = ran[-1].reward or 0.0, dict(ran[-1].rewards)
+    else:
+        keys = sorted({k for v in ran for k in v.rewards})
+        rewards = {k: sum(v.rewards.get(k, 0.0) for v in ran) / len(ran) for k in keys}
+        reward = sum(v.reward or 0.0 for v in ran) / len(ran)
+    res.reward, res.rewards = reward, rewards
+    res.outcome = Outcome.PASSED if reward >= 1.0 else Outcome.FAILED
+    res.reason = "; ".join(f"step {s.name}: {v.reason}" for s, v in verdicts if v.reason and s is not None)
+    if len(verdicts) < len(task.steps):
+        res.reason = (res.reason + "; " if res.reason else "") + \
+            f"stopped after step {verdicts[-1][0].name}: below its min_reward"
+    res.verifier_output = ran[-1].output
+
+
+def _only(layer: Path, paths: tuple[str, ...], dest: Path) -> Path:
+    """A copy of ``layer`` (a layer we exported) holding only ``paths``: what a separate verifier sees."""
+    dest.mkdir()
+    for p in paths:
+        src = layer / p.strip("/")
+        if os.path.lexists(src):
+            _copy_entry(src, dest / p.strip("/"))
+    return dest
+
+
+def _copy_entry(src: Path, dst: Path) -> None:
+    st = os.lstat(src)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if stat.S_ISDIR(st.st_mode):
+        dst.mkdir(exist_ok=True)
+        for child in os.listdir(src):
+            _copy_entry(src / child, dst / child)
+    elif stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(src), dst)
+    elif stat.S_ISREG(st.st_mode):
+        shutil.copy2(src, dst, follow_symlinks=False)
+    elif stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # an overlayfs whiteout: the path was deleted
+        os.mknod(dst, stat.S_IFCHR | 0o600, 0)
+    else:
+        return
+    os.lchown(dst, st.st_uid, st.st_gid)
+    if not stat.S_ISLNK(st.st_mode):
+        os.chmod(dst, stat.S_IMODE(st.st_mode))
 
 
 def _stage_tests(task: Task, work: Path) -> Path:

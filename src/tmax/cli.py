@@ -859,23 +859,27 @@ def _import(srcs, out: Path, fmt: str | None) -> None:
     with open(out / "import-report.jsonl", "w") as fh:
         for r in results:
             fh.write(json.dumps(r.to_json(), sort_keys=True) + "\n")
-            colour = {"native": "green", "container": "yellow"}.get(r.way, "red")
-            why = r.error or "; ".join(r.notes)
+            colour = {"native": "green", "container": "yellow", "partial": "yellow"}.get(r.way, "red")
+            why = r.error or "; ".join([*(f"dropped: {d}" for d in r.dropped), *r.notes])
             console.print(Text.assemble((f"{safe(r.way, oneline=True):9} ", colour),
                                         text(f"{safe(Path(r.source).name, oneline=True)}: {why}")), soft_wrap=True,
                           highlight=False)
-    counts = {w: sum(r.way == w for r in results) for w in ("native", "container", "error")}
-    console.print(f"imported {counts['native']} native, {counts['container']} container (backend podman), "
-                  f"{counts['error']} errors; report in {out / 'import-report.jsonl'}")
+    counts = {w: sum(r.way == w for r in results) for w in ("native", "partial", "container", "error")}
+    console.print(f"imported {counts['native']} native, {counts['partial']} partial (features dropped: the gate "
+                  f"refuses them), {counts['container']} container (backend podman), {counts['error']} errors; "
+                  f"report in {out / 'import-report.jsonl'}")
     sys.exit(1 if counts["error"] else 0)
 
 
 _import_help = """Import {what} task directories into OUT as tmax tasks.
 
     A task whose Dockerfile is one tmax rendered, or translates (Debian/Ubuntu/python-slim base;
-    apt-get/pip of what the default image holds; COPY, WORKDIR, RUN), runs natively on the default
-    image with environment/setup.sh. Otherwise it keeps its Dockerfile and task.toml gets
-    backend = "podman": a container engine builds its environment. One line per task says which.
+    COPY, WORKDIR, ENV, RUN, apt-get/pip with the network at build time; ENTRYPOINT as the task's
+    service), runs natively on the default image with environment/setup.sh. Harbor's network modes
+    per phase, separate verifier environments, multi-step tasks, named rewards and healthchecks carry
+    over. Otherwise it keeps its Dockerfile and task.toml gets backend = "podman": a container engine
+    builds its environment. A feature tmax cannot carry is a "dropped" line in import-report.jsonl
+    and the task is "partial": the gate refuses it. One line per task says which.
 
     \b
     Examples:

@@ -62,6 +62,11 @@ def check_task(path: str | Path, repeat: int = 2, backend: str = "bwrap", image:
         res.seconds = time.monotonic() - t0
         return res
     problems: list[str] = []
+    dropped = task.metadata.get("import_dropped")
+    if dropped:  # its environment is not what its author wrote: no score here would mean anything
+        res.reason = "the import dropped what the task's author wrote: " + "; ".join(map(str, dropped))
+        res.seconds = time.monotonic() - t0
+        return res
     for i in range(repeat):
         tr = run_trial(task, OracleAgent(), backend=backend, env=env)
         res.oracle_rewards.append(tr.reward)

@@ -137,7 +137,7 @@ class Task:
         """Content hash of what the task's own setup depends on (its setup script and files)."""
         h = hashlib.sha256()
         if self.layout == "harbor":
-            root = self.path / "environment"
+            root = self.environment_dir
             for f in sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []:
                 h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes() + b"\0")
         return h.hexdigest()

@@ -265,7 +265,7 @@ def _agent_phase(task: Task, agent: Agent, env: Environment, be, carried: list[P
                  carry: Path) -> tuple[Path, bool, str]:
     """The agent, in a fresh sandbox over the earlier steps' changes; returns (its changes, timed out,
     why its sandbox ended if its own commands ended it)."""
-    areas = tuple(dict.fromkeys((*task.work_areas, *task.artifacts)))
+    areas = (*task.work_areas, *(a for a in task.artifacts if not _under(a, task.work_areas)))
     spec = env.spec(workdir=task.workdir, work_areas=areas, binds=agent.binds(task),
                     network=task.agent_network.online, limits=limits_for(task), keep_changes=True,
                     env=dict(task.env))
@@ -280,6 +280,10 @@ def _agent_phase(task: Task, agent: Agent, env: Environment, be, carried: list[P
     finally:
         sb.close()
         sb.export_work_areas(carry)  # even when the agent raised: its changes go with ``work``
+
+
+def _under(path: str, dirs: tuple[str, ...]) -> bool:
+    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
 
 
 def _verify(task: Task, venv: Environment, be, carried: list[Path], work: Path, out_dir: Path | None) -> _Verdict:

@@ -30,7 +30,11 @@ UBUNTU_SUITES = {"focal", "jammy", "noble", "oracular", "plucky"}
 # Environment variables that matter only while building: safe to set in setup.sh alone.
 BUILD_ONLY_ENV = {"DEBIAN_FRONTEND", "PIP_NO_CACHE_DIR", "PIP_DISABLE_PIP_VERSION_CHECK", "PYTHONUNBUFFERED",
                   "PYTHONDONTWRITEBYTECODE", "PIP_BREAK_SYSTEM_PACKAGES", "LANG", "LC_ALL", "TZ", "TERM"}
-IGNORED = {"LABEL", "MAINTAINER", "EXPOSE", "CMD", "ENTRYPOINT", "STOPSIGNAL", "VOLUME", "HEALTHCHECK", "ONBUILD"}
+IGNORED = {"LABEL", "MAINTAINER", "EXPOSE", "STOPSIGNAL", "ONBUILD"}  # no effect on what runs
+# Harbor's environments start the main container with ``command: sh -c "sleep infinity"``: an
+# ENTRYPOINT runs with those arguments (an entrypoint script starts its service, then execs them),
+# and CMD never runs.
+KEEPALIVE = ["sh", "-c", "sleep infinity"]
 FETCHERS = re.compile(r"(^|[\s;&|(])(curl|wget|git\s+clone|npm|npx|yarn|uv|uvx|cargo\s+install|go\s+(get|install)"
                       r"|gem\s+install|apt|apt-get|aptitude|pip3?|add-apt-repository)(\s|$)")
 
@@ -85,6 +89,10 @@ class Translation:
     reasons: list[str] = field(default_factory=list)  # why not, when not ok
     notes: list[str] = field(default_factory=list)  # approximations made when ok
     copied: list[str] = field(default_factory=list)  # context paths the setup reads
+    env: dict[str, str] = field(default_factory=dict)  # ENV: set at run time too
+    workdir: str = "/app"  # the final WORKDIR: where the agent starts
+    service: str | None = None  # ENTRYPOINT, as the shell command Harbor's containers would run
+    fetches: bool = False  # setup fetches (apt, pip, curl): the build needs the network
 
 
 def instructions(text: str) -> list[tuple[str, str]]:
@@ -173,13 +181,19 @@ def translate(text: str, context: Path, allow_internet: bool = False, profile: s
                     tr.notes.append(f"FROM {args}: the image's Python is 3.11")
             elif kw in IGNORED:
                 continue
+            elif kw == "ENTRYPOINT":
+                tr.service = _entrypoint(args)
+            elif kw == "CMD":
+                tr.notes.append("CMD is not run (Harbor's environments replace it with sleep infinity)")
+            elif kw in ("HEALTHCHECK", "VOLUME"):
+                tr.notes.append(f"{kw} {args[:60]} is not carried (Harbor reads [environment.healthcheck])"
+                                if kw == "HEALTHCHECK" else f"VOLUME {args[:60]}: an ordinary directory here")
             elif kw in ("ENV", "ARG"):
                 for k, v in _assignments(args, kw):
+                    env[k] = _expand(v, env)
                     if kw == "ENV" and k not in BUILD_ONLY_ENV:
-                        raise _Refuse(f"ENV {k} would change the runtime environment (only build-time "
-                                      f"variables such as {', '.join(sorted(BUILD_ONLY_ENV)[:3])} translate)")
-                    env[k] = v
-                    body.append(f"export {k}={shlex.quote(v)}")
+                        tr.env[k] = env[k]
+                    body.append(f"export {k}={shlex.quote(env[k])}")
             elif kw == "WORKDIR":
                 workdir = _resolve(workdir, _expand(args, env))
                 body.append(f"mkdir -p {shlex.quote(workdir)}")
@@ -196,8 +210,7 @@ def translate(text: str, context: Path, allow_internet: bool = False, profile: s
                 raise _Refuse(f"unknown instruction {kw}")
         if froms == 0:
             raise _Refuse("no FROM line")
-        if workdir not in ("/", "/app"):
-            raise _Refuse(f"final WORKDIR is {workdir}; tmax sandboxes start in /app")
+        tr.workdir = "/app" if workdir == "/" else workdir
     except _Refuse as e:
         tr.reasons.append(str(e))
         return tr
@@ -206,6 +219,16 @@ def translate(text: str, context: Path, allow_internet: bool = False, profile: s
     tr.setup = "\n".join(head + body + [""])
     tr.ok = True
     return tr
+
+
+def _entrypoint(args: str) -> str:
+    """ENTRYPOINT as one shell command: the exec form gets Harbor's keep-alive arguments; the shell
+    form ignores arguments, as Docker's does."""
+    if args.startswith("["):
+        import json
+
+        return shlex.join([str(a) for a in json.loads(args)] + KEEPALIVE)
+    return shlex.join(["/bin/sh", "-c", args])
 
 
 def _assignments(args: str, kw: str) -> list[tuple[str, str]]:
@@ -305,6 +328,10 @@ def _run(args: str, workdir: str, debs: frozenset[str], dists: frozenset[str], a
         words = shlex.split(seg)
         words = [w for w in words if not re.fullmatch(r"[A-Z_]+=\S*", w)] or [""]  # FOO=1 cmd ...
         cmd = words[0]
+        if cmd in ("apt-get", "apt") and len(words) > 1 and allow_internet:
+            kept.append(seg)  # the build has the network: apt runs as written
+            tr.fetches = True
+            continue
         if cmd in ("apt-get", "apt") and len(words) > 1:
             verb = next((w for w in words[1:] if not w.startswith("-")), "")
             if verb in ("update", "clean", "autoremove", "autoclean"):
@@ -333,9 +360,12 @@ def _run(args: str, workdir: str, debs: frozenset[str], dists: frozenset[str], a
                     raise _Refuse(f"pip install {' '.join(missing)}: not in the default image and the task has "
                                   "no network")
                 kept.append("python3 -m pip install --break-system-packages " + " ".join(shlex.quote(w) for w in rest[1:]))
+                tr.fetches = True
                 continue
-        if FETCHERS.search(seg) and not allow_internet:
-            raise _Refuse(f"RUN {seg[:80]}: needs the network, which the task does not allow")
+        if FETCHERS.search(seg):
+            if not allow_internet:
+                raise _Refuse(f"RUN {seg[:80]}: needs the network, which the build does not have")
+            tr.fetches = True
         kept.append(seg)
     if not kept:
         return []

@@ -24,7 +24,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tmax.interop.dockerfile import render, tmax_image_of, translate
+from tmax.interop.dockerfile import Translation, render, tmax_image_of, translate
 from tmax.interop.export import TB1_SIDECAR, unbundle_solution
 from tmax.safe_files import UnsafeFile, check_name, check_rel, copy_file, copy_tree, write_file
 from tmax.task import (DEFAULT_AGENT_TIMEOUT, DEFAULT_VERIFIER_TIMEOUT, TaskError, _toml_value, check_tree,
@@ -59,9 +59,10 @@ if [ "$status" -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /
 class ImportResult:
     source: str
     format: str = ""  # harbor | tb1
-    way: str = "error"  # native | container | error
+    way: str = "error"  # native | partial (features dropped: not gated) | container | error
     dest: str = ""
     notes: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)  # what the task's author wrote that tmax does not carry
     error: str = ""
 
     def to_json(self) -> dict:
@@ -122,8 +123,9 @@ def _write_toml(dest: Path, task_t: dict, meta: dict, agent_timeout: float, veri
 
 
 def _environment(dockerfile: Path | None, context: Path, dest: Path, allow_internet: bool, res: ImportResult,
-                 meta: dict, skip: set[str], rendered_context: str) -> None:
-    """Fill ``dest/environment`` from a build context and decide native or container."""
+                 meta: dict, skip: set[str], rendered_context: str) -> Translation | None:
+    """Fill ``dest/environment`` from a build context and decide native or container; returns the
+    translation of a foreign Dockerfile. ``allow_internet``: the build has the network."""
     if dockerfile is None or not dockerfile.is_file():
         copy_tree(context, dest, "environment", skip=skip)
         res.way = "native"
@@ -151,13 +153,14 @@ def _environment(dockerfile: Path | None, context: Path, dest: Path, allow_inter
         meta.setdefault("image", "default")
         res.way = "native"
         res.notes += ["Dockerfile translated to environment/setup.sh"] + tr.notes
-        return
+        return tr
     copy_tree(context, dest, "environment", skip=skip)
     if not os.path.lexists(dest / "environment" / "Dockerfile"):
         copy_file(dockerfile, dest, "environment/Dockerfile")
     meta.update(backend="podman", environment="dockerfile")
     res.way = "container"
     res.notes += ["keeps its Dockerfile: " + "; ".join(tr.reasons)]
+    return tr
 
 
 # -- Harbor -----------------------------------------------------------------------------------
@@ -178,16 +181,32 @@ def _mb(value, path: Path, field_name: str) -> int | None:
     return int(value)
 
 
+# Harbor fields tmax cannot carry: each one an import finds is a ``dropped`` line of the report, and
+# the task is marked non-native (the gate refuses it), since its environment would differ.
+_UNCARRIED_ENV = {"gpus": "GPUs", "gpu_types": "GPU types", "tpu": "TPUs", "mcp_servers": "MCP servers",
+                  "skills_dir": "a skills directory"}
+_PHASE_KEYS = {"network_mode", "allowed_hosts"}
+
+
+def _network_table(table: dict, default: str | None) -> dict:
+    """A phase's network keys as tmax writes them (Harbor 1.4 names)."""
+    mode = table.get("network_mode", default)
+    out = {} if mode is None else {"network_mode": mode}
+    if table.get("allowed_hosts"):
+        out["allowed_hosts"] = list(table["allowed_hosts"])
+    return out
+
+
 def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
     toml_path = src / "task.toml"
     try:
         doc = tomllib.loads(toml_path.read_text()) if toml_path.is_file() else {}
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise TaskError(toml_path, f"invalid TOML: {e}") from None
-    if not (src / "instruction.md").is_file():
-        raise TaskError(src / "instruction.md", "missing; expected the task prompt (multi-step tasks are not "
-                        "imported)")
-    if not (src / "tests" / "test.sh").is_file():
+    steps = doc.get("steps") or []
+    if not steps and not (src / "instruction.md").is_file():
+        raise TaskError(src / "instruction.md", "missing; expected the task prompt (or [[steps]] with steps/<name>/)")
+    if not steps and not (src / "tests" / "test.sh").is_file():
         raise TaskError(src / "tests" / "test.sh", "missing; expected the verifier entry point")
     task_t = dict(doc.get("task") or {})
     meta = dict(doc.get("metadata") or {})
@@ -197,41 +216,151 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
     name = str(meta.pop("tmax_name", name))
     task_t["name"] = name
     task_t = {k: v for k, v in task_t.items() if k in ("name", "description", "keywords", "version")}
-    agent_t, ver_t, env_t = (doc.get(k) or {} for k in ("agent", "verifier", "environment"))
-    ver_env = {k: str(v) for k, v in (ver_t.get("env") or {}).items()}
-    if ver_env.get("TEST_DIR") == "/tests":
-        del ver_env["TEST_DIR"]  # tmax's verifier sets it anyway
-    mode = env_t.get("network_mode")
-    allow = bool(env_t.get("allow_internet", False)) or mode in ("public", "allowlist")
-    if mode == "allowlist":
-        res.notes.append("network allowlist widened to full network")
-    resources = {"cpus": float(env_t.get("cpus") or 1),
-                 "memory_mb": _mb(env_t.get("memory_mb", env_t.get("memory")), toml_path, "environment.memory_mb")
-                 or 2048,
-                 "storage_mb": _mb(env_t.get("storage_mb", env_t.get("storage")), toml_path,
-                                   "environment.storage_mb") or 10240,
-                 "allow_internet": allow}
+    agent_t, ver_t, env_t = (dict(doc.get(k) or {}) for k in ("agent", "verifier", "environment"))
+    # Harbor's default network is public; schema < 1.4 said allow_internet.
+    legacy = env_t.get("allow_internet")
+    base_mode = env_t.get("network_mode") or ("no-network" if legacy is False else "public")
+    dropped: list[str] = []
+    for key, what in _UNCARRIED_ENV.items():
+        if env_t.get(key):
+            dropped.append(f"environment.{key}: {what} are not provided by tmax's sandboxes")
+    if str(env_t.get("os", "linux")).lower() != "linux":
+        dropped.append(f"environment.os = {env_t['os']!r}: tmax runs Linux only")
+    for phase, table in (("agent", agent_t), ("verifier", ver_t)):
+        if table.get("user") not in (None, "root", 0):
+            dropped.append(f"{phase}.user = {table['user']!r}: tmax runs the {phase} as root")
+    if ver_t.get("collect"):
+        dropped.append("verifier.collect: commands in compose services are not run")
+    if (doc.get("solution") or {}).get("env"):
+        meta["solution_env_dropped"] = True
+        dropped.append("solution.env: the oracle runs without these variables")
     if meta.get("source_format") is None and tmax_image_of(_read(src / "environment" / "Dockerfile")) is None:
         meta["source_format"] = "harbor"
     env_dir = src / "environment"
-    if (env_dir / "Dockerfile").is_file() or not (env_dir / "docker-compose.yaml").is_file():
-        if not (env_dir / "Dockerfile").is_file() and env_t.get("docker_image"):
-            copy_tree(env_dir, dest, "environment")
-            meta.update(backend="podman", environment="image", docker_image=str(env_t["docker_image"]))
-            res.way = "container"
-            res.notes.append(f"prebuilt image {env_t['docker_image']}")
-        else:
-            _environment(env_dir / "Dockerfile", env_dir, dest, allow, res, meta, set(), ".")
-    else:
+    service_env: dict[str, str] = {}
+    workdir = env_t.get("workdir")
+    if (env_dir / "docker-compose.yaml").is_file() or (env_dir / "docker-compose.yml").is_file():
         copy_tree(env_dir, dest, "environment")
         meta.update(backend="podman", environment="compose")
         res.way = "container"
-        res.notes.append("docker-compose environment kept (tmax builds only a single Dockerfile)")
-    copy_file(src / "instruction.md", dest, "instruction.md")
+        dropped.append("environment/docker-compose.yaml: kept for a container engine (tmax builds one "
+                       "environment per task)")
+    elif not (env_dir / "Dockerfile").is_file() and env_t.get("docker_image"):
+        copy_tree(env_dir, dest, "environment")
+        meta.update(backend="podman", environment="image", docker_image=str(env_t["docker_image"]))
+        res.way = "container"
+        res.notes.append(f"prebuilt image {env_t['docker_image']}: kept for a container engine")
+    else:
+        tr = _environment(env_dir / "Dockerfile", env_dir, dest, True, res, meta, set(), ".")
+        if tr is not None and tr.ok:
+            service_env, workdir = tr.env, workdir or tr.workdir
+            if tr.service:
+                meta["service"] = tr.service
+                res.notes.append(f"ENTRYPOINT runs as the task's service: {tr.service}")
+            if tr.fetches:
+                meta["build_network"] = True
+    # The verifier: Harbor's separate mode starts it on an environment of its own.
+    mode = ver_t.get("environment_mode") or ("separate" if ver_t.get("environment") else "shared")
+    ver_env_t = dict(ver_t.pop("environment", None) or {})
+    if mode == "separate":
+        _verifier_environment(src, dest, ver_env_t, meta, res, dropped)
+    if (src / "instruction.md").is_file():
+        copy_file(src / "instruction.md", dest, "instruction.md")
     copy_tree(src / "solution", dest, "solution")
     copy_tree(src / "tests", dest, "tests")
-    _write_toml(dest, task_t, meta, agent_t.get("timeout_sec") or DEFAULT_AGENT_TIMEOUT,
-                ver_t.get("timeout_sec") or DEFAULT_VERIFIER_TIMEOUT, ver_env, resources)
+    if steps:
+        copy_tree(src / "steps", dest, "steps")
+    env_out = {"cpus": float(env_t.get("cpus") or 1),
+               "memory_mb": _mb(env_t.get("memory_mb", env_t.get("memory")), toml_path,
+                                "environment.memory_mb") or 2048,
+               "storage_mb": _mb(env_t.get("storage_mb", env_t.get("storage")), toml_path,
+                                 "environment.storage_mb") or 10240,
+               **_network_table(env_t, base_mode)}
+    if workdir and workdir != "/app":
+        env_out["workdir"] = workdir
+    task_env = {**service_env, **{k: str(v) for k, v in (env_t.get("env") or {}).items()}}
+    if task_env:
+        env_out["env"] = task_env
+    if env_t.get("healthcheck"):
+        env_out["healthcheck"] = dict(env_t["healthcheck"])
+    ver_out = {"timeout_sec": float(ver_t.get("timeout_sec") or DEFAULT_VERIFIER_TIMEOUT),
+               **_network_table(ver_t, None)}
+    ver_env = {k: str(v) for k, v in (ver_t.get("env") or {}).items()}
+    if ver_env.get("TEST_DIR") == "/tests":
+        del ver_env["TEST_DIR"]  # tmax's verifier sets it anyway
+    if ver_env:
+        ver_out["env"] = ver_env
+    if mode == "separate":
+        ver_out["environment_mode"] = "separate"
+    agent_out = {"timeout_sec": float(agent_t.get("timeout_sec") or DEFAULT_AGENT_TIMEOUT),
+                 **_network_table(agent_t, None)}
+    if any(m.get("network_mode") == "allowlist" for m in (env_out, ver_out, agent_out)):
+        res.notes.append("network allowlist: enforced by address (hostnames resolved when a sandbox starts)")
+    top: dict = {}
+    if doc.get("artifacts"):
+        top["artifacts"] = list(doc["artifacts"])
+    if steps:
+        top["steps"] = [_step_table(st) for st in steps]
+        top["multi_step_reward_strategy"] = doc.get("multi_step_reward_strategy") or "mean"
+        res.notes.append(f"{len(steps)} steps ({top['multi_step_reward_strategy']} reward); the agent's files "
+                         "carry from step to step, its processes do not")
+    if dropped:
+        meta["import_dropped"] = dropped
+        if res.way == "native":
+            res.way = "partial"
+    res.dropped = dropped
+    write_file(dest, "task.toml", _toml(top, [("task", task_t), ("metadata", meta), ("agent", agent_out),
+                                              ("verifier", ver_out), ("environment", env_out)]).encode())
+
+
+def _step_table(st: dict) -> dict:
+    out = {"name": st.get("name")}
+    for phase in ("agent", "verifier"):
+        t = {k: v for k, v in (st.get(phase) or {}).items() if k in {"timeout_sec", *_PHASE_KEYS}}
+        if t:
+            out[phase] = t
+    if st.get("min_reward") is not None:
+        out["min_reward"] = st["min_reward"]
+    return out
+
+
+def _verifier_environment(src: Path, dest: Path, ver_env_t: dict, meta: dict, res: ImportResult,
+                          dropped: list[str]) -> None:
+    """A separate verifier's environment: ``tests/Dockerfile`` translated into ``verifier-environment/``,
+    else (no Dockerfile of its own) a fresh copy of the task's environment."""
+    tests = src / "tests"
+    if ver_env_t.get("docker_image"):
+        dropped.append(f"verifier.environment.docker_image = {ver_env_t['docker_image']!r}: a prebuilt verifier "
+                       "image needs a container engine")
+        return
+    if (tests / "docker-compose.yaml").is_file():
+        dropped.append("tests/docker-compose.yaml: a compose verifier environment needs a container engine")
+        return
+    if not (tests / "Dockerfile").is_file():
+        res.notes.append("separate verifier: a fresh copy of the task's environment, with the artifacts only")
+        return
+    tr = translate((tests / "Dockerfile").read_text(), tests, True)
+    if not tr.ok:
+        dropped.append("tests/Dockerfile: " + "; ".join(tr.reasons))
+        return
+    copy_tree(tests, dest, "verifier-environment", skip={"Dockerfile"})
+    write_file(dest, "verifier-environment/setup.sh", tr.setup.encode(), 0o755, replace=True)
+    meta["verifier_env_dir"] = "verifier-environment"
+    res.notes.append("separate verifier: tests/Dockerfile translated to verifier-environment/setup.sh")
+
+
+def _toml(top: dict, sections: list[tuple[str, dict]]) -> str:
+    """task.toml in schema 1.4: top-level keys first, then one table per section (nested tables
+    inline)."""
+    lines = ['schema_version = "1.4"'] + [f"{k} = {_toml_value(v)}" for k, v in top.items()]
+    for name, table in sections:
+        items = sorted(table.items()) if name == "metadata" else sorted(table.items(), key=lambda kv: kv[0] != "name")
+        lines += ["", f"[{name}]"] + [f"{_key(k)} = {_toml_value(v)}" for k, v in items]
+    return "\n".join(lines) + "\n"
+
+
+def _key(k: str) -> str:
+    return k if k.replace("_", "").replace("-", "").isalnum() else _toml_value(k)
 
 
 def _read(p: Path) -> str:

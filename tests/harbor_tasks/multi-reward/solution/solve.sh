@@ -1,0 +1,2 @@
+#!/bin/bash
+echo '{"name": "tmax", "version": 3}' > /app/config.json

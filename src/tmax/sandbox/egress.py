@@ -1,0 +1,249 @@
+"""Harbor's ``network_mode = "allowlist"``: an online sandbox that reaches only the hosts it names.
+
+Addresses say little (here every name resolves to one gateway; elsewhere a CDN serves thousands of
+names from one address), so the filter works on names. In the sandbox's network namespace, nftables
+(set from outside, as host root: the sandbox holds no CAP_NET_ADMIN) lets through loopback and DNS to
+slirp4netns's resolver and sends every other TCP connection to this proxy, which listens on loopback
+in that namespace. The proxy reads the name the client asks for (TLS SNI or the HTTP Host header),
+and for an allowed name connects to that name itself, never to the address the client dialled, so
+a forged SNI in front of another address reaches only the allowed host. An IP or CIDR entry allows
+connections to those addresses whatever the name. UDP other than DNS, ICMP and IPv6 are dropped.
+Names are still resolved for the sandbox (a DNS query can carry data out; the proxy's own lookups
+happen outside the sandbox).
+
+The proxy is a process of its own, as host root, in the host's network namespace: it resolves names
+as the host does (a resolver the sandbox runs on its own loopback is never asked), and only its
+sockets (the listener, and each upstream connection) are made in the sandbox's namespace.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ipaddress
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+
+MARK = 0x746D  # the proxy's own connections carry this mark: the rules let them out
+SO_ORIGINAL_DST = 80
+DNS = "10.0.2.3"
+PEEK_BYTES = 8192
+TABLE = "tmax_egress"
+
+
+def ruleset(port: int) -> str:
+    """nftables rules for the sandbox's namespace: DNS and loopback out, TCP to the proxy, rest dropped."""
+    return f"""table inet {TABLE} {{
+  chain nat_out {{
+    type nat hook output priority -100; policy accept;
+    meta mark {MARK} accept
+    oifname "lo" accept
+    ip daddr {DNS} meta l4proto {{ tcp, udp }} th dport 53 accept
+    meta nfproto ipv4 meta l4proto tcp redirect to :{port}
+  }}
+  chain filter_out {{
+    type filter hook output priority 0; policy drop;
+    meta mark {MARK} accept
+    oifname "lo" accept
+    ip daddr 127.0.0.1 tcp dport {port} accept
+    ip daddr {DNS} meta l4proto {{ tcp, udp }} th dport 53 accept
+  }}
+}}
+"""
+
+
+def start(netns_pid: int, hosts: tuple[str, ...], log: str, port: int = 15001) -> subprocess.Popen:
+    """Install the rules in the network namespace of ``netns_pid`` and start the proxy there."""
+    ns = f"/proc/{netns_pid}/ns/net"
+    r = subprocess.run(["nsenter", f"--net={ns}", "nft", "-f", "-"], input=ruleset(port), text=True,
+                       capture_output=True, timeout=30)
+    if r.returncode != 0:
+        raise OSError(f"network allowlist: nft failed: {r.stderr.strip()[-300:]}")
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    ready_r, ready_w = os.pipe()
+    # The proxy exits when this pipe closes: when the sandbox closes, or when we die without closing.
+    exit_r, exit_w = os.pipe()
+    with open(log, "ab") as fh:
+        proc = subprocess.Popen([sys.executable, "-I", "-c",
+                                 f"import sys; sys.path.insert(0, {src!r}); from tmax.sandbox import egress; "
+                                 f"egress.serve({port}, {ns!r}, sys.argv[1:], {ready_w}, {exit_r})", *hosts],
+                                stdin=subprocess.DEVNULL, stdout=fh, stderr=fh, pass_fds=(ready_w, exit_r),
+                                start_new_session=True)
+    os.close(ready_w)
+    os.close(exit_r)
+    proc.exit_pipe = exit_w  # closed by stop()
+    try:
+        with os.fdopen(ready_r, "rb") as ready:
+            if ready.read(1) != b"1":
+                raise OSError(f"network allowlist: the proxy did not start (see {log})")
+    except BaseException:
+        stop(proc)
+        raise
+    return proc
+
+
+# -- the proxy (runs inside the sandbox's network namespace, as host root) -----------------------
+
+class Allowlist:
+    def __init__(self, entries: list[str]):
+        self.names, self.suffixes, self.nets = set(), [], []
+        for e in entries:
+            e = e.strip().lower().rstrip(".")
+            try:
+                self.nets.append(ipaddress.ip_network(e, strict=False))
+            except ValueError:
+                if e.startswith("*."):
+                    self.suffixes.append(e[1:])  # ".example.com"
+                else:
+                    self.names.add(e)
+
+    def name(self, host: str) -> bool:
+        host = host.lower().rstrip(".")
+        return host in self.names or any(host.endswith(s) for s in self.suffixes)
+
+    def address(self, ip: str) -> bool:
+        addr = ipaddress.ip_address(ip)
+        return any(addr in n for n in self.nets)
+
+
+def requested_name(data: bytes) -> str | None:
+    """The host a client asks for: TLS ClientHello SNI, else the HTTP Host header."""
+    if data[:1] == b"\x16":
+        return _sni(data)
+    head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1", "replace")
+    for line in head.split("\r\n")[1:]:
+        key, _, value = line.partition(":")
+        if key.strip().lower() == "host":
+            value = value.strip()
+            return value.rsplit(":", 1)[0] if value.count(":") == 1 else value.strip("[]")
+    return None
+
+
+def _sni(data: bytes) -> str | None:
+    try:
+        pos = 5 + 4 + 2 + 32  # record header, handshake header, version, random
+        pos += 1 + data[pos]  # session id
+        pos += 2 + struct.unpack(">H", data[pos:pos + 2])[0]  # cipher suites
+        pos += 1 + data[pos]  # compression methods
+        end = pos + 2 + struct.unpack(">H", data[pos:pos + 2])[0]
+        pos += 2
+        while pos + 4 <= end:
+            kind, size = struct.unpack(">HH", data[pos:pos + 4])
+            pos += 4
+            if kind == 0:  # server_name: list length, type, name length, name
+                name_len = struct.unpack(">H", data[pos + 3:pos + 5])[0]
+                return data[pos + 5:pos + 5 + name_len].decode("ascii")
+            pos += size
+    except (IndexError, struct.error, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _original_dst(conn: socket.socket) -> tuple[str, int]:
+    raw = conn.getsockopt(socket.SOL_IP, SO_ORIGINAL_DST, 16)
+    port, = struct.unpack(">H", raw[2:4])
+    return socket.inet_ntoa(raw[4:8]), port
+
+
+def _peek(conn: socket.socket) -> bytes:
+    conn.settimeout(10)
+    data = b""
+    while len(data) < PEEK_BYTES:
+        chunk = conn.recv(PEEK_BYTES - len(data))
+        if not chunk:
+            break
+        data += chunk
+        if data[:1] == b"\x16" and len(data) >= 5 and len(data) >= 5 + struct.unpack(">H", data[3:5])[0]:
+            break  # the whole ClientHello record
+        if data[:1] != b"\x16" and b"\r\n\r\n" in data:
+            break
+    return data
+
+
+def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    try:
+        while chunk := src.recv(65536):
+            dst.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+CLONE_NEWNET = 0x40000000
+
+
+def _setns(fd: int) -> None:
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "setns")
+
+
+def _socket_in(netns: int, home: int) -> socket.socket:
+    """A TCP socket of the sandbox's namespace; the calling thread stays in the host's."""
+    _setns(netns)
+    try:
+        return socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    finally:
+        _setns(home)
+
+
+def _handle(conn: socket.socket, allow: Allowlist, netns: int, home: int) -> None:
+    try:
+        ip, port = _original_dst(conn)
+        data = _peek(conn)
+        name = requested_name(data)
+        if allow.address(ip):
+            address = ip
+        elif name and allow.name(name):
+            address = socket.gethostbyname(name)  # resolved here: never the address the client dialled
+        else:
+            print(f"refused {ip}:{port} (asked for {name!r})", flush=True)
+            return
+        up = _socket_in(netns, home)
+        up.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, MARK)
+        up.settimeout(20)
+        up.connect((address, port))
+        up.settimeout(None)
+        conn.settimeout(None)
+        print(f"allowed {ip}:{port} as {name!r} -> {address}", flush=True)
+        up.sendall(data)
+        threading.Thread(target=_pipe, args=(up, conn), daemon=True).start()
+        _pipe(conn, up)
+    except OSError as e:
+        print(f"error: {e}", flush=True)
+    finally:
+        conn.close()
+
+
+def stop(proc: subprocess.Popen | None) -> None:
+    if proc is None:
+        return
+    try:
+        os.close(proc.exit_pipe)
+    except OSError:
+        pass
+    proc.kill()
+    proc.wait()
+
+
+def serve(port: int, netns_path: str, entries: list[str], ready_fd: int, exit_fd: int) -> None:
+    threading.Thread(target=lambda: (os.read(exit_fd, 1), os._exit(0)), daemon=True).start()
+    allow = Allowlist(entries)
+    netns, home = os.open(netns_path, os.O_RDONLY), os.open("/proc/self/ns/net", os.O_RDONLY)
+    srv = _socket_in(netns, home)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", port))
+    srv.listen(128)
+    os.write(ready_fd, b"1")
+    os.close(ready_fd)
+    while True:
+        conn, _ = srv.accept()
+        threading.Thread(target=_handle, args=(conn, allow, netns, home), daemon=True).start()

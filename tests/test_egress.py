@@ -1,0 +1,93 @@
+"""Harbor's network allowlist in a real sandbox: allowed names reach their host, every other name,
+address and protocol is refused, a forged name in front of another address still reaches only the
+allowed host, and nothing is left when the sandbox closes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from tmax.sandbox import get_backend, network
+from tmax.sandbox.base import SandboxError, SandboxSpec
+from tmax.sandbox.egress import Allowlist, requested_name
+
+ALLOWED, OTHER = "deb.debian.org", "security.debian.org"  # both answer plain HTTP from this kind of host
+
+
+def _host_reaches(url: str) -> bool:
+    r = subprocess.run(["curl", "-s", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}", url],
+                       capture_output=True, text=True)
+    return r.stdout.strip() not in ("", "000")
+
+
+@pytest.fixture(scope="module")
+def online():
+    if os.geteuid() != 0 or not network.available()[0]:
+        pytest.skip("the allowlist needs root and slirp4netns")
+    if not (_host_reaches(f"http://{ALLOWED}/debian/") and _host_reaches(f"http://{OTHER}/")):
+        pytest.skip(f"this host reaches neither {ALLOWED} nor {OTHER} over HTTP")
+
+
+def _codes(sb, *curl_args: str) -> list[str]:
+    out = []
+    for args in curl_args:
+        r = sb.exec(f"curl -s -m 10 -o /dev/null -w '%{{http_code}}' {args}", timeout=30)
+        out.append(r.output.strip()[-3:])
+    return out
+
+
+def test_allowlist_by_name(host_env, online):
+    spec = host_env.spec(workdir="/app", network=True, allowed_hosts=(ALLOWED,))
+    sb = get_backend("bwrap").start(spec)
+    try:
+        allowed, other, by_address, forged, resolved_elsewhere = _codes(
+            sb, f"http://{ALLOWED}/debian/", f"http://{OTHER}/",
+            "http://$(getent hosts " + OTHER + " | cut -d' ' -f1)/",
+            f"-H 'Host: {ALLOWED}' http://$(getent hosts {OTHER} | cut -d' ' -f1)/debian/",
+            f"--resolve {ALLOWED}:80:192.0.2.1 http://{ALLOWED}/debian/")
+        assert allowed == "200"
+        assert other == "000" and by_address == "000"
+        # The proxy connects to the allowed name itself, never to the address the client dialled.
+        assert forged == "200" and resolved_elsewhere == "200"
+        udp = sb.exec("timeout 3 bash -c 'echo x > /dev/udp/192.0.2.1/9' && echo sent", timeout=10).output
+        assert "sent" not in udp
+        # The sandbox cannot lift the rules: no CAP_NET_ADMIN in its network namespace.
+        assert not sb.exec("ip link set lo down", timeout=10).ok
+        proxy = sb.egress
+        assert proxy is not None and proxy.poll() is None
+    finally:
+        sb.close()
+    assert proxy.poll() is not None  # the proxy ends with the sandbox
+
+
+def test_public_reaches_what_the_allowlist_refuses(host_env, online):
+    sb = get_backend("bwrap").start(host_env.spec(workdir="/app", network=True))
+    try:
+        assert _codes(sb, f"http://{OTHER}/") == ["200"]
+    finally:
+        sb.close()
+
+
+def test_container_backends_refuse_an_allowlist(host_env):
+    spec = SandboxSpec(layers=list(host_env.layers), network=True, allowed_hosts=(ALLOWED,))
+    for name in ("podman", "apptainer"):
+        with pytest.raises(SandboxError, match="allowlist"):
+            get_backend(name).start(spec)
+
+
+@pytest.mark.parametrize("data, name", [
+    (b"GET / HTTP/1.1\r\nHost: Example.org:8080\r\nAccept: */*\r\n\r\n", "Example.org"),
+    (b"GET / HTTP/1.1\r\nAccept: */*\r\n\r\n", None),
+    (b"\x16\x03\x01\x00\x05garbage", None),
+])
+def test_requested_name(data, name):
+    assert requested_name(data) == name
+
+
+def test_allowlist_entries():
+    a = Allowlist(["deb.debian.org", "*.pythonhosted.org", "192.0.2.0/24", "203.0.113.7"])
+    assert a.name("DEB.debian.org.") and a.name("files.pythonhosted.org")
+    assert not a.name("pythonhosted.org") and not a.name("evil-deb.debian.org.example")
+    assert a.address("192.0.2.55") and a.address("203.0.113.7") and not a.address("203.0.113.8")

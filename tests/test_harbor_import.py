@@ -1,0 +1,146 @@
+"""Harbor 0.26 tasks run in tmax as written: one fixture task per feature (tests/harbor_tasks, written
+from Harbor's documented format) goes through ``tmax import`` and ``tmax check``: oracle 1, nop 0.
+Features tmax cannot carry are report lines, and the gate refuses such a task."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tmax.gate import check_task
+from tmax.interop.importer import import_task
+from tmax.task import TaskError, load_task
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "harbor_tasks"
+OFFLINE = ["plain", "multi-reward", "multi-step", "entrypoint", "separate-verifier"]
+ONLINE = ["net-verifier-online", "net-allowlist"]  # need deb.debian.org at build and run time
+
+
+def _tmax(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tmax", *args], capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT)
+
+
+def _online() -> bool:
+    r = subprocess.run(["curl", "-s", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}",
+                        "http://deb.debian.org/debian/"], capture_output=True, text=True)
+    return r.stdout.strip() not in ("", "000")
+
+
+def _import_and_check(names: list[str], tmp_path: Path) -> dict[str, dict]:
+    out = tmp_path / "imported"
+    r = _tmax("import", "tasks", *(str(FIXTURES / n) for n in names), str(out))
+    assert r.returncode == 0, r.stdout + r.stderr
+    report = [json.loads(line) for line in (out / "import-report.jsonl").read_text().splitlines()]
+    assert {Path(x["source"]).name: x["way"] for x in report} == {n: "native" for n in names}
+    gate = tmp_path / "gate.jsonl"
+    r = _tmax("check", *(str(out / n) for n in names), "--no-adversarial", "--repeat", "1", "--out", str(gate))
+    rows = {Path(json.loads(line)["task"]).name: json.loads(line) for line in gate.read_text().splitlines()}
+    assert r.returncode == 0, (r.stdout[-3000:], rows)
+    return rows
+
+
+def test_fixture_tasks_score_oracle_1_nop_0(tmp_path, bwrap):
+    rows = _import_and_check(OFFLINE, tmp_path)
+    for name in OFFLINE:
+        assert rows[name]["ok"] and rows[name]["oracle_rewards"] == [1.0] and rows[name]["nop_reward"] == 0.0, rows[name]
+
+
+def test_network_fixture_tasks_score_oracle_1_nop_0(tmp_path, bwrap):
+    if not _online():
+        pytest.skip("deb.debian.org is unreachable from this host (the network fixtures fetch from it)")
+    rows = _import_and_check(ONLINE, tmp_path)
+    for name in ONLINE:
+        assert rows[name]["ok"] and rows[name]["oracle_rewards"] == [1.0] and rows[name]["nop_reward"] == 0.0, rows[name]
+
+
+def test_imported_fields(tmp_path):
+    out = tmp_path / "out"
+    tasks = {n: load_task(import_task(FIXTURES / n, out).dest) for n in OFFLINE + ONLINE}
+    plain = tasks["plain"]  # no network_mode: Harbor's default, public
+    assert plain.agent_network.mode == plain.verifier_network.mode == "public"
+    online = tasks["net-verifier-online"]
+    assert (online.agent_network.mode, online.verifier_network.mode) == ("no-network", "public")
+    assert online.build_network  # its Dockerfile runs apt-get: the build has the network
+    allow = tasks["net-allowlist"]
+    assert allow.agent_network.allowed_hosts == ("deb.debian.org",) and allow.verifier_network.mode == "no-network"
+    sep = tasks["separate-verifier"]
+    assert sep.verifier_mode == "separate" and sep.verifier_env_dir and sep.artifacts == ("/app/report.txt",)
+    steps = tasks["multi-step"]
+    assert [s.name for s in steps.steps] == ["create", "extend"] and steps.steps[0].min_reward == 1.0
+    assert steps.steps[1].verifier_timeout == 30
+    svc = tasks["entrypoint"]
+    assert svc.service == "/usr/local/bin/start.sh sh -c 'sleep infinity'"  # as Harbor's containers run it
+    assert svc.healthcheck is not None and svc.healthcheck.retries == 20
+    # tmax's own tasks keep no network.
+    own = load_task(ROOT / "examples" / "tasks" / "log-5xx-summary")
+    assert own.agent_network.mode == own.verifier_network.mode == "no-network"
+
+
+def _task(tmp_path: Path, toml: str, dockerfile: str | None = "FROM debian:bookworm-slim\n", name: str = "t") -> Path:
+    d = tmp_path / "src" / name
+    (d / "tests").mkdir(parents=True)
+    (d / "solution").mkdir()
+    (d / "environment").mkdir()
+    (d / "instruction.md").write_text("Do it.\n")
+    (d / "tests" / "test.sh").write_text("#!/bin/bash\necho 1 > /logs/verifier/reward.txt\n")
+    (d / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")
+    if dockerfile is not None:
+        (d / "environment" / "Dockerfile").write_text(dockerfile)
+    (d / "task.toml").write_text(toml)
+    return d
+
+
+@pytest.mark.parametrize("toml, dropped", [
+    ('[environment]\ngpus = 1\n', "environment.gpus"),
+    ('[environment]\nos = "windows"\n', "environment.os"),
+    ('[agent]\nuser = "agent"\n', "agent.user"),
+    ('[[environment.mcp_servers]]\nname = "m"\nurl = "http://x"\n', "environment.mcp_servers"),
+])
+def test_uncarried_features_are_report_lines_and_the_gate_refuses(tmp_path, toml, dropped):
+    r = import_task(_task(tmp_path, toml), tmp_path / "out")
+    assert r.way == "partial" and any(d.startswith(dropped) for d in r.dropped), r
+    g = check_task(r.dest, repeat=1, adversarial=False)
+    assert not g.ok and dropped in g.reason
+
+
+def test_compose_is_kept_for_a_container_engine_and_reported(tmp_path):
+    d = _task(tmp_path, "")
+    (d / "environment" / "docker-compose.yaml").write_text("services:\n  main:\n    build: .\n  db:\n    image: x\n")
+    r = import_task(d, tmp_path / "out")
+    assert r.way == "container" and any("docker-compose" in x for x in r.dropped)
+
+
+def test_host_variables_never_enter_a_sandbox(tmp_path):
+    d = _task(tmp_path, '[environment.env]\nTOKEN = "${OPENAI_API_KEY}"\nMODE = "${MODE:-fast}"\n')
+    r = import_task(d, tmp_path / "out")
+    assert r.way == "error" and "environment.env.TOKEN" in r.error and "host variable" in r.error
+    d = _task(tmp_path, '[environment.env]\nMODE = "${MODE:-fast}"\n', name="u")
+    assert load_task(import_task(d, tmp_path / "out").dest).env == {"MODE": "fast"}
+
+
+def test_runtime_env_workdir_and_shell_form_entrypoint(tmp_path):
+    df = "FROM debian:bookworm-slim\nENV GREETING=hi\nWORKDIR /srv/app\nENTRYPOINT /start.sh --fast\n"
+    t = load_task(import_task(_task(tmp_path, "", df), tmp_path / "out").dest)
+    assert t.env == {"GREETING": "hi"} and t.workdir == "/srv/app"
+    assert t.service == "/bin/sh -c '/start.sh --fast'"
+
+
+@pytest.mark.parametrize("toml, field", [
+    ('[environment]\nnetwork_mode = "open"\n', "environment.network_mode"),
+    ('[environment]\nallowed_hosts = ["x.org"]\n', "environment.allowed_hosts"),
+    ('[verifier]\nnetwork_mode = "public"\nallowed_hosts = ["x.org"]\n', "verifier.allowed_hosts"),
+    ('multi_step_reward_strategy = "best"\n', "multi_step_reward_strategy"),
+    ('artifacts = ["../etc/passwd"]\n', "artifacts[0]"),
+])
+def test_bad_fields_name_the_field(tmp_path, toml, field):
+    d = _task(tmp_path, toml, None)
+    (d / "task.toml").write_text('schema_version = "1.4"\n' + toml + '\n[metadata]\nimage = "default"\n')
+    with pytest.raises(TaskError) as e:
+        load_task(d)
+    assert field in str(e.value) and "task.toml" in str(e.value)

@@ -128,7 +128,7 @@ def test_runtime_env_workdir_and_shell_form_entrypoint(tmp_path):
     df = "FROM debian:bookworm-slim\nENV GREETING=hi\nWORKDIR /srv/app\nENTRYPOINT /start.sh --fast\n"
     t = load_task(import_task(_task(tmp_path, "", df), tmp_path / "out").dest)
     assert t.env == {"GREETING": "hi"} and t.workdir == "/srv/app"
-    assert t.service == "/bin/sh -c '/start.sh --fast'"
+    assert t.service == "/bin/sh -c '/start.sh --fast' sh -c 'sleep infinity'"  # the arguments go unused, as in Docker
 
 
 @pytest.mark.parametrize("toml, field", [

@@ -40,7 +40,7 @@ from typing import Protocol
 from tmax.images import Environment, ImageError, task_environment
 from tmax.safe_files import REWARD_MAX_BYTES, UnsafeFile, copy_flat, read_regular, write_file
 from tmax.sandbox import Bind, ExecResult, Limits, Sandbox, SandboxError, SandboxLost, get_backend
-from tmax.task import Step, Task
+from tmax.task import Network, Step, Task
 
 VERIFIER_HOME = "/run/tmax-verifier-home"  # a fresh, empty HOME: never a work area the agent filled
 # What the verifier's tools read from the agent's work areas is neutralised: no user site or cwd on
@@ -267,8 +267,7 @@ def _agent_phase(task: Task, agent: Agent, env: Environment, be, carried: list[P
     why its sandbox ended if its own commands ended it)."""
     areas = (*task.work_areas, *(a for a in task.artifacts if not _under(a, task.work_areas)))
     spec = env.spec(workdir=task.workdir, work_areas=areas, binds=agent.binds(task),
-                    network=task.agent_network.online, limits=limits_for(task), keep_changes=True,
-                    env=dict(task.env))
+                    limits=limits_for(task), keep_changes=True, env=dict(task.env), **_network(task.agent_network))
     spec.layers = [*carried, *spec.layers]
     carry.mkdir()
     sb = be.start(spec)
@@ -280,6 +279,14 @@ def _agent_phase(task: Task, agent: Agent, env: Environment, be, carried: list[P
     finally:
         sb.close()
         sb.export_work_areas(carry)  # even when the agent raised: its changes go with ``work``
+
+
+def _network(net: Network) -> dict:
+    """A phase's policy as sandbox settings: an allowlist is enforced by name (``sandbox/egress``), and
+    an empty one is no network at all."""
+    if net.mode == "allowlist":
+        return {"network": bool(net.allowed_hosts), "allowed_hosts": net.allowed_hosts}
+    return {"network": net.online}
 
 
 def _under(path: str, dirs: tuple[str, ...]) -> bool:
@@ -297,7 +304,7 @@ def _verify(task: Task, venv: Environment, be, carried: list[Path], work: Path, 
     vspec = venv.spec(workdir="/tests", work_areas=task.work_areas,
                       binds=[Bind(str(tests), "/tests", readonly=True), Bind(str(logs), "/logs/verifier", False),
                              Bind(str(home), VERIFIER_HOME, False)],
-                      network=task.verifier_network.online, limits=limits_for(task),
+                      limits=limits_for(task), **_network(task.verifier_network),
                       env={**task.env, **task.verifier_env, **VERIFIER_ENV, "TEST_DIR": "/tests"})
     if task.verifier_mode == "separate":
         carried = [_only(layer, task.artifacts, work / f"artifacts{i}") for i, layer in enumerate(carried)]

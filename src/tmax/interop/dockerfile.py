@@ -91,7 +91,13 @@ class Translation:
     copied: list[str] = field(default_factory=list)  # context paths the setup reads
     env: dict[str, str] = field(default_factory=dict)  # ENV: set at run time too
     workdir: str = "/app"  # the final WORKDIR: where the agent starts
-    service: str | None = None  # ENTRYPOINT, as the shell command Harbor's containers would run
+    entrypoint: list[str] | None = None  # ENTRYPOINT / CMD as argv (the shell form as /bin/sh -c)
+    cmd: list[str] | None = None
+
+    @property
+    def service(self) -> str | None:
+        """What Harbor's main container runs: the ENTRYPOINT with its keep-alive arguments (CMD never)."""
+        return shlex.join(self.entrypoint + KEEPALIVE) if self.entrypoint else None
     fetches: bool = False  # setup fetches (apt, pip, curl): the build needs the network
 
 
@@ -181,10 +187,11 @@ def translate(text: str, context: Path, allow_internet: bool = False, profile: s
                     tr.notes.append(f"FROM {args}: the image's Python is 3.11")
             elif kw in IGNORED:
                 continue
-            elif kw == "ENTRYPOINT":
-                tr.service = _entrypoint(args)
-            elif kw == "CMD":
-                tr.notes.append("CMD is not run (Harbor's environments replace it with sleep infinity)")
+            elif kw in ("ENTRYPOINT", "CMD"):
+                if kw == "ENTRYPOINT":
+                    tr.entrypoint, tr.cmd = _argv(args), None  # Docker resets CMD with a new ENTRYPOINT
+                else:
+                    tr.cmd = _argv(args)
             elif kw in ("HEALTHCHECK", "VOLUME"):
                 tr.notes.append(f"{kw} {args[:60]} is not carried (Harbor reads [environment.healthcheck])"
                                 if kw == "HEALTHCHECK" else f"VOLUME {args[:60]}: an ordinary directory here")
@@ -221,14 +228,16 @@ def translate(text: str, context: Path, allow_internet: bool = False, profile: s
     return tr
 
 
-def _entrypoint(args: str) -> str:
-    """ENTRYPOINT as one shell command: the exec form gets Harbor's keep-alive arguments; the shell
-    form ignores arguments, as Docker's does."""
+def _argv(args: str) -> list[str]:
+    """ENTRYPOINT / CMD arguments as argv: the exec form as written, the shell form through /bin/sh."""
     if args.startswith("["):
         import json
 
-        return shlex.join([str(a) for a in json.loads(args)] + KEEPALIVE)
-    return shlex.join(["/bin/sh", "-c", args])
+        try:
+            return [str(a) for a in json.loads(args)]
+        except ValueError:
+            pass  # not JSON: Docker runs it in the shell form
+    return ["/bin/sh", "-c", args]
 
 
 def _assignments(args: str, kw: str) -> list[tuple[str, str]]:

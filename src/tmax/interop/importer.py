@@ -257,6 +257,8 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
             if tr.service:
                 meta["service"] = tr.service
                 res.notes.append(f"ENTRYPOINT runs as the task's service: {tr.service}")
+            if tr.cmd:
+                res.notes.append("CMD is not run (Harbor's environments replace it with sleep infinity)")
             if tr.fetches:
                 meta["build_network"] = True
     # The verifier: Harbor's separate mode starts it on an environment of its own.

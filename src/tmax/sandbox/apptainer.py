@@ -253,6 +253,12 @@ class ApptainerBackend:
         return True, ""
 
     def start(self, spec: SandboxSpec) -> ApptainerSandbox:
+        if spec.netns is not None or spec.hosts:
+            raise SandboxError("apptainer backend: SandboxSpec.netns and SandboxSpec.hosts (a network shared "
+                               "with sidecars) need a native backend (bwrap or unshare)")
+        if spec.allowed_hosts:  # never widened to the whole network
+            raise SandboxError("apptainer backend: a network allowlist (SandboxSpec.allowed_hosts) needs a native "
+                               "backend (bwrap or unshare)")
         ok, why = self.available()
         if not ok:
             raise SandboxError(why)

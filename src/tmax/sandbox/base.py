@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from tmax.sandbox.netns import SharedNetwork
 
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -52,6 +55,12 @@ class SandboxSpec:
     work_areas: tuple[str, ...] = ("/app",)
     binds: list[Bind] = field(default_factory=list)
     network: bool = False
+    # With ``network``: reach only these hosts (Harbor's allowlist; names, ``*.suffix``, IPs, CIDRs).
+    allowed_hosts: tuple[str, ...] = ()
+    # Join this network namespace instead of a fresh one (a SharedNetwork, or the path of one the
+    # host's root made): sandboxes on one share loopback. Internet access is then the namespace's.
+    netns: SharedNetwork | str | None = None
+    hosts: dict[str, str] = field(default_factory=dict)  # extra /etc/hosts entries: name -> address
     limits: Limits = field(default_factory=Limits)
     env: dict[str, str] = field(default_factory=dict)
     hostname: str = "sandbox"

@@ -8,6 +8,7 @@ the numbers of the newer calls).
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import struct
 
@@ -23,6 +24,7 @@ PR_SET_PDEATHSIG, PR_SET_SECCOMP, PR_SET_NO_NEW_PRIVS = 1, 22, 38
 SECCOMP_MODE_FILTER = 2
 KEYCTL_JOIN_SESSION_KEYRING = 1
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+NS_GET_USERNS, NS_GET_NSTYPE = 0xB701, 0xB703  # ioctls on a namespace fd (linux/nsfs.h)
 
 _NR = {"x86_64": {"keyctl": 250}, "aarch64": {"keyctl": 219}}.get(os.uname().machine, {})
 NR_OPEN_TREE, NR_MOVE_MOUNT, NR_FSOPEN, NR_FSCONFIG, NR_FSMOUNT, NR_MOUNT_SETATTR = 428, 429, 430, 431, 432, 442
@@ -51,6 +53,21 @@ def unshare(flags: int) -> None:
 
 def setns(fd: int, nstype: int) -> None:
     _check(libc.setns(fd, nstype), "setns")
+
+
+def namespace_type(fd: int) -> int:
+    """The CLONE_NEW* flag of the namespace ``fd`` refers to."""
+    return fcntl.ioctl(fd, NS_GET_NSTYPE)
+
+
+def namespace_owner(fd: int) -> tuple[int, int]:
+    """(device, inode) of the user namespace that owns the namespace ``fd`` refers to."""
+    owner = fcntl.ioctl(fd, NS_GET_USERNS)
+    try:
+        st = os.fstat(owner)
+        return st.st_dev, st.st_ino
+    finally:
+        os.close(owner)
 
 
 def mount(src: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:

@@ -4,7 +4,8 @@ Both share everything but the launcher: a root filesystem composed with overlayf
 mount namespace over a size- and inode-limited tmpfs (``rootfs``); a user namespace of its own whose
 root is an unprivileged host uid (``identity``); a per-sandbox cgroup for memory and process limits
 that nothing inside can reach; rlimits for CPU time, file size and open files; fresh pid, network,
-IPC, UTS and cgroup namespaces; a new session with no controlling terminal and a fresh keyring;
+IPC, UTS and cgroup namespaces (the network one shared with a task's sidecars when the spec names
+one: ``netns``); a new session with no controlling terminal and a fresh keyring;
 no_new_privs, a reduced capability set and a seccomp filter (``seccomp``); user-mode NAT for online
 tasks (``network``); and the persistent shell. Closing kills every process (the pid namespace and
 the cgroup both guarantee it, daemons included), removes the cgroup and deletes the sandbox's
@@ -25,7 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tmax.sandbox import cgroups, identity, layers, network, rootfs, seccomp
+from tmax.sandbox import cgroups, egress, identity, layers, netns, network, rootfs, seccomp
 from tmax.sandbox.paths import run_dir
 from tmax.sandbox.procs import exit_status
 from tmax.sandbox.procs import descendants as _descendants
@@ -94,6 +95,7 @@ class NativeSandbox:
         self.proc: subprocess.Popen | None = None
         self.storage_fd: int | None = None  # the writable layer (a tmpfs only we can reach)
         self.net: subprocess.Popen | None = None
+        self.egress: subprocess.Popen | None = None  # the allowlist's proxy
         self._spared: set[int] = set()
         try:
             self._start()
@@ -106,7 +108,10 @@ class NativeSandbox:
     def _start(self) -> None:
         spec, lim = self.spec, self.spec.limits
         binds = list(spec.binds)
-        if spec.network:
+        if spec.netns is not None and (spec.network or spec.allowed_hosts):
+            raise SandboxError("SandboxSpec: network=True or allowed_hosts with netns set; the shared network "
+                               "decides internet access (SharedNetwork(internet=True))")
+        if spec.network or (isinstance(spec.netns, netns.SharedNetwork) and spec.netns.internet):
             ok, why = network.available()
             if not ok:
                 raise SandboxError(why)
@@ -114,17 +119,23 @@ class NativeSandbox:
             resolv.write_text(network.RESOLV_CONF)
             os.chmod(resolv, 0o644)
             binds.append(rootfs.Bind(str(resolv), "/etc/resolv.conf"))
+        files = {"/etc/hosts": netns.hosts_file(spec.hostname, spec.hosts)} if spec.hosts else {}
+        if spec.netns is not None and not identity.shifted():
+            raise SandboxError("SandboxSpec.netns: sharing a network namespace needs tmax to run as root")
         userns = identity.new_userns() if identity.shifted() else None
         parent_chan, child_chan = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
-        seccomp_r = None
+        seccomp_r = net_fd = None
         try:
+            if spec.netns is not None:
+                net_fd = netns.open_for_sandbox(spec.netns)
             try:
                 plan = rootfs.plan(spec.layers, self.dir, spec.work_areas, binds,
                                    dev_mode="none" if self.launcher == "bwrap" else "host-nodes",
-                                   storage=(lim.storage_mb << 20, lim.inodes), userns_fd=userns)
+                                   storage=(lim.storage_mb << 20, lim.inodes), userns_fd=userns, files=files)
             except OSError as e:
                 raise SandboxError(f"sandbox launch failed: {e}") from None
             plan.storage.channel = child_chan.fileno()
+            plan.netns_fd = net_fd
             self.cgroup = cgroups.create(f"sb-{self.id}", lim.memory_mb << 20, lim.max_pids)
             if self.cgroup:
                 plan.cgroup_procs = self.cgroup.procs_files
@@ -143,7 +154,7 @@ class NativeSandbox:
             else:  # unshare(1) cannot: the filter is set in the child, the network namespace made there;
                 # the namespaces are made as host root and _PIVOT joins the user namespace last.
                 plan.seccomp = seccomp.program()
-                plan.new_net = True
+                plan.new_net = net_fd is None
                 plan.join_userns = False
                 if userns is not None:
                     pass_fds = (userns,)
@@ -169,7 +180,7 @@ class NativeSandbox:
         finally:
             parent_chan.close()
             child_chan.close()
-            for fd in (userns, seccomp_r):
+            for fd in (userns, seccomp_r, net_fd):
                 if fd is not None:
                     os.close(fd)
         self.shell = ShellSession(self.proc.stdin.fileno(), self.proc.stdout.fileno(), self.nonce,
@@ -187,21 +198,28 @@ class NativeSandbox:
             if pid is None:
                 raise SandboxError("sandbox launch failed: no process in the sandbox's network namespace")
             self.net = network.attach(pid, str(self.dir / "slirp4netns.log"), join_userns=self.launcher == "bwrap")
+            if spec.allowed_hosts:
+                try:
+                    self.egress = egress.start(pid, tuple(spec.allowed_hosts), str(self.dir / "egress.log"))
+                except OSError as e:
+                    raise SandboxError(f"sandbox launch failed: {e}") from None
 
     def _argv(self, plan: rootfs.Plan, seccomp_fd: int | None) -> list[str]:
         spec, root = self.spec, plan.root
         program = ["/bin/bash", "-c", outer_loop()]
         if self.launcher == "bwrap":
             # bwrap's /dev is a tmpfs of its own: read-only, so writes go to the limited layer only.
+            # Shared network: rootfs.apply has joined it already, so bwrap makes none of its own.
+            net = ["--unshare-net"] if plan.netns_fd is None else []
             argv = ["bwrap", "--bind", root, "/", "--dev", "/dev", "--bind", plan.shm_dir, "/dev/shm",
-                    "--remount-ro", "/dev", "--proc", "/proc", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-                    "--unshare-cgroup-try", "--hostname", spec.hostname, "--die-with-parent", "--new-session",
+                    "--remount-ro", "/dev", "--proc", "/proc", "--unshare-pid", *net, "--unshare-ipc",
+                    "--unshare-uts", "--unshare-cgroup-try", "--hostname", spec.hostname, "--die-with-parent", "--new-session",
                     "--chdir", spec.workdir, "--cap-drop", "ALL"]
             for cap in sorted(identity.KEPT_CAPS):
                 argv += ["--cap-add", identity.CAP_NAMES[cap]]
             return argv + ["--seccomp", str(seccomp_fd), "--"] + program
         # unshare: new pid, ipc, uts and mount namespaces in the sandbox's user namespace (joined in
-        # rootfs.apply, where the network namespace, loopback up, is made too).
+        # rootfs.apply, where the network namespace, loopback up, is made or the shared one joined).
         argv = ["unshare", "--pid", "--fork", "--kill-child", "--ipc", "--uts", "--mount", f"--mount-proc={root}/proc"]
         keep = ",".join(str(c) for c in sorted(identity.KEPT_CAPS))
         # pivot_root (not chroot): the host's tree must not stay reachable through a chroot escape.
@@ -314,6 +332,8 @@ class NativeSandbox:
                 except OSError:
                     pass
         network.stop(self.net)
+        egress.stop(self.egress)
+        self.egress = None
         if self.cgroup is not None:
             self.cgroup.kill_all()
             self.cgroup.remove()

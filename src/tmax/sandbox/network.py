@@ -41,6 +41,17 @@ def netns_pid(pids: list[int]) -> int | None:
 def attach(pid: int, log: str, join_userns: bool = True, timeout: float = 10.0) -> subprocess.Popen:
     """Start slirp4netns for the network namespace of ``pid``; returns once tap0 is configured.
     ``join_userns``: the namespace belongs to the sandbox's user namespace (enter through it)."""
+    target = [f"--userns-path=/proc/{pid}/ns/user"] if join_userns else []
+    return _start(target + [str(pid)], (), log, timeout)
+
+
+def attach_fd(netns_fd: int, log: str, timeout: float = 10.0) -> subprocess.Popen:
+    """Start slirp4netns for the network namespace ``netns_fd`` refers to (one the host owns, so
+    slirp4netns, host root, configures it directly); returns once tap0 is configured."""
+    return _start(["--netns-type=path", f"/proc/self/fd/{netns_fd}"], (netns_fd,), log, timeout)
+
+
+def _start(target: list[str], pass_fds: tuple[int, ...], log: str, timeout: float) -> subprocess.Popen:
     ok, why = available()
     if not ok:
         raise SandboxError(why)
@@ -48,13 +59,11 @@ def attach(pid: int, log: str, join_userns: bool = True, timeout: float = 10.0) 
     # slirp4netns exits when this pipe closes: when we close the sandbox, or die without closing.
     exit_r, exit_w = os.pipe()
     argv = ["slirp4netns", "--configure", "--mtu=65520", "--disable-host-loopback", "--enable-sandbox",
-            "--enable-seccomp", f"--ready-fd={ready_w}", f"--exit-fd={exit_r}", str(pid), "tap0"]
-    if join_userns:
-        argv[-2:-2] = [f"--userns-path=/proc/{pid}/ns/user"]
+            "--enable-seccomp", f"--ready-fd={ready_w}", f"--exit-fd={exit_r}", *target, "tap0"]
     try:
         with open(log, "wb") as err:  # a file, not a pipe: nobody drains it while the sandbox runs
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                                    pass_fds=(ready_w, exit_r), start_new_session=True)
+                                    pass_fds=(ready_w, exit_r, *pass_fds), start_new_session=True)
     finally:
         os.close(ready_w)
         os.close(exit_r)

@@ -63,6 +63,8 @@ class Plan:
     gid: int = field(default_factory=os.getegid)
     # A private network namespace with loopback up (for launchers that do not make one themselves).
     new_net: bool = False
+    # Or a network namespace several sandboxes share: joined as host root, before the user namespace.
+    netns_fd: int | None = None
     storage: Storage | None = None
     # Root: the sandbox's own user namespace; the child joins it after the last mount.
     userns_fd: int | None = None
@@ -166,11 +168,15 @@ class _Builder:
 
 
 def plan(layers: list[Layer], sandbox_dir: Path, work_areas: tuple[str, ...], binds: list[Bind],
-         dev_mode: str, storage: tuple[int, int] | None = None, userns_fd: int | None = None) -> Plan:
+         dev_mode: str, storage: tuple[int, int] | None = None, userns_fd: int | None = None,
+         files: dict[str, str] | None = None) -> Plan:
     """Layers are top first. ``dev_mode`` is "host-nodes" (bind a few /dev nodes; for chroot) or
     "none" (the launcher mounts its own /dev, as bubblewrap does). ``storage`` (bytes, inodes) makes
     the plan isolated: the writable layer on a limited tmpfs, host paths idmapped into
-    ``userns_fd`` when given."""
+    ``userns_fd`` when given. ``files`` (target -> text; isolated plans only) are made for this
+    sandbox alone, such as its /etc/hosts: written on the writable layer beside the root (so
+    storage_mb bounds them, the image is untouched and exported changes never hold them), bound at
+    their targets, writable by the sandbox's root."""
     p = Plan(root="", error_file=str(sandbox_dir / "launch.err"), userns_fd=userns_fd)
     base = sandbox_dir
     if userns_fd is not None:
@@ -205,6 +211,7 @@ def plan(layers: list[Layer], sandbox_dir: Path, work_areas: tuple[str, ...], bi
             b.owned_dir(upper)
         _per_directory(b, layers, root, upper, work, work_areas)
     _special_mounts(b, root, work_areas, binds, dev_mode)
+    _own_files(b, root, files or {})
     return p
 
 
@@ -315,6 +322,43 @@ def _special_mounts(b: _Builder, root: Path, work_areas: tuple[str, ...], binds:
             ops.append(("mount", "none", tgt, None, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV, None))
 
 
+def _own_files(b: _Builder, root: Path, files: dict[str, str]) -> None:
+    if not files:
+        return
+    if b.p.storage is None:
+        raise ValueError("files for the sandbox need an isolated plan (a writable layer to hold them)")
+    home = Path(b.p.storage.dir) / "files"
+    b.owned_dir(home)
+    owner = identity.to_host(0) if identity.shifted() else -1
+    for i, (target, text) in enumerate(sorted(files.items())):
+        src, tgt = str(home / str(i)), str(root) + target
+        b.ops.append(("write", src, text.encode(), 0o644, owner))
+        b.ops.append(("bind_target", tgt))
+        b.ops.append(("mount", src, tgt, None, MS_BIND, None))
+
+
+def _bind_target(path: str) -> None:
+    """A file to bind over: the image's own, left as it is (no copy-up), else a new empty one."""
+    if os.path.islink(path):
+        raise OSError(f"{path}: a symlink in the image; expected a file to place the sandbox's own over")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+
+
+def _write(path: str, data: bytes, mode: int, owner: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if owner >= 0:
+            os.fchown(fd, owner, owner)
+        os.fchmod(fd, mode)  # past the umask
+    finally:
+        os.close(fd)
+
+
 def _storage(p: Plan) -> None:
     """Make the writable tmpfs, hand its fd to the parent, attach it."""
     s = p.storage
@@ -350,6 +394,9 @@ def apply(p: Plan) -> None:
             _op(p, op)
         for res, value in p.rlimits:
             resource.setrlimit(res, (value, value))
+        if p.netns_fd is not None:
+            # As host root (the sandbox's root could not): the shared namespace is the host's.
+            kernel.setns(p.netns_fd, kernel.CLONE_NEWNET)
         if p.userns_fd is not None and p.join_userns:
             # Last: become root of the sandbox's own namespace (nobody on the host). The mounts above
             # belong to a namespace of the host's, so inside they are locked together.
@@ -385,6 +432,10 @@ def _op(p: Plan, op: tuple) -> None:
             os.chown(path, uid, gid)
         if mode != 0o755 or uid >= 0:
             os.chmod(path, mode)
+    elif kind == "write":
+        _write(*op[1:])
+    elif kind == "bind_target":
+        _bind_target(op[1])
     elif kind == "chown":
         os.chown(op[1], op[2], op[3])
     elif kind == "touch":

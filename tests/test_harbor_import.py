@@ -17,7 +17,7 @@ from tmax.task import TaskError, load_task
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "harbor_tasks"
-OFFLINE = ["plain", "multi-reward", "multi-step", "entrypoint", "separate-verifier"]
+OFFLINE = ["plain", "multi-reward", "multi-step", "entrypoint", "separate-verifier", "compose-sidecar"]
 ONLINE = ["net-verifier-online", "net-allowlist"]  # need deb.debian.org at build and run time
 
 
@@ -74,6 +74,8 @@ def test_imported_fields(tmp_path):
     steps = tasks["multi-step"]
     assert [s.name for s in steps.steps] == ["create", "extend"] and steps.steps[0].min_reward == 1.0
     assert steps.steps[1].verifier_timeout == 30
+    kv, = tasks["compose-sidecar"].sidecars
+    assert (kv.name, kv.command, kv.env, kv.ports) == ("kv", "python3 /srv/server.py", {"KV_SEED": "41"}, (7000,))
     svc = tasks["entrypoint"]
     assert svc.service == "/usr/local/bin/start.sh sh -c 'sleep infinity'"  # as Harbor's containers run it
     assert svc.healthcheck is not None and svc.healthcheck.retries == 20
@@ -109,7 +111,7 @@ def test_uncarried_features_are_report_lines_and_the_gate_refuses(tmp_path, toml
     assert not g.ok and dropped in g.reason
 
 
-def test_compose_is_kept_for_a_container_engine_and_reported(tmp_path):
+def test_compose_with_what_tmax_cannot_build_is_kept_for_a_container_engine_and_reported(tmp_path):
     d = _task(tmp_path, "")
     (d / "environment" / "docker-compose.yaml").write_text("services:\n  main:\n    build: .\n  db:\n    image: x\n")
     r = import_task(d, tmp_path / "out")

@@ -72,6 +72,20 @@ class Healthcheck:
 
 
 @dataclass(frozen=True)
+class Sidecar:
+    """A compose service beside the main one: its own sandbox (environment from its own setup under
+    ``env_dir``) on the task's private network, reachable by ``name``."""
+
+    name: str
+    env_dir: str
+    command: str
+    env: dict[str, str] = field(default_factory=dict)
+    ports: tuple[int, ...] = ()  # waited for before the agent starts
+    healthcheck: str | None = None
+    workdir: str = "/"
+
+
+@dataclass(frozen=True)
 class Step:
     """One step of a multi-step task: ``steps/<name>/{instruction.md,tests/,solution/,workdir/}``."""
 
@@ -115,6 +129,7 @@ class Task:
     reward_key: str | None = None  # which named reward is the scalar (default: "reward", else the mean)
     steps: tuple[Step, ...] = ()
     reward_strategy: str = "mean"
+    sidecars: tuple[Sidecar, ...] = ()
 
     @property
     def image(self) -> str:
@@ -291,7 +306,35 @@ def _load_harbor(path: Path) -> Task:
                 verifier_mode=mode, verifier_env_dir=ver_env_dir, artifacts=_artifacts(doc, toml_path),
                 service=service or None, healthcheck=_healthcheck(env_t, toml_path),
                 env=_task_env(env_t, toml_path), reward_key=_expect(meta, "reward_key", str, toml_path, "metadata."),
-                steps=steps, reward_strategy=strategy)
+                steps=steps, reward_strategy=strategy, sidecars=_sidecars(path, meta, toml_path))
+
+
+def _sidecars(path: Path, meta: dict, toml_path: Path) -> tuple["Sidecar", ...]:
+    out, seen = [], set()
+    for i, sc in enumerate(_expect(meta, "sidecars", list, toml_path, "metadata.", [])):
+        where = f"metadata.sidecars[{i}]."
+        if not isinstance(sc, dict):
+            raise TaskError(toml_path, "expected a table", f"metadata.sidecars[{i}]")
+        name = _expect(sc, "name", str, toml_path, where, "")
+        if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", name) or name in seen or name == "main":
+            raise TaskError(toml_path, f"expected a unique service name (lower case), got {name!r}", where + "name")
+        seen.add(name)
+        env_dir = _expect(sc, "env_dir", str, toml_path, where, "")
+        if env_dir.startswith("/") or ".." in env_dir.split("/") or not (path / env_dir / "setup.sh").is_file():
+            raise TaskError(toml_path, f"expected a directory of the task holding setup.sh, got {env_dir!r}",
+                            where + "env_dir")
+        command = _expect(sc, "command", str, toml_path, where, "")
+        if not command:
+            raise TaskError(toml_path, "expected the service's command", where + "command")
+        env = _expect(sc, "env", dict, toml_path, where, {})
+        ports = _expect(sc, "ports", list, toml_path, where, [])
+        if not all(isinstance(v, str) for v in env.values()) or not all(
+                isinstance(p, int) and not isinstance(p, bool) and 0 < p < 65536 for p in ports):
+            raise TaskError(toml_path, "expected string variables and port numbers", where + "env/ports")
+        out.append(Sidecar(name=name, env_dir=env_dir, command=command, env=dict(env), ports=tuple(ports),
+                           healthcheck=_expect(sc, "healthcheck", str, toml_path, where),
+                           workdir=_expect(sc, "workdir", str, toml_path, where, "/")))
+    return tuple(out)
 
 
 def _legacy_network(env_t: dict, path: Path) -> "Network":

@@ -23,6 +23,7 @@ the model engine) gives ``infra_error`` with reward None, which pass@k and the t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -40,8 +41,10 @@ from typing import Protocol
 from tmax.images import Environment, ImageError, task_environment
 from tmax.safe_files import REWARD_MAX_BYTES, UnsafeFile, copy_flat, read_regular, write_file
 from tmax.sandbox import Bind, ExecResult, Limits, Sandbox, SandboxError, SandboxLost, get_backend
+from tmax.sandbox.netns import SharedNetwork
 from tmax.task import Network, Step, Task
 
+SIDECAR_START_TIMEOUT = 60.0
 VERIFIER_HOME = "/run/tmax-verifier-home"  # a fresh, empty HOME: never a work area the agent filled
 # What the verifier's tools read from the agent's work areas is neutralised: no user site or cwd on
 # Python's path (``/app`` modules cannot shadow real ones), no user or system git config, no hooks,
@@ -206,18 +209,20 @@ def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment
     t0 = time.monotonic()
     res = TrialResult(task=task.name, agent=agent.name, outcome=Outcome.INFRA_ERROR, reward=None)
     work = Path(tempfile.mkdtemp(prefix="tmax-trial-"))
+    stack = contextlib.ExitStack()  # the sidecars and their network, closed last
     try:
         env = env or task_environment(task, backend)
         res.env_hash = env.hash
         be = get_backend(backend)
         venv = _verifier_environment(task, env, backend)
+        net = _start_sidecars(task, backend, stack)
         carried: list[Path] = []  # the agent's changes, one layer per step, newest first
         verdicts: list[tuple[Step | None, _Verdict]] = []
         agent_timed_out = False
         for i, step in enumerate(task.steps or (None,)):
             view = step_view(task, step)
             ta = time.monotonic()
-            carry, timed_out, lost = _agent_phase(view, agent, env, be, carried, work / f"carry{i}")
+            carry, timed_out, lost = _agent_phase(view, agent, env, be, carried, work / f"carry{i}", net)
             res.agent_seconds += time.monotonic() - ta
             agent_timed_out |= timed_out
             if lost:
@@ -226,7 +231,7 @@ def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment
             carried.insert(0, carry)
             tv = time.monotonic()
             logs_out = out_dir if step is None or out_dir is None else out_dir / "steps" / step.name
-            verdict = _verify(view, venv, be, carried, work / f"verify{i}", logs_out)
+            verdict = _verify(view, venv, be, carried, work / f"verify{i}", logs_out, net)
             res.verifier_seconds += time.monotonic() - tv
             verdicts.append((step, verdict))
             if step is not None and not _meets(step, verdict):
@@ -245,6 +250,7 @@ def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment
         res.reason = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
         return res
     finally:
+        stack.close()
         res.seconds = time.monotonic() - t0
         shutil.rmtree(work, ignore_errors=True)
 
@@ -262,12 +268,13 @@ def _verifier_environment(task: Task, env: Environment, backend: str) -> Environ
 
 
 def _agent_phase(task: Task, agent: Agent, env: Environment, be, carried: list[Path],
-                 carry: Path) -> tuple[Path, bool, str]:
+                 carry: Path, net: dict) -> tuple[Path, bool, str]:
     """The agent, in a fresh sandbox over the earlier steps' changes; returns (its changes, timed out,
     why its sandbox ended if its own commands ended it)."""
     areas = (*task.work_areas, *(a for a in task.artifacts if not _under(a, task.work_areas)))
     spec = env.spec(workdir=task.workdir, work_areas=areas, binds=agent.binds(task),
-                    limits=limits_for(task), keep_changes=True, env=dict(task.env), **_network(task.agent_network))
+                    limits=limits_for(task), keep_changes=True, env=dict(task.env),
+                    **(net or _network(task.agent_network)))
     spec.layers = [*carried, *spec.layers]
     carry.mkdir()
     sb = be.start(spec)
@@ -293,7 +300,8 @@ def _under(path: str, dirs: tuple[str, ...]) -> bool:
     return any(path == d or path.startswith(d.rstrip("/") + "/") for d in dirs)
 
 
-def _verify(task: Task, venv: Environment, be, carried: list[Path], work: Path, out_dir: Path | None) -> _Verdict:
+def _verify(task: Task, venv: Environment, be, carried: list[Path], work: Path, out_dir: Path | None,
+            net: dict) -> _Verdict:
     """The verifier, on the pristine environment plus the agent's work areas (separate mode: only its
     artifacts). The status comes from the sandbox's process, never from what the tests print."""
     work.mkdir()
@@ -304,7 +312,7 @@ def _verify(task: Task, venv: Environment, be, carried: list[Path], work: Path, 
     vspec = venv.spec(workdir="/tests", work_areas=task.work_areas,
                       binds=[Bind(str(tests), "/tests", readonly=True), Bind(str(logs), "/logs/verifier", False),
                              Bind(str(home), VERIFIER_HOME, False)],
-                      limits=limits_for(task), **_network(task.verifier_network),
+                      limits=limits_for(task), **(net or _network(task.verifier_network)),
                       env={**task.env, **task.verifier_env, **VERIFIER_ENV, "TEST_DIR": "/tests"})
     if task.verifier_mode == "separate":
         carried = [_only(layer, task.artifacts, work / f"artifacts{i}") for i, layer in enumerate(carried)]
@@ -332,6 +340,35 @@ def _verify(task: Task, venv: Environment, be, carried: list[Path], work: Path, 
     if reward is None:
         return _Verdict(Outcome.FAILED, 0.0, rewards, reason, output)
     return _Verdict(Outcome.PASSED if reward >= 1.0 else Outcome.FAILED, reward, rewards, "", output)
+
+
+def _start_sidecars(task: Task, backend: str, stack: contextlib.ExitStack) -> dict:
+    """Each compose sidecar in a sandbox of its own on one private network that the agent and the
+    verifier join too; the names resolve to loopback. Returns the spec settings for joining it ({}
+    without sidecars). A sidecar that does not come up is the environment's failure (infra)."""
+    if not task.sidecars:
+        return {}
+    net = stack.enter_context(SharedNetwork(internet=task.agent_network.online))
+    hosts = {sc.name: "127.0.0.1" for sc in task.sidecars}
+    be = get_backend(backend)
+    for sc in task.sidecars:
+        view = replace(task, name=f"{task.name}--{sc.name}", env_dir=sc.env_dir, setup_script=f"{sc.env_dir}/setup.sh",
+                       metadata={k: v for k, v in task.metadata.items() if k != "build_network"} | {"build_network": True})
+        env = task_environment(view, backend)
+        sb = be.start(env.spec(workdir=sc.workdir, limits=limits_for(task), env=dict(sc.env), netns=net, hosts=hosts,
+                               hostname=sc.name))
+        stack.callback(sb.close)
+        sb.exec(f"setsid -f sh -c {shlex.quote(sc.command)} </dev/null >/tmp/.tmax-service.log 2>&1", timeout=30)
+        checks = [sc.healthcheck] if sc.healthcheck else [f"bash -c '</dev/tcp/127.0.0.1/{p}'" for p in sc.ports]
+        for check in checks:
+            deadline = time.monotonic() + SIDECAR_START_TIMEOUT
+            while not sb.exec(check, timeout=10, persistent=False).ok:
+                if time.monotonic() > deadline:
+                    log = sb.exec("tail -c 1500 /tmp/.tmax-service.log", timeout=10).output
+                    raise SandboxError(f"sidecar {sc.name!r}: {check!r} still failing after "
+                                       f"{SIDECAR_START_TIMEOUT:g}s; its output: {log}")
+                time.sleep(0.2)
+    return {"netns": net, "hosts": hosts}
 
 
 def _start_service(task: Task, sb: Sandbox, phase: str) -> bool:

@@ -19,6 +19,8 @@ device nodes, no setuid/setgid/sticky bits), and the directory and task names mu
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import shutil
 import tomllib
 from dataclasses import dataclass, field
@@ -239,19 +241,27 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
     env_dir = src / "environment"
     service_env: dict[str, str] = {}
     workdir = env_t.get("workdir")
-    if (env_dir / "docker-compose.yaml").is_file() or (env_dir / "docker-compose.yml").is_file():
+    compose = next((env_dir / n for n in ("docker-compose.yaml", "docker-compose.yml") if (env_dir / n).is_file()),
+                   None)
+    sidecars, compose_env = _compose(compose, env_dir, dest, dropped) if compose else ([], {})
+    if compose and (dropped or not (env_dir / "Dockerfile").is_file()):
+        shutil.rmtree(dest / "services", ignore_errors=True)
         copy_tree(env_dir, dest, "environment")
         meta.update(backend="podman", environment="compose")
         res.way = "container"
-        dropped.append("environment/docker-compose.yaml: kept for a container engine (tmax builds one "
-                       "environment per task)")
+        dropped.append(f"environment/{compose.name}: kept for a container engine")
     elif not (env_dir / "Dockerfile").is_file() and env_t.get("docker_image"):
         copy_tree(env_dir, dest, "environment")
         meta.update(backend="podman", environment="image", docker_image=str(env_t["docker_image"]))
         res.way = "container"
         res.notes.append(f"prebuilt image {env_t['docker_image']}: kept for a container engine")
     else:
-        tr = _environment(env_dir / "Dockerfile", env_dir, dest, True, res, meta, set(), ".")
+        skip = {compose.name} | {sc["source"].split("/")[0] for sc in sidecars} if compose else set()
+        tr = _environment(env_dir / "Dockerfile", env_dir, dest, True, res, meta, skip, ".")
+        if sidecars:
+            meta["sidecars"] = sidecars
+            res.notes.append(f"compose: {len(sidecars)} sidecar(s) ({', '.join(sc['name'] for sc in sidecars)}), each "
+                             "in its own sandbox on the task's private network")
         if tr is not None and tr.ok:
             service_env, workdir = tr.env, workdir or tr.workdir
             if tr.service:
@@ -280,7 +290,7 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
                **_network_table(env_t, base_mode)}
     if workdir and workdir != "/app":
         env_out["workdir"] = workdir
-    task_env = {**service_env, **{k: str(v) for k, v in (env_t.get("env") or {}).items()}}
+    task_env = {**service_env, **compose_env, **{k: str(v) for k, v in (env_t.get("env") or {}).items()}}
     if task_env:
         env_out["env"] = task_env
     if env_t.get("healthcheck"):
@@ -296,6 +306,9 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
         ver_out["environment_mode"] = "separate"
     agent_out = {"timeout_sec": float(agent_t.get("timeout_sec") or DEFAULT_AGENT_TIMEOUT),
                  **_network_table(agent_t, None)}
+    if sidecars and any(m.get("network_mode", env_out["network_mode"]) != env_out["network_mode"]
+                        for m in (ver_out, agent_out)) or sidecars and env_out["network_mode"] == "allowlist":
+        dropped.append("network: a per-phase policy or an allowlist beside compose sidecars (one network is shared)")
     if any(m.get("network_mode") == "allowlist" for m in (env_out, ver_out, agent_out)):
         res.notes.append("network allowlist: enforced by address (hostnames resolved when a sandbox starts)")
     top: dict = {}
@@ -313,6 +326,120 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
     res.dropped = dropped
     write_file(dest, "task.toml", _toml(top, [("task", task_t), ("metadata", meta), ("agent", agent_out),
                                               ("verifier", ver_out), ("environment", env_out)]).encode())
+
+
+# docker-compose keys: those a sidecar sandbox carries, and those that change nothing here (every
+# service shares one loopback, so ports need no publishing). Any other key is dropped.
+_COMPOSE_KEYS = {"build", "command", "entrypoint", "environment", "healthcheck", "working_dir"}
+_COMPOSE_NEUTRAL = {"depends_on", "expose", "ports", "networks", "restart", "container_name", "hostname", "init",
+                    "stop_grace_period", "labels"}
+
+
+def _compose(path: Path, env_dir: Path, dest: Path, dropped: list[str]) -> tuple[list[dict], dict[str, str]]:
+    """Sidecars (as ``metadata.sidecars``) and the main service's environment from a compose file; each
+    sidecar's Dockerfile is translated into ``services/<name>/setup.sh``."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise TaskError(path, f"invalid YAML: {e}") from None
+    services = doc.get("services") if isinstance(doc, dict) else None
+    if not isinstance(services, dict):
+        raise TaskError(path, "expected a mapping of services", "services")
+    for key in set(doc) - {"services", "version", "name", "networks"}:
+        dropped.append(f"{path.name}: {key}: not carried")
+    main = services.get("main") or {}
+    for key in set(main) - {"build", "environment", "command"} - _COMPOSE_NEUTRAL:
+        dropped.append(f"{path.name}: services.main.{key}: not carried")
+    sidecars = []
+    for name, svc in services.items():
+        if name == "main":
+            continue
+        where = f"{path.name}: services.{name}"
+        if not isinstance(svc, dict) or not re.fullmatch(r"[a-z0-9][a-z0-9_.-]*", str(name)):
+            raise TaskError(path, "expected a service name in lower case and a mapping", f"services.{name}")
+        for key in set(svc) - _COMPOSE_KEYS - _COMPOSE_NEUTRAL:
+            dropped.append(f"{where}.{key}: not carried")
+        sc = _sidecar(name, svc, env_dir, dest, where, dropped)
+        if sc:
+            sidecars.append(sc)
+    order = {n: i for i, n in enumerate(_start_order(services))}
+    return sorted(sidecars, key=lambda sc: order.get(sc["name"], 0)), _compose_env(main.get("environment"), path)
+
+
+def _sidecar(name: str, svc: dict, env_dir: Path, dest: Path, where: str, dropped: list[str]) -> dict | None:
+    build = svc.get("build")
+    if build is None:
+        dropped.append(f"{where}: image {svc.get('image')!r} without a build: needs a registry")
+        return None
+    ctx_rel, dockerfile = (build, "Dockerfile") if isinstance(build, str) else \
+        (build.get("context", "."), build.get("dockerfile", "Dockerfile"))
+    if not isinstance(build, str) and set(build) - {"context", "dockerfile"}:
+        dropped.append(f"{where}.build: {', '.join(sorted(set(build) - {'context', 'dockerfile'}))}: not carried")
+    ctx = (env_dir / str(ctx_rel)).resolve()
+    if not ctx.is_relative_to(env_dir.resolve()) or ctx == env_dir.resolve() or not (ctx / dockerfile).is_file():
+        dropped.append(f"{where}.build: expected a sub-directory of environment/ with its {dockerfile}")
+        return None
+    tr = translate((ctx / dockerfile).read_text(), ctx, True)
+    if not tr.ok:
+        dropped.append(f"{where}: its Dockerfile: " + "; ".join(tr.reasons))
+        return None
+    entrypoint = _compose_argv(svc["entrypoint"]) if "entrypoint" in svc else tr.entrypoint
+    cmd = _compose_argv(svc["command"]) if "command" in svc else (None if "entrypoint" in svc else tr.cmd)
+    argv = (entrypoint or []) + (cmd or [])
+    if not argv:
+        dropped.append(f"{where}: no command to run")
+        return None
+    rel = ctx.relative_to(env_dir.resolve()).as_posix()
+    copy_tree(ctx, dest, f"services/{name}", skip={dockerfile})
+    write_file(dest, f"services/{name}/setup.sh", tr.setup.encode(), 0o755, replace=True)
+    out = {"name": name, "env_dir": f"services/{name}", "command": shlex.join(argv), "source": rel,
+           "env": {**tr.env, **_compose_env(svc.get("environment"), Path(where))},
+           "ports": sorted({int(str(p).split(":")[-1].split("/")[0]) for p in (svc.get("expose") or []) +
+                            (svc.get("ports") or []) if isinstance(p, (str, int)) and
+                            str(p).split(":")[-1].split("/")[0].isdigit()}),
+           "workdir": str(svc.get("working_dir") or tr.workdir)}
+    hc = svc.get("healthcheck") or {}
+    test = hc.get("test") if isinstance(hc, dict) else None
+    if isinstance(test, list) and test[:1] == ["CMD"]:
+        out["healthcheck"] = shlex.join(map(str, test[1:]))
+    elif isinstance(test, list) and test[:1] == ["CMD-SHELL"]:
+        out["healthcheck"] = str(test[1])
+    elif isinstance(test, str):
+        out["healthcheck"] = test
+    return out
+
+
+def _compose_argv(value) -> list[str]:
+    return [str(a) for a in value] if isinstance(value, list) else ["/bin/sh", "-c", str(value)]
+
+
+def _compose_env(value, path: Path) -> dict[str, str]:
+    if value is None:
+        return {}
+    if isinstance(value, list):
+        value = dict(str(v).partition("=")[::2] for v in value)
+    if not isinstance(value, dict):
+        raise TaskError(path, "expected a mapping or a list of KEY=VALUE", "environment")
+    return {str(k): "" if v is None else str(v) for k, v in value.items()}
+
+
+def _start_order(services: dict) -> list[str]:
+    """Services in an order that starts each after what it depends on."""
+    done: list[str] = []
+
+    def visit(n: str, path: tuple = ()) -> None:
+        if n in done or n in path or n not in services:
+            return
+        deps = (services[n] or {}).get("depends_on") or []
+        for d in (deps if isinstance(deps, list) else list(deps)):
+            visit(str(d), path + (n,))
+        done.append(n)
+
+    for n in services:
+        visit(n)
+    return done
 
 
 def _step_table(st: dict) -> dict:

@@ -91,11 +91,15 @@ def test_harbor_export_layout(harbor_export, sources):
         assert "tesseract-ocr" in docker and "WORKDIR /app" in docker and "bash /environment/setup.sh" in docker
         doc = tomllib.loads((d / "task.toml").read_text())
         src = load_task(s)
+        assert doc["schema_version"] == "1.4"
         assert doc["task"]["name"] == f"tmax/{src.name}"
         assert doc["agent"]["timeout_sec"] == src.agent_timeout
         assert doc["verifier"]["timeout_sec"] == src.verifier_timeout
+        # Verified as tmax does: a fresh container from the same image, the work areas carried over.
+        assert doc["verifier"]["environment_mode"] == "separate"
+        assert doc["artifacts"] == sorted(src.work_areas)
         assert doc["environment"]["memory_mb"] == src.resources.memory_mb
-        assert doc["environment"]["network_mode"] == "no-network"
+        assert doc["environment"]["network_mode"] == "no-network" and "allow_internet" not in doc["environment"]
         assert doc["metadata"] == src.metadata
         # The verifier writes the reward where Harbor reads it.
         text = "".join(p.read_text() for p in (d / "tests").rglob("*") if p.suffix in (".sh", ".py"))
@@ -121,6 +125,7 @@ def test_harbor_loads_exported_tasks(harbor_export):
     script = """
 import json, sys
 from harbor.models.task.task import Task
+from harbor.models.task.verifier_mode import resolve_task_verifier_mode
 out = []
 for d in sys.argv[1:]:
     t = Task(d)
@@ -129,7 +134,9 @@ for d in sys.argv[1:]:
                     cpus=c.environment.cpus, memory=c.environment.memory_mb, storage=c.environment.storage_mb,
                     build=c.environment.build_timeout_sec, network=c.environment.network_mode.value,
                     meta=c.metadata, instruction=t.instruction, valid=Task.is_valid_dir(d),
-                    test=str(t.paths.discovered_test_path_for(c.environment.os))))
+                    test=str(t.paths.discovered_test_path_for(c.environment.os)), schema=c.schema_version,
+                    mode=resolve_task_verifier_mode(c).value,
+                    artifacts=[a if isinstance(a, str) else a.source for a in c.artifacts]))
 print(json.dumps(out))
 """
     dirs = sorted(str(p) for p in harbor_export.iterdir())
@@ -147,6 +154,8 @@ print(json.dumps(out))
         assert got["build"] >= 600 and got["meta"]["image"] == "default"
         assert got["instruction"] == task.instruction
         assert got["test"].endswith("/tests/test.sh")
+        assert got["schema"] == "1.4" and got["mode"] == "separate"
+        assert got["artifacts"] == sorted(task.work_areas)
 
 
 def _docker_works() -> bool:

@@ -2,10 +2,14 @@
 
 Both carry a Dockerfile that rebuilds the task's image profile from a public Debian base and runs
 its ``environment/setup.sh`` the way the image builder does. Harbor tasks keep ``tests/test.sh``
-(which writes ``/logs/verifier/reward.txt`` or ``reward.json``) and ``solution/``. Terminal-Bench 1
-has one ``solution.sh`` and scores a pytest-style summary, so the solution directory is bundled into
-a self-extracting ``solution.sh`` and ``run-tests.sh`` turns the reward into that summary. The
-original ``task.toml`` rides along as ``tmax-task.toml`` so that an import restores the task exactly.
+(which writes ``/logs/verifier/reward.txt`` or ``reward.json``) and ``solution/``, and a schema 1.4
+``task.toml`` that verifies as tmax does: in a separate container built from the same Dockerfile
+(``verifier.environment_mode = "separate"``), into which Harbor restores the agent's work areas
+(declared as ``artifacts``; a task whose verifier is already separate keeps its own), so nothing
+else the agent changed counts. Terminal-Bench 1 has one ``solution.sh`` and scores a pytest-style
+summary, so the solution directory is bundled into a self-extracting ``solution.sh`` and
+``run-tests.sh`` turns the reward into that summary. The original ``task.toml`` rides along as
+``tmax-task.toml`` so that an import restores the task exactly.
 
 The task being exported may be anyone's: its files are copied through :mod:`tmax.safe_files` (only
 into ``out_root/<name>``, never through a symlink, no special files, no setuid/setgid/sticky bits).
@@ -17,14 +21,19 @@ import base64
 import re
 import shutil
 import tomllib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from tmax.interop.dockerfile import render
 from tmax.safe_files import UnsafeFile, check_name, copy_file, copy_tree, make_dir, write_file
+from tmax.sandbox.container import outer_work_areas
 from tmax.task import Task, TaskError, _toml_value, load_task
 
 HARBOR_ORG = "tmax"
+HARBOR_SCHEMA = "1.4"
 BUILD_TIMEOUT = 1800.0  # apt-get of the whole profile plus the task's setup
+# [task] fields Harbor's PackageInfo knows; any other field would be an unknown-config-field finding.
+HARBOR_TASK_FIELDS = ("name", "version", "description", "authors", "keywords")
+HARBOR_LOGS = "/logs"  # Harbor's own agent/verifier/artifact directories: no work area may overlap them
 TB1_SIDECAR = "tmax-task.toml"
 BUNDLE_BEGIN = "# tmax-solution-file: "
 HEREDOC_END = "TMAX_END_OF_FILE"
@@ -41,6 +50,7 @@ def export_task(src: str | Path, out_root: str | Path, fmt: str = "harbor") -> P
                         "profile such as 'default'", "metadata.image")
     if fmt not in ("harbor", "tb1"):
         raise ValueError(f"unknown export format {fmt!r}; expected harbor or tb1")
+    _check_one_environment(task)
     _check_reward_writer(task)
     check_name(task.path.name, task.path, "task directory name")  # it names the output directory
     check_name(task.name, task.path / "task.toml", "task.name")
@@ -56,6 +66,16 @@ def export_task(src: str | Path, out_root: str | Path, fmt: str = "harbor") -> P
         shutil.rmtree(dest, ignore_errors=True)  # a refused task leaves nothing half-written
         raise
     return dest
+
+
+def _check_one_environment(task: Task) -> None:
+    """The export renders one environment and one verifier run: refuse what it would silently drop."""
+    toml = task.path / "task.toml"
+    if task.steps:
+        raise TaskError(toml, "is a multi-step task; expected a single-step task (only those export)", "steps")
+    if task.verifier_env_dir:
+        raise TaskError(toml, "the verifier's own environment is not exported; expected a verifier that runs on "
+                        "the task's environment", "metadata.verifier_env_dir")
 
 
 def _check_reward_writer(task: Task) -> None:
@@ -81,25 +101,56 @@ def harbor_name(name: str) -> str:
 
 
 def harbor_toml(task: Task) -> str:
+    """The schema 1.4 task.toml of ``task``'s Harbor export."""
     doc = tomllib.loads((task.path / "task.toml").read_text())
-    task_t = dict(doc.get("task", {}))
+    task_t = {k: v for k, v in doc.get("task", {}).items() if k in HARBOR_TASK_FIELDS}
     task_t["name"] = harbor_name(task.name)
     meta = dict(task.metadata)
     if task_t["name"] != f"{HARBOR_ORG}/{task.name}":
         meta["tmax_name"] = task.name  # the name did not survive Harbor's pattern: keep it for import
+    extra = {k: v for k, v in doc.get("task", {}).items() if k not in HARBOR_TASK_FIELDS}
+    if extra:
+        meta["tmax_task_fields"] = extra  # Harbor has no place for them in [task]; kept for import
     env = {"TEST_DIR": "/tests", **task.verifier_env}  # tmax's verifier sets TEST_DIR; Harbor may not
     res = task.resources
     sections: list[tuple[str, dict]] = [
         ("task", task_t), ("metadata", meta), ("agent", {"timeout_sec": task.agent_timeout}),
-        ("verifier", {"timeout_sec": task.verifier_timeout}), ("verifier.env", env),
-        ("environment", {"build_timeout_sec": BUILD_TIMEOUT, "cpus": res.cpus, "memory_mb": res.memory_mb,
+        # As in tmax, the verifier starts from the pristine image with only the artifacts carried over.
+        ("verifier", {"timeout_sec": task.verifier_timeout, "environment_mode": "separate"}),
+        ("verifier.env", env),
+        ("environment", {"build_timeout_sec": BUILD_TIMEOUT, "cpus": _whole(res.cpus), "memory_mb": res.memory_mb,
                          "storage_mb": res.storage_mb,
                          "network_mode": "public" if res.allow_internet else "no-network"}),
     ]
-    lines = ['schema_version = "1.1"']
+    lines = [f"schema_version = {_toml_value(HARBOR_SCHEMA)}",
+             "# What Harbor collects from the agent's container and restores in the verifier's.",
+             f"artifacts = {_toml_value(harbor_artifacts(task))}"]
     for name, table in sections:
         lines += ["", f"[{name}]"] + [f"{k} = {_toml_value(v)}" for k, v in sorted(table.items(), key=_order)]
     return "\n".join(lines) + "\n"
+
+
+def harbor_artifacts(task: Task) -> list[str]:
+    """What Harbor carries from the agent's container into the verifier's: the task's own artifacts
+    when its verifier is already separate, else its work areas (all that tmax's verifier sees). Only
+    the outermost paths (one inside another is carried with it, and Harbor reports the pair as
+    overlapping), none holding ``..`` (Harbor refuses those) or overlapping Harbor's own /logs."""
+    toml = task.path / "task.toml"
+    separate = task.verifier_mode == "separate"
+    paths, field = (task.artifacts, "artifacts") if separate else (task.work_areas, "metadata.work_areas")
+    logs = PurePosixPath(HARBOR_LOGS)
+    for path in paths:
+        parts = [part for part in path.split("/") if part]
+        if ".." in parts:
+            raise TaskError(toml, f"{path!r} holds '..'; expected a plain absolute path", field)
+        p = PurePosixPath("/", *parts)
+        if p == logs or p in logs.parents or logs in p.parents:  # "/" too
+            raise TaskError(toml, f"{path!r} overlaps Harbor's {HARBOR_LOGS}; expected paths outside it", field)
+    return sorted(outer_work_areas(paths))
+
+
+def _whole(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else x  # cpus = 1, as Harbor writes it
 
 
 def _order(kv: tuple) -> tuple:

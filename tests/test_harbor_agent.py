@@ -174,7 +174,7 @@ def test_harbor_loads_the_agent_and_it_runs_an_episode(harbor_py, scripted_model
     assert "still here 42" in tool_msgs[3]
     assert seen[0]["model"] == "replay" and seen[0]["tools"][0]["function"]["name"] == "bash"
     traj = json.loads((logs / "trajectory.json").read_text())
-    assert traj["final_metrics"]["submitted"] is True
+    assert traj["final_metrics"]["extra"]["submitted"] is True
 
 
 def test_full_harbor_run_needs_docker(harbor_py):

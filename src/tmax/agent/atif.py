@@ -1,4 +1,11 @@
-"""ATIF (Agent Trajectory Interchange Format, v1.x) trajectories, written during the episode."""
+"""ATIF (Agent Trajectory Interchange Format) trajectories, written during the episode.
+
+The files are ATIF-v1.8, the version Harbor 0.26 writes by default, and validate under Harbor's own
+``harbor.models.trajectories.Trajectory`` (tests/test_harbor_jobs.py checks that). ATIF objects admit no
+unknown keys, so what is tmax's own goes in their ``extra``: the episode summary the harness keeps in
+``Trajectory.final_metrics`` is written as ``final_metrics.extra``, beside the totals ATIF names, and a
+tool call whose arguments are not a JSON object keeps its raw text in the call's ``extra``.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,7 @@ from typing import Any
 
 import tmax
 
-SCHEMA_VERSION = "ATIF-v1.2"
+SCHEMA_VERSION = "ATIF-v1.8"
 
 
 def _now() -> str:
@@ -26,32 +33,40 @@ class Trajectory:
     model_name: str
     session_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     steps: list[dict[str, Any]] = field(default_factory=list)
-    final_metrics: dict[str, Any] = field(default_factory=dict)
+    final_metrics: dict[str, Any] = field(default_factory=dict)  # tmax's episode summary (see the module doc)
     _saved_at: float = field(default=float("-inf"), repr=False)
 
     def add_message(self, source: str, message: str) -> None:
         self.steps.append({"step_id": len(self.steps) + 1, "timestamp": _now(), "source": source, "message": message})
 
     def add_agent_step(self, reply, command: str | None, observation: str) -> None:
-        step: dict[str, Any] = {"step_id": len(self.steps) + 1, "timestamp": _now(), "source": "agent",
-                                "message": reply.content or "", "reasoning_content": reply.reasoning or None,
-                                "tool_calls": [{"tool_call_id": c.id, "function_name": c.name,
-                                                "arguments": _args(c.arguments)} for c in reply.tool_calls],
-                                "metrics": {"prompt_tokens": reply.prompt_tokens,
-                                            "completion_tokens": reply.completion_tokens}}
-        if reply.logprobs is not None:
-            step["metrics"]["logprobs"] = reply.logprobs
+        calls = [_tool_call(c.id, c.name, c.arguments) for c in reply.tool_calls]
         if command is not None and not reply.tool_calls:  # text mode: record the parsed command as a call
-            step["tool_calls"] = [{"tool_call_id": f"text-{len(self.steps)}", "function_name": "bash",
-                                   "arguments": {"command": command}}]
-        source_id = step["tool_calls"][0]["tool_call_id"] if step["tool_calls"] else None
-        step["observation"] = {"results": [{"source_call_id": source_id, "content": observation}]}
+            calls = [{"tool_call_id": f"text-{len(self.steps)}", "function_name": "bash",
+                      "arguments": {"command": command}}]
+        metrics: dict[str, Any] = {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens}
+        if reply.logprobs is not None:
+            metrics["logprobs"] = reply.logprobs
+        step: dict[str, Any] = {"step_id": len(self.steps) + 1, "timestamp": _now(), "source": "agent",
+                                "message": reply.content or "", "llm_call_count": 1, "metrics": metrics}
+        if reply.reasoning:
+            step["reasoning_content"] = reply.reasoning
+        if calls:
+            step["tool_calls"] = calls
+        result: dict[str, Any] = {"content": observation}
+        if calls:  # the observation answers the first call (the harness runs one command per turn)
+            result["source_call_id"] = calls[0]["tool_call_id"]
+        step["observation"] = {"results": [result]}
         self.steps.append(step)
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema_version": SCHEMA_VERSION, "session_id": self.session_id,
-                "agent": {"name": self.agent_name, "version": tmax.__version__, "model_name": self.model_name},
-                "steps": self.steps, "final_metrics": self.final_metrics}
+        doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "session_id": self.session_id,
+                               "agent": {"name": self.agent_name, "version": tmax.__version__,
+                                         "model_name": self.model_name},
+                               "steps": self.steps}
+        if self.final_metrics:
+            doc["final_metrics"] = _final_metrics(self.final_metrics, len(self.steps))
+        return doc
 
     def save(self, path: Path, min_interval: float = 0.0) -> None:
         """Rewrite the file whole (atomically). With ``min_interval``, skip the write if the last one is
@@ -66,8 +81,25 @@ class Trajectory:
         os.replace(tmp, path)
 
 
-def _args(text: str) -> Any:
+def _tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """An ATIF tool call. ATIF's arguments are an object: other text (invalid JSON, a list) is kept
+    verbatim in ``extra.raw_arguments`` with empty arguments, so the record stays what the model said."""
+    call: dict[str, Any] = {"tool_call_id": call_id, "function_name": name, "arguments": {}}
     try:
-        return json.loads(text)
+        parsed = json.loads(arguments)
     except (json.JSONDecodeError, TypeError):
-        return text
+        parsed = None
+    if isinstance(parsed, dict):
+        call["arguments"] = parsed
+    else:
+        call["extra"] = {"raw_arguments": arguments}
+    return call
+
+
+def _final_metrics(summary: dict[str, Any], n_steps: int) -> dict[str, Any]:
+    """ATIF's totals from the episode summary, and the whole summary under ``extra``."""
+    out: dict[str, Any] = {"total_steps": n_steps, "extra": summary}
+    for ours, atif in (("prompt_tokens", "total_prompt_tokens"), ("completion_tokens", "total_completion_tokens")):
+        if isinstance(summary.get(ours), int):
+            out[atif] = summary[ours]
+    return out

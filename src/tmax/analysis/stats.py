@@ -10,7 +10,7 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 
-from tmax.runs import load_results, pass_at_k
+from tmax.runs import episode_summary, load_results, pass_at_k
 from tmax.taxonomy import (COMMAND_COMPLEXITIES, DOMAINS, FIXTURE_KINDS, LANGUAGES, TASK_COMPLEXITIES,
                            VERIFIER_KINDS, balance)
 
@@ -100,7 +100,7 @@ def job_stats(job: Path, meta_by_task: dict[str, dict]) -> dict:
         if t["n"]:
             p = t["c"] / t["n"]
             buckets[next(name for name, test in BUCKETS if test(p))] += 1
-    infos = [r.get("agent_info") or {} for r in results]
+    infos = [episode_summary(r) for r in results]
     steps = [i["steps"] for i in infos if "steps" in i]
     tokens = [i.get("completion_tokens", 0) for i in infos if "steps" in i]
     mix = Counter(first_program(c) for i in infos for c in i.get("commands", []))

@@ -44,8 +44,7 @@ def atif_to_messages(traj: dict) -> list[dict]:
         if calls:
             msg["tool_calls"] = [{"id": c["tool_call_id"], "type": "function",
                                   "function": {"name": c["function_name"],
-                                               "arguments": c["arguments"] if isinstance(c["arguments"], str)
-                                               else json.dumps(c["arguments"])}} for c in calls]
+                                               "arguments": _arguments(c)}} for c in calls]
         messages.append(msg)
         results = (step.get("observation") or {}).get("results") or []
         if step is traj["steps"][-1] or not results:
@@ -120,3 +119,11 @@ def warm_start(model, engine, conversations: list[list[dict]], epochs: int = 1, 
         log(f"warm start epoch {epoch + 1}/{epochs}: loss {sum(epoch_losses) / len(epoch_losses):.3f}")
     return {"examples": len(examples), "tokens": sum(sum(m) for _, m in examples), "first_loss": losses[0],
             "last_loss": losses[-1], "sft_steps": len(losses)}
+
+
+def _arguments(call: dict) -> str:
+    """What the model wrote: ATIF keeps arguments that were no JSON object in ``extra.raw_arguments``."""
+    raw = (call.get("extra") or {}).get("raw_arguments")
+    if isinstance(raw, str):
+        return raw
+    return call["arguments"] if isinstance(call["arguments"], str) else json.dumps(call["arguments"])

@@ -220,7 +220,11 @@ def test_harbor_round_trip_passes_the_gate(harbor_export, sources, tmp_path):
         a, b = tree(s), tree(tmp_path / s.name)
         a.pop("task.toml"), b.pop("task.toml")
         assert a == b, s.name
-        assert load_task(tmp_path / s.name).metadata == load_task(s).metadata
+        back, orig = load_task(tmp_path / s.name), load_task(s)
+        assert back.metadata == orig.metadata
+        for f in ("name", "instruction", "agent_timeout", "verifier_timeout", "verifier_env", "resources", "workdir",
+                  "agent_network", "verifier_network", "verifier_mode", "artifacts", "env", "service", "steps"):
+            assert getattr(back, f) == getattr(orig, f), (s.name, f)
     failed = {k: v for k, v in gate([tmp_path / s.name for s in sources]).items() if v}
     assert not failed
 

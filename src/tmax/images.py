@@ -7,7 +7,8 @@
 * A task's environment is an image plus the task's own ``environment/setup.sh``, run once in a
   sandbox (no network unless the task allows it) and cached as an overlay layer keyed by the
   image hash and the content of ``environment/``. The environment hash recorded in every result is
-  that key.
+  that key. Setup may install packages (apt, pip): see ``_build_support`` for what a setup run gets
+  that agents and verifiers never do.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import ssl
 import stat
 import subprocess
 import tempfile
@@ -24,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tmax.sandbox import Bind, Limits, SandboxError, SandboxSpec, get_backend
+from tmax.sandbox import Bind, Limits, SandboxError, SandboxSpec, get_backend, identity
 from tmax.sandbox.layers import private_dir
 from tmax.sandbox.paths import file_lock as _lock
 from tmax.sandbox.paths import tmax_home
@@ -32,6 +34,11 @@ from tmax.sandbox.paths import tmax_home
 PROFILES_DIR = Path(__file__).parent / "profiles"
 HOST_DIRS = ("usr", "etc", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 SETUP_TIMEOUT = 900.0
+# Where a setup run (and no other sandbox) sees tmax's build support, read-only; never in the layer.
+BUILD_DIR = "/run/tmax-build"
+# What clients read for extra trust anchors: pip, requests, curl, git, Python's and OpenSSL's ssl, node.
+CA_VARIABLES = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO", "SSL_CERT_FILE",
+                "NODE_EXTRA_CA_CERTS")
 
 
 class ImageError(RuntimeError):
@@ -300,29 +307,74 @@ def task_environment(task, backend: str = "bwrap", image: str | None = None,
     with _lock(tmax_home() / "locks" / f"layer-{key}"):
         if (layer / ".tmax-done").exists():
             return env
-        res = task.resources
-        # What setup writes lives on the sandbox's tmpfs, i.e. in memory: room for both.
-        spec = base.spec(workdir="/app", work_areas=task.work_areas, network=res.allow_internet,
-                         binds=[Bind(str(task.environment_dir.resolve()), "/environment", readonly=True)],
-                         limits=Limits(memory_mb=res.memory_mb + res.storage_mb, storage_mb=res.storage_mb,
-                                       max_pids=2048),
-                         keep_changes=True)
-        sb = get_backend(backend if backend in ("bwrap", "unshare") else "bwrap").start(spec)
-        try:
-            r = sb.exec(f"bash /environment/{Path(task.setup_script).name}", timeout=SETUP_TIMEOUT)
-        except SandboxError:
-            sb.close()
-            raise
-        sb.close()
-        if r.exit_code != 0 or r.timed_out:
-            shutil.rmtree(sb.dir, ignore_errors=True)
-            why = "timed out" if r.timed_out else f"exit {r.exit_code}"
-            raise ImageError(f"{task.path / task.setup_script}: setup failed ({why}): {r.output[-1500:]}")
+        sb = _run_setup(task, base, backend)
         tmp = layer.with_name(layer.name + f".tmp{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         layer.parent.mkdir(parents=True, exist_ok=True)
         sb.export_changes(tmp)
+        with contextlib.suppress(OSError):  # the empty mount point of BUILD_DIR is no part of the task
+            (tmp / BUILD_DIR.lstrip("/")).rmdir()
         (tmp / ".tmax-done").write_text(key + "\n")
         shutil.rmtree(layer, ignore_errors=True)
         os.rename(tmp, layer)
+    return env
+
+
+def _run_setup(task, base: Environment, backend: str):
+    """Run the task's setup script once in a sandbox that keeps its changes; returns it closed, its
+    changes ready to export. A failing script is the task's fault (ImageError)."""
+    res = task.resources
+    support = Path(tempfile.mkdtemp(prefix="build-", dir=_mkdir(tmax_home() / "build")))
+    try:
+        build_env = _build_support(support, network=task.build_network)
+        # What setup writes lives on the sandbox's tmpfs, i.e. in memory: room for both.
+        spec = base.spec(workdir="/app", work_areas=task.work_areas, network=task.build_network,
+                         binds=[Bind(str(task.environment_dir.resolve()), "/environment", readonly=True),
+                                Bind(str(support), BUILD_DIR, readonly=True)],
+                         limits=Limits(memory_mb=res.memory_mb + res.storage_mb, storage_mb=res.storage_mb,
+                                       max_pids=2048),
+                         env=build_env, keep_changes=True)
+        sb = get_backend(backend if backend in ("bwrap", "unshare") else "bwrap").start(spec)
+        try:
+            r = sb.exec(f"bash /environment/{Path(task.setup_script).name}", timeout=SETUP_TIMEOUT)
+        finally:
+            sb.close()
+    finally:
+        shutil.rmtree(support, ignore_errors=True)
+    if r.exit_code != 0 or r.timed_out:
+        shutil.rmtree(sb.dir, ignore_errors=True)
+        why = "timed out" if r.timed_out else f"exit {r.exit_code}"
+        raise ImageError(f"{task.path / task.setup_script}: setup failed ({why}): {r.output[-1500:]}")
+    return sb
+
+
+def _build_support(dest: Path, network: bool) -> dict[str, str]:
+    """Fill ``dest`` (shown at BUILD_DIR) with what package managers need to install in a setup run,
+    and return the run's extra environment. Only the task author's setup gets this; the agent's and
+    the verifier's sandboxes stay as they are.
+
+    * apt reads ``apt.conf`` (APT_CONFIG; apt.conf.d is still read): no pty for dpkg's log (the
+      unshare backend has no /dev/pts) and, when only one uid is mapped (tmax is not root), no
+      switch to the ``_apt`` user, which that namespace cannot do (setgroups is denied there, and
+      root inside is the invoking user anyway). As root, apt keeps its own privilege separation.
+    * pip installs into the image's Python (PEP 668 guards a system that here is the throwaway
+      image) and keeps no cache (it would land in the layer).
+    * With network, the host's CA bundle: setup reaches the network the host is on, which may
+      inspect TLS with an authority of its own. The image's trust store is not changed.
+    """
+    apt = ['Dpkg::Use-Pty "false";']
+    if not identity.shifted():
+        apt.append('APT::Sandbox::User "root";')
+    env = {"APT_CONFIG": f"{BUILD_DIR}/apt.conf", "PIP_BREAK_SYSTEM_PACKAGES": "1", "PIP_NO_CACHE_DIR": "1",
+           "PIP_ROOT_USER_ACTION": "ignore"}
+    cafile = ssl.get_default_verify_paths().cafile if network else None
+    if cafile:
+        shutil.copyfile(cafile, dest / "ca-certificates.crt")
+        ca = f"{BUILD_DIR}/ca-certificates.crt"
+        apt.append(f'Acquire::https::CAInfo "{ca}";')
+        env.update(dict.fromkeys(CA_VARIABLES, ca))
+    (dest / "apt.conf").write_text("\n".join(apt) + "\n")
+    for f in dest.iterdir():
+        f.chmod(0o644)
+    dest.chmod(0o755)  # readable by apt's _apt user too
     return env

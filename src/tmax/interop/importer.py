@@ -29,8 +29,8 @@ from pathlib import Path
 from tmax.interop.dockerfile import Translation, render, tmax_image_of, translate
 from tmax.interop.export import TB1_SIDECAR, unbundle_solution
 from tmax.safe_files import UnsafeFile, check_name, check_rel, copy_file, copy_tree, write_file
-from tmax.task import (DEFAULT_AGENT_TIMEOUT, DEFAULT_VERIFIER_TIMEOUT, TaskError, _toml_value, check_tree,
-                       load_task)
+from tmax.task import (DEFAULT_AGENT_TIMEOUT, DEFAULT_VERIFIER_TIMEOUT, DEFAULT_WORK_AREAS, TaskError, _toml_value,
+                       check_tree, load_task)
 
 TB1_TASK_FILES = {"task.yaml", "solution.sh", "solution.yaml", "run-tests.sh", "tests", "docker-compose.yaml",
                   "Dockerfile", TB1_SIDECAR}
@@ -274,6 +274,10 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
     # The verifier: Harbor's separate mode starts it on an environment of its own.
     mode = ver_t.get("environment_mode") or ("separate" if ver_t.get("environment") else "shared")
     ver_env_t = dict(ver_t.pop("environment", None) or {})
+    artifacts = list(doc.get("artifacts") or [])
+    if _tmax_export(src, meta, mode, ver_env_t, artifacts):
+        mode, artifacts = "shared", []  # tmax's own verifier: the work areas on the pristine environment
+    task_t.update(meta.pop("tmax_task_fields", None) or {})
     if mode == "separate":
         _verifier_environment(src, dest, ver_env_t, meta, res, dropped)
     if (src / "instruction.md").is_file():
@@ -312,8 +316,8 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
     if any(m.get("network_mode") == "allowlist" for m in (env_out, ver_out, agent_out)):
         res.notes.append("network allowlist: enforced by address (hostnames resolved when a sandbox starts)")
     top: dict = {}
-    if doc.get("artifacts"):
-        top["artifacts"] = list(doc["artifacts"])
+    if artifacts:
+        top["artifacts"] = artifacts
     if steps:
         top["steps"] = [_step_table(st) for st in steps]
         top["multi_step_reward_strategy"] = doc.get("multi_step_reward_strategy") or "mean"
@@ -440,6 +444,19 @@ def _start_order(services: dict) -> list[str]:
     for n in services:
         visit(n)
     return done
+
+
+def _tmax_export(src: Path, meta: dict, mode: str, ver_env_t: dict, artifacts: list) -> bool:
+    """A task ``tmax export`` wrote: a tmax-rendered Dockerfile, and the separate verifier whose
+    artifacts are the work areas, which is how Harbor says what tmax's verifier does."""
+    from tmax.sandbox.container import outer_work_areas
+
+    if mode != "separate" or ver_env_t or (src / "tests" / "Dockerfile").is_file() or "image" not in meta:
+        return False
+    if tmax_image_of(_read(src / "environment" / "Dockerfile")) is None:
+        return False
+    areas = meta.get("work_areas") or list(DEFAULT_WORK_AREAS)
+    return sorted(outer_work_areas(areas)) == sorted(map(str, artifacts))
 
 
 def _step_table(st: dict) -> dict:

@@ -14,6 +14,7 @@ import pytest
 from tmax.gate import check_task
 from tmax.interop.importer import import_task
 from tmax.task import TaskError, load_task
+from tmax.trial import OracleAgent, run_trial
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "harbor_tasks"
@@ -146,3 +147,20 @@ def test_bad_fields_name_the_field(tmp_path, toml, field):
     with pytest.raises(TaskError) as e:
         load_task(d)
     assert field in str(e.value) and "task.toml" in str(e.value)
+
+
+def test_a_separate_verifier_never_reads_the_host_through_an_agents_symlink(tmp_path, bwrap):
+    """The agent turns /app into a symlink to a host directory; the artifact /app/report.txt must not be
+    read through it on the host."""
+    probe = tmp_path / "host-dir"
+    probe.mkdir()
+    (probe / "report.txt").write_text("HOST-SECRET\n")
+    toml = ('schema_version = "1.4"\nartifacts = ["/app/report.txt"]\n\n[verifier]\nenvironment_mode = "separate"\n\n'
+            '[environment]\nnetwork_mode = "no-network"\n')
+    d = _task(tmp_path, toml, None)
+    (d / "tests" / "test.sh").write_text("#!/bin/bash\ngrep -q HOST-SECRET /app/report.txt && echo 1 > "
+                                         "/logs/verifier/reward.txt || echo 0 > /logs/verifier/reward.txt\n")
+    (d / "solution" / "solve.sh").write_text(f"#!/bin/bash\ncd /\nrm -rf /app\nln -s {probe} /app\n")
+    task = load_task(import_task(d, tmp_path / "out").dest)
+    r = run_trial(task, OracleAgent(), backend=bwrap)
+    assert r.outcome.value == "failed" and r.reward == 0.0, r

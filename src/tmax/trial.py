@@ -429,10 +429,20 @@ def _only(layer: Path, paths: tuple[str, ...], dest: Path) -> Path:
     """A copy of ``layer`` (a layer we exported) holding only ``paths``: what a separate verifier sees."""
     dest.mkdir()
     for p in paths:
-        src = layer / p.strip("/")
-        if os.path.lexists(src):
-            _copy_entry(src, dest / p.strip("/"))
+        parts = [x for x in p.split("/") if x]
+        # The agent wrote this layer: a directory on the way that is a symlink would lead out of it.
+        if parts and all(stat.S_ISDIR(_lstat_mode(layer.joinpath(*parts[:i]))) for i in range(1, len(parts))):
+            src = layer.joinpath(*parts)
+            if os.path.lexists(src):
+                _copy_entry(src, dest.joinpath(*parts))
     return dest
+
+
+def _lstat_mode(path: Path) -> int:
+    try:
+        return os.lstat(path).st_mode
+    except OSError:
+        return 0
 
 
 def _copy_entry(src: Path, dst: Path) -> None:

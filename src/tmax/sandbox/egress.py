@@ -31,6 +31,7 @@ MARK = 0x746D  # the proxy's own connections carry this mark: the rules let them
 SO_ORIGINAL_DST = 80
 DNS = "10.0.2.3"
 PEEK_BYTES = 8192
+MAX_CONNECTIONS = 64
 TABLE = "tmax_egress"
 
 
@@ -244,6 +245,17 @@ def serve(port: int, netns_path: str, entries: list[str], ready_fd: int, exit_fd
     srv.listen(128)
     os.write(ready_fd, b"1")
     os.close(ready_fd)
+    slots = threading.BoundedSemaphore(MAX_CONNECTIONS)  # a flood of connections costs the sandbox, not us
+
+    def run(conn: socket.socket) -> None:
+        try:
+            _handle(conn, allow, netns, home)
+        finally:
+            slots.release()
+
     while True:
         conn, _ = srv.accept()
-        threading.Thread(target=_handle, args=(conn, allow, netns, home), daemon=True).start()
+        if not slots.acquire(blocking=False):
+            conn.close()
+            continue
+        threading.Thread(target=run, args=(conn,), daemon=True).start()

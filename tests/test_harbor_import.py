@@ -164,3 +164,16 @@ def test_a_separate_verifier_never_reads_the_host_through_an_agents_symlink(tmp_
     task = load_task(import_task(d, tmp_path / "out").dest)
     r = run_trial(task, OracleAgent(), backend=bwrap)
     assert r.outcome.value == "failed" and r.reward == 0.0, r
+
+
+def test_apt_of_what_the_image_lacks_needs_the_builds_network(tmp_path):
+    from tmax.interop.dockerfile import translate
+
+    df = "FROM debian:bookworm-slim\nRUN apt-get update && apt-get install -y jq emacs-nox && rm -rf /var/lib/apt/lists/*\n"
+    online = translate(df, tmp_path, allow_internet=True)
+    assert online.ok and online.fetches and "install -y --no-install-recommends emacs-nox" in online.setup
+    assert "jq" not in online.setup.split("emacs-nox")[0].split("install")[-1]  # what the image has is not fetched
+    offline = translate(df, tmp_path, allow_internet=False)
+    assert not offline.ok and "emacs-nox" in offline.reasons[0] and "no network" in offline.reasons[0]
+    held = translate("FROM debian:bookworm-slim\nRUN apt-get update && apt-get install -y jq\n", tmp_path, True)
+    assert held.ok and not held.fetches  # nothing to fetch: no network needed

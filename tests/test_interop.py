@@ -307,12 +307,10 @@ def test_foreign_harbor_task_translates_and_passes(tmp_path):
 
 @pytest.mark.parametrize("dockerfile, why", [
     ("FROM alpine:3.19\nRUN apk add jq\n", "not Debian"),
-    ("FROM debian:bookworm-slim\nRUN apt-get update && apt-get install -y emacs-nox\n", "emacs-nox"),
-    ("FROM python:3.11-slim\nRUN pip install torch\n", "torch"),
     ("FROM debian:bookworm AS b\nRUN true\nFROM debian:bookworm-slim\nCOPY --from=b /x /x\n", "multi-stage"),
-    ("FROM ubuntu:24.04\nENV MY_SECRET=1\n", "ENV MY_SECRET"),
-    ("FROM ubuntu:24.04\nRUN curl -fsSL https://example.com/x.sh | sh\n", "network"),
-    ("FROM debian:bookworm-slim\nWORKDIR /srv/work\n", "WORKDIR"),
+    ("FROM ubuntu:24.04\nUSER app\n", "USER app"),
+    ("FROM debian:bookworm-slim\nSHELL [\"/bin/zsh\", \"-c\"]\n", "SHELL"),
+    ("FROM debian:bookworm-slim\nRUN --mount=type=cache,target=/x true\n", "build mounts"),
 ])
 def test_untranslatable_dockerfiles_keep_a_container_environment(tmp_path, dockerfile, why):
     src = write_foreign_harbor(tmp_path / "src", dockerfile)

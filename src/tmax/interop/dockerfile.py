@@ -337,10 +337,6 @@ def _run(args: str, workdir: str, debs: frozenset[str], dists: frozenset[str], a
         words = shlex.split(seg)
         words = [w for w in words if not re.fullmatch(r"[A-Z_]+=\S*", w)] or [""]  # FOO=1 cmd ...
         cmd = words[0]
-        if cmd in ("apt-get", "apt") and len(words) > 1 and allow_internet:
-            kept.append(seg)  # the build has the network: apt runs as written
-            tr.fetches = True
-            continue
         if cmd in ("apt-get", "apt") and len(words) > 1:
             verb = next((w for w in words[1:] if not w.startswith("-")), "")
             if verb in ("update", "clean", "autoremove", "autoclean"):
@@ -348,10 +344,19 @@ def _run(args: str, workdir: str, debs: frozenset[str], dists: frozenset[str], a
             if verb == "install":
                 pkgs = [w.split("=")[0] for w in words[words.index(verb) + 1:] if not w.startswith("-")]
                 missing = [p for p in pkgs if p.split(":")[0] not in debs]
-                if missing:
-                    raise _Refuse(f"apt-get install {' '.join(missing)}: not in the default image")
+                if missing and not allow_internet:
+                    raise _Refuse(f"apt-get install {' '.join(missing)}: not in the default image and the build "
+                                  "has no network")
+                if missing:  # the build has the network: apt fetches what the image lacks
+                    kept.append("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+                                "--no-install-recommends " + " ".join(shlex.quote(p) for p in missing))
+                    tr.fetches = True
                 if any("=" in w for w in words if not w.startswith("-")):
                     tr.notes.append(f"apt-get install {' '.join(pkgs)}: versions not pinned")
+                continue
+            if allow_internet:  # another apt verb (apt-get upgrade, ...): as written
+                kept.append(seg)
+                tr.fetches = True
                 continue
         if seg.startswith("rm -rf /var/lib/apt/lists") or seg.startswith("rm -rf /var/cache/apt"):
             continue

@@ -91,3 +91,21 @@ def test_allowlist_entries():
     assert a.name("DEB.debian.org.") and a.name("files.pythonhosted.org")
     assert not a.name("pythonhosted.org") and not a.name("evil-deb.debian.org.example")
     assert a.address("192.0.2.55") and a.address("203.0.113.7") and not a.address("203.0.113.8")
+
+
+def test_policy_changes_while_the_sandbox_runs(host_env, online):
+    """Harbor switches a phase's network policy in a running environment: public, none, an allowlist,
+    public again, each enforced at once."""
+    sb = get_backend("bwrap").start(host_env.spec(workdir="/app", network=True))
+    urls = (f"http://{ALLOWED}/debian/", f"http://{OTHER}/")
+    try:
+        assert _codes(sb, *urls) == ["200", "200"]
+        sb.set_egress("no-network")
+        assert _codes(sb, *urls) == ["000", "000"]
+        assert not sb.exec("getent hosts deb.debian.org", timeout=20).ok  # no DNS either
+        sb.set_egress("allowlist", (ALLOWED,))
+        assert _codes(sb, *urls) == ["200", "000"]
+        sb.set_egress("public")
+        assert _codes(sb, *urls) == ["200", "200"] and sb.egress is None
+    finally:
+        sb.close()

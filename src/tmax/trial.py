@@ -42,7 +42,7 @@ from tmax.images import Environment, ImageError, task_environment
 from tmax.safe_files import REWARD_MAX_BYTES, UnsafeFile, copy_flat, read_regular, write_file
 from tmax.sandbox import Bind, ExecResult, Limits, Sandbox, SandboxError, SandboxLost, get_backend
 from tmax.sandbox.netns import SharedNetwork
-from tmax.task import Network, Step, Task
+from tmax.task import Network, Sidecar, Step, Task
 
 SIDECAR_START_TIMEOUT = 60.0
 VERIFIER_HOME = "/run/tmax-verifier-home"  # a fresh, empty HOME: never a work area the agent filled
@@ -215,7 +215,7 @@ def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment
         res.env_hash = env.hash
         be = get_backend(backend)
         venv = _verifier_environment(task, env, backend)
-        net = _start_sidecars(task, backend, stack)
+        net = start_sidecars(task.sidecars, task.path, limits_for(task), task.agent_network.online, backend, stack)
         carried: list[Path] = []  # the agent's changes, one layer per step, newest first
         verdicts: list[tuple[Step | None, _Verdict]] = []
         agent_timed_out = False
@@ -342,20 +342,22 @@ def _verify(task: Task, venv: Environment, be, carried: list[Path], work: Path, 
     return _Verdict(Outcome.PASSED if reward >= 1.0 else Outcome.FAILED, reward, rewards, "", output)
 
 
-def _start_sidecars(task: Task, backend: str, stack: contextlib.ExitStack) -> dict:
-    """Each compose sidecar in a sandbox of its own on one private network that the agent and the
-    verifier join too; the names resolve to loopback. Returns the spec settings for joining it ({}
-    without sidecars). A sidecar that does not come up is the environment's failure (infra)."""
-    if not task.sidecars:
+def start_sidecars(sidecars: tuple[Sidecar, ...], root: Path, limits: Limits, internet: bool, backend: str,
+                   stack: contextlib.ExitStack) -> dict:
+    """Each compose sidecar (its setup under ``root``) in a sandbox of its own on one private network
+    that the agent and the verifier join too; the names resolve to loopback. Returns the spec settings
+    for joining it ({} without sidecars). A sidecar that does not come up is the environment's failure
+    (infra). ``stack`` closes them, and the network, last."""
+    if not sidecars:
         return {}
-    net = stack.enter_context(SharedNetwork(internet=task.agent_network.online))
-    hosts = {sc.name: "127.0.0.1" for sc in task.sidecars}
+    net = stack.enter_context(SharedNetwork(internet=internet))
+    hosts = {sc.name: "127.0.0.1" for sc in sidecars}
     be = get_backend(backend)
-    for sc in task.sidecars:
-        view = replace(task, name=f"{task.name}--{sc.name}", env_dir=sc.env_dir, setup_script=f"{sc.env_dir}/setup.sh",
-                       metadata={k: v for k, v in task.metadata.items() if k != "build_network"} | {"build_network": True})
+    for sc in sidecars:
+        view = Task(path=root, name=f"{root.name}--{sc.name}", instruction="", env_dir=sc.env_dir,
+                    setup_script=f"{sc.env_dir}/setup.sh", metadata={"image": "default", "build_network": True})
         env = task_environment(view, backend)
-        sb = be.start(env.spec(workdir=sc.workdir, limits=limits_for(task), env=dict(sc.env), netns=net, hosts=hosts,
+        sb = be.start(env.spec(workdir=sc.workdir, limits=limits, env=dict(sc.env), netns=net, hosts=hosts,
                                hostname=sc.name))
         stack.callback(sb.close)
         sb.exec(f"setsid -f sh -c {shlex.quote(sc.command)} </dev/null >/tmp/.tmax-service.log 2>&1", timeout=30)

@@ -62,11 +62,13 @@ except ImportError as _e:  # the module is Harbor's plug-in: without Harbor ther
                       f"`bash scripts/harbor_venv.sh` and use its python: {_e}") from _e
 
 from tmax.images import Environment, ImageError, task_environment
-from tmax.interop.dockerfile import instructions, render, tmax_image_of, translate
+from tmax.interop.dockerfile import Translation, instructions, render, tmax_image_of, translate
+from tmax.interop.importer import COMPOSE_FILES, compose_services
 from tmax.safe_files import UnsafeFile, check_rel, copy_file, copy_tree, make_dir, make_symlink, write_file
 from tmax.sandbox import Bind, Limits, get_backend
 from tmax.sandbox.paths import run_dir
-from tmax.task import Resources, Task, TaskError
+from tmax.task import Resources, Sidecar, Task, TaskError
+from tmax.trial import start_sidecars
 
 BACKEND_ENV = "TMAX_HARBOR_BACKEND"
 BACKENDS = ("bwrap", "unshare")
@@ -96,15 +98,16 @@ def _read_dockerfile(dockerfile: Path) -> str:
         raise SandboxBuildFailedError(f"{dockerfile}: cannot read ({e}); expected a UTF-8 Dockerfile") from None
 
 
-def setup_plan(environment_dir: Path, allow_internet: bool) -> tuple[str, str | None, str | None]:
-    """(image profile, setup script name inside environment/, its text when it must be written) for
-    the Dockerfile in ``environment_dir``; a Dockerfile that does not translate is refused."""
+def setup_plan(environment_dir: Path) -> tuple[str, str | None, Translation | None]:
+    """(image profile, setup script name inside environment/, the translation when it must be
+    written) for the Dockerfile in ``environment_dir``; one that does not translate is refused. The
+    build has the network, as ``docker build`` does."""
     dockerfile = environment_dir / "Dockerfile"
     text = _read_dockerfile(dockerfile)
     profile = tmax_image_of(text)
     if profile is not None and _rendered_by_tmax(profile, text):
         return profile, ("setup.sh" if (environment_dir / "setup.sh").is_file() else None), None
-    tr = translate(text, environment_dir, allow_internet)
+    tr = translate(text, environment_dir, True)
     if not tr.ok:
         raise SandboxBuildFailedError(
             f"{dockerfile}: does not translate to tmax's default image: {'; '.join(tr.reasons)}. Run this task "
@@ -112,7 +115,7 @@ def setup_plan(environment_dir: Path, allow_internet: bool) -> tuple[str, str | 
     if os.path.lexists(environment_dir / TRANSLATED_SETUP):
         raise SandboxBuildFailedError(f"{environment_dir / TRANSLATED_SETUP}: exists; expected the name free for "
                                       "the translated Dockerfile")
-    return "default", TRANSLATED_SETUP, tr.setup
+    return "default", TRANSLATED_SETUP, tr
 
 
 def dockerfile_workdir(text: str) -> str:
@@ -133,19 +136,37 @@ def _rendered_by_tmax(profile: str, text: str) -> bool:
         return False
 
 
-def build_environment(environment_dir: Path, name: str, resources: Resources, backend: str = "bwrap") -> Environment:
-    """The tmax environment of a Harbor ``environment/`` directory: its image plus its setup layer,
-    built once in a sandbox and cached by content (a later call with the same files reuses it)."""
-    profile, setup_name, setup_text = setup_plan(environment_dir, resources.allow_internet)
+def build_environment(environment_dir: Path, name: str, resources: Resources,
+                      backend: str = "bwrap") -> tuple[Environment, Translation | None]:
+    """The tmax environment of a Harbor ``environment/`` directory (its image plus its setup layer,
+    built once in a sandbox and cached by content), and the Dockerfile's translation."""
+    profile, setup_name, tr = setup_plan(environment_dir)
     with tempfile.TemporaryDirectory(prefix="harbor-env-", dir=run_dir()) as stage:
         # The build context is anyone's: copied without following links out of it, no special files.
         copy_tree(environment_dir, stage, "environment", skip={"Dockerfile"})
         make_dir(stage, "environment")
-        if setup_text is not None:
-            write_file(stage, f"environment/{setup_name}", setup_text.encode(), 0o755)
-        task = Task(path=Path(stage), name=name, instruction="", metadata={"image": profile}, resources=resources,
+        if tr is not None:
+            write_file(stage, f"environment/{setup_name}", tr.setup.encode(), 0o755)
+        task = Task(path=Path(stage), name=name, instruction="", resources=resources,
+                    metadata={"image": profile, "build_network": bool(tr and tr.fetches)},
                     setup_script=f"environment/{setup_name}" if setup_name else None)
-        return task_environment(task, backend=backend)
+        return task_environment(task, backend=backend), tr
+
+
+def compose_sidecars(environment_dir: Path, stage: Path) -> tuple[tuple[Sidecar, ...], dict[str, str]]:
+    """The sidecars of ``environment_dir/docker-compose.yaml`` (their setups written under ``stage``),
+    and the main service's environment; what tmax cannot carry is refused, naming it."""
+    compose = next((environment_dir / n for n in COMPOSE_FILES if (environment_dir / n).is_file()), None)
+    if compose is None:
+        return (), {}
+    dropped: list[str] = []
+    raw, main_env = compose_services(compose, environment_dir, stage, dropped)
+    if dropped:
+        raise SandboxBuildFailedError(f"{compose}: " + "; ".join(dropped) + ". Run this task with a container "
+                                      "engine (-e docker or -e podman)")
+    return tuple(Sidecar(name=d["name"], env_dir=d["env_dir"], command=d["command"], env=d["env"],
+                         ports=tuple(d["ports"]), healthcheck=d.get("healthcheck"), workdir=d["workdir"])
+                 for d in raw), main_env
 
 
 # -- files between the host and the sandbox ----------------------------------------------------
@@ -330,6 +351,7 @@ class TmaxEnvironment(BaseEnvironment):
         self._shell_lock = threading.Lock()  # one command at a time in the sandbox's shell
         self._jobs: set[_Job] = set()
         self._workdir = "/"  # the Dockerfile's WORKDIR (or the task's workdir), set by start
+        self._stack = contextlib.ExitStack()  # the compose sidecars and their network
 
     @staticmethod
     def type() -> str:
@@ -337,7 +359,10 @@ class TmaxEnvironment(BaseEnvironment):
 
     @property
     def capabilities(self) -> EnvironmentCapabilities:
-        return EnvironmentCapabilities(disable_internet=True)
+        # Policies change while the sandbox runs (Sandbox.set_egress); allowlists are enforced by name.
+        return EnvironmentCapabilities(disable_internet=True, dynamic_network_policy=True, network_allowlist=True,
+                                       network_allowlist_hostnames=True, network_allowlist_wildcard_hostnames=True,
+                                       network_allowlist_ipv4_addresses=True, network_allowlist_ipv4_cidrs=True)
 
     @classmethod
     def resource_capabilities(cls) -> EnvironmentResourceCapabilities:
@@ -355,9 +380,6 @@ class TmaxEnvironment(BaseEnvironment):
 
     def _validate_definition(self) -> None:
         env_dir = self.environment_dir
-        if (env_dir / "docker-compose.yaml").exists() or (env_dir / "docker-compose.yml").exists():
-            raise ValueError(f"{env_dir / 'docker-compose.yaml'}: compose environments need a container engine "
-                             "(several services); run this task with -e docker or -e podman")
         if (env_dir / "Dockerfile").is_file():
             return
         if self.task_env_config.docker_image:
@@ -377,30 +399,72 @@ class TmaxEnvironment(BaseEnvironment):
     async def start(self, force_build: bool) -> None:
         # force_build has nothing to rebuild: setup layers are keyed by their content.
         res = self._resources
+        stage = Path(tempfile.mkdtemp(prefix="harbor-sidecars-", dir=run_dir()))
+        self._stack.callback(shutil.rmtree, stage, True)
         try:
-            environment = await asyncio.to_thread(build_environment, self.environment_dir, self.environment_name,
-                                                  res, self.backend)
+            environment, tr = await asyncio.to_thread(build_environment, self.environment_dir,
+                                                      self.environment_name, res, self.backend)
+            sidecars, main_env = compose_sidecars(self.environment_dir, stage)
+            if sidecars and len({(p.network_mode, tuple(p.allowed_hosts)) for p in self._policies()}) > 1:
+                raise SandboxBuildFailedError(f"{self.environment_dir}: compose sidecars share one network, and "
+                                              "this task asks for different network policies per phase")
+            if sidecars and self.network_policy.network_mode == NetworkMode.ALLOWLIST:
+                raise SandboxBuildFailedError(f"{self.environment_dir}: an allowlist beside compose sidecars is "
+                                              "not supported; run this task with -e docker")
+            net = await asyncio.to_thread(start_sidecars, sidecars, stage, Limits(memory_mb=res.memory_mb),
+                                          self._online(), self.backend, self._stack)
         except (ImageError, TaskError) as e:  # the task's environment is at fault: retrying cannot help
+            self._stack.close()
             raise SandboxBuildFailedError(str(e)) from None
+        except BaseException:
+            self._stack.close()
+            raise
         self._workdir = self.task_env_config.workdir or dockerfile_workdir(
             _read_dockerfile(self.environment_dir / "Dockerfile"))
         user_binds = [self._bind(m) for m in self._host_mounts]
         self._inbox = Inbox()
-        spec = environment.spec(workdir="/app", work_areas=("/app",), network=res.allow_internet,
-                                binds=[self._inbox.bind(), *user_binds],
+        spec = environment.spec(workdir="/app", work_areas=("/app",), binds=[self._inbox.bind(), *user_binds],
                                 limits=Limits(memory_mb=res.memory_mb, storage_mb=res.storage_mb),
-                                hostname=re.sub(r"[^A-Za-z0-9-]", "-", self.environment_name)[:63] or "sandbox")
+                                env={**(tr.env if tr else {}), **main_env},
+                                hostname=re.sub(r"[^A-Za-z0-9-]", "-", self.environment_name)[:63] or "sandbox",
+                                **(net or {"network": self._online()}))
         try:
             self._sandbox = await asyncio.to_thread(get_backend(self.backend).start, spec)
         except BaseException:
             self._inbox.close()
             self._inbox = None
+            self._stack.close()
             raise
+        if not net and self._online():
+            await self._apply_network_policy(self.network_policy)
+        if tr is not None and tr.service:  # what Harbor's containers run: the ENTRYPOINT, kept alive
+            await self._run_root(f"cd {shlex.quote(self._workdir)} 2>/dev/null; setsid -f sh -c "
+                                 f"{shlex.quote(tr.service)} </dev/null >/tmp/.tmax-service.log 2>&1")
         paths = EnvironmentPaths.for_os(self.os)
         dirs = [paths.agent_dir, paths.verifier_dir, paths.artifacts_dir, *self._mount_targets(writable_only=True)]
         await self.ensure_dirs(dirs)
         result = await self._run_root(f"mkdir -p -- {shlex.quote(self._workdir)}")
         self._check(result, f"create the working directory {self._workdir}")
+
+    def _policies(self) -> list:
+        return [self.network_policy, *self._phase_network_policies]
+
+    def _online(self) -> bool:
+        """Whether any phase reaches the network: then the sandbox starts online and each policy is
+        applied by rules in its namespace."""
+        return any(p.network_mode != NetworkMode.NO_NETWORK for p in self._policies())
+
+    async def _apply_network_policy(self, network_policy) -> None:
+        sandbox = self._sandbox
+        if sandbox is None:
+            return  # not started: start() applies the policy
+        if getattr(sandbox, "net", None) is None:
+            if network_policy.network_mode == NetworkMode.NO_NETWORK:
+                return
+            raise ValueError(f"{self.environment_dir}: this sandbox has no network to open (compose sidecars, or "
+                             "every phase asked for none at start)")
+        await asyncio.to_thread(sandbox.set_egress, network_policy.network_mode.value,
+                                tuple(network_policy.allowed_hosts))
 
     @staticmethod
     def _bind(mount: dict) -> Bind:
@@ -418,6 +482,7 @@ class TmaxEnvironment(BaseEnvironment):
             await asyncio.to_thread(self._close, sandbox)
         if inbox is not None:
             inbox.close()
+        await asyncio.to_thread(self._stack.close)
 
     def _close(self, sandbox) -> None:
         # A cancelled command dies within CANCEL_POLL_SEC; past the wait, close anyway (it kills all).

@@ -241,9 +241,8 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
     env_dir = src / "environment"
     service_env: dict[str, str] = {}
     workdir = env_t.get("workdir")
-    compose = next((env_dir / n for n in ("docker-compose.yaml", "docker-compose.yml") if (env_dir / n).is_file()),
-                   None)
-    sidecars, compose_env = _compose(compose, env_dir, dest, dropped) if compose else ([], {})
+    compose = next((env_dir / n for n in COMPOSE_FILES if (env_dir / n).is_file()), None)
+    sidecars, compose_env = compose_services(compose, env_dir, dest, dropped) if compose else ([], {})
     if compose and (dropped or not (env_dir / "Dockerfile").is_file()):
         shutil.rmtree(dest / "services", ignore_errors=True)
         copy_tree(env_dir, dest, "environment")
@@ -332,6 +331,7 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
                                               ("verifier", ver_out), ("environment", env_out)]).encode())
 
 
+COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml")
 # docker-compose keys: those a sidecar sandbox carries, and those that change nothing here (every
 # service shares one loopback, so ports need no publishing). Any other key is dropped.
 _COMPOSE_KEYS = {"build", "command", "entrypoint", "environment", "healthcheck", "working_dir"}
@@ -339,7 +339,7 @@ _COMPOSE_NEUTRAL = {"depends_on", "expose", "ports", "networks", "restart", "con
                     "stop_grace_period", "labels"}
 
 
-def _compose(path: Path, env_dir: Path, dest: Path, dropped: list[str]) -> tuple[list[dict], dict[str, str]]:
+def compose_services(path: Path, env_dir: Path, dest: Path, dropped: list[str]) -> tuple[list[dict], dict[str, str]]:
     """Sidecars (as ``metadata.sidecars``) and the main service's environment from a compose file; each
     sidecar's Dockerfile is translated into ``services/<name>/setup.sh``."""
     import yaml

@@ -32,6 +32,7 @@ SO_ORIGINAL_DST = 80
 DNS = "10.0.2.3"
 PEEK_BYTES = 8192
 MAX_CONNECTIONS = 64
+PORT = 15001
 TABLE = "tmax_egress"
 
 
@@ -56,13 +57,32 @@ def ruleset(port: int) -> str:
 """
 
 
-def start(netns_pid: int, hosts: tuple[str, ...], log: str, port: int = 15001) -> subprocess.Popen:
-    """Install the rules in the network namespace of ``netns_pid`` and start the proxy there."""
-    ns = f"/proc/{netns_pid}/ns/net"
-    r = subprocess.run(["nsenter", f"--net={ns}", "nft", "-f", "-"], input=ruleset(port), text=True,
+def deny_all() -> str:
+    return f"""table inet {TABLE} {{
+  chain filter_out {{
+    type filter hook output priority 0; policy drop;
+    oifname "lo" accept
+  }}
+}}
+"""
+
+
+def set_rules(netns_pid: int, mode: str, port: int = PORT) -> None:
+    """The rules of one policy in the network namespace of ``netns_pid``: ``public`` (none),
+    ``no-network`` (loopback only) or ``allowlist`` (TCP through the proxy on ``port``)."""
+    rules = {"public": "", "no-network": deny_all(), "allowlist": ruleset(port)}[mode]
+    # Replacing is one transaction: the old table goes in the same batch the new one comes in.
+    batch = f"table inet {TABLE}\ndelete table inet {TABLE}\n{rules}"
+    r = subprocess.run(["nsenter", f"--net=/proc/{netns_pid}/ns/net", "nft", "-f", "-"], input=batch, text=True,
                        capture_output=True, timeout=30)
     if r.returncode != 0:
-        raise OSError(f"network allowlist: nft failed: {r.stderr.strip()[-300:]}")
+        raise OSError(f"nft failed: {r.stderr.strip()[-300:]}")
+
+
+def start(netns_pid: int, hosts: tuple[str, ...], log: str, port: int = PORT) -> subprocess.Popen:
+    """Start the proxy for the network namespace of ``netns_pid`` (``set_rules(..., "allowlist")``
+    sends its TCP there)."""
+    ns = f"/proc/{netns_pid}/ns/net"
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     ready_r, ready_w = os.pipe()
     # The proxy exits when this pipe closes: when the sandbox closes, or when we die without closing.

@@ -96,6 +96,7 @@ class NativeSandbox:
         self.storage_fd: int | None = None  # the writable layer (a tmpfs only we can reach)
         self.net: subprocess.Popen | None = None
         self.egress: subprocess.Popen | None = None  # the allowlist's proxy
+        self._netns_pid: int | None = None  # a process in the sandbox's network namespace, when online
         self._spared: set[int] = set()
         try:
             self._start()
@@ -198,11 +199,23 @@ class NativeSandbox:
             if pid is None:
                 raise SandboxError("sandbox launch failed: no process in the sandbox's network namespace")
             self.net = network.attach(pid, str(self.dir / "slirp4netns.log"), join_userns=self.launcher == "bwrap")
+            self._netns_pid = pid
             if spec.allowed_hosts:
-                try:
-                    self.egress = egress.start(pid, tuple(spec.allowed_hosts), str(self.dir / "egress.log"))
-                except OSError as e:
-                    raise SandboxError(f"sandbox launch failed: {e}") from None
+                self.set_egress("allowlist", tuple(spec.allowed_hosts))
+
+    def set_egress(self, mode: str, hosts: tuple[str, ...] = ()) -> None:
+        """Change what an online sandbox reaches while it runs: ``public``, ``no-network`` (loopback
+        only) or ``allowlist`` (``hosts`` by name, see ``egress``)."""
+        if self.net is None:
+            raise SandboxError("set_egress needs a sandbox started with network=True")
+        egress.stop(self.egress)
+        self.egress = None
+        try:
+            egress.set_rules(self._netns_pid, mode)
+            if mode == "allowlist":
+                self.egress = egress.start(self._netns_pid, hosts, str(self.dir / "egress.log"))
+        except OSError as e:
+            raise SandboxError(f"sandbox network policy {mode!r}: {e}") from None
 
     def _argv(self, plan: rootfs.Plan, seccomp_fd: int | None) -> list[str]:
         spec, root = self.spec, plan.root

@@ -177,17 +177,46 @@ def test_harbor_loads_the_agent_and_it_runs_an_episode(harbor_py, scripted_model
     assert traj["final_metrics"]["extra"]["submitted"] is True
 
 
-def test_full_harbor_run_needs_docker(harbor_py):
-    docker = shutil.which("docker")
-    if not docker or subprocess.run([docker, "info"], capture_output=True).returncode != 0:
-        pytest.skip("harbor run needs a Docker daemon (none here); the episode test above covers the agent")
-    dataset = os.environ.get("TMAX_HARBOR_DATASET")
-    if not dataset:
-        pytest.skip("set TMAX_HARBOR_DATASET to a Harbor task directory and OPENAI_BASE_URL to a model endpoint")
-    harbor = Path(harbor_py).parent / "harbor"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    r = subprocess.run([str(harbor), "run", "-p", dataset, "--agent-import-path",
-                        "tmax.interop.harbor_agent:TmaxAgent", "-m", "openai/" + os.environ.get("TMAX_MODEL", "model"),
-                        "--base-url", os.environ.get("OPENAI_BASE_URL", ""), "-e", "docker", "-k", "1", "-n", "1"],
-                       capture_output=True, text=True, timeout=1800, env=env)
-    assert r.returncode == 0, r.stderr[-3000:]
+def test_full_harbor_run_of_the_agent_in_tmax_sandboxes(harbor_py, bwrap, tmp_path):
+    """Harbor's own `harbor run` with tmax's agent and tmax's environment (no container engine), a
+    scripted model behind an OpenAI-compatible endpoint: the Harbor-format fixture task scores 1."""
+    script = ["wc -l < /app/data.txt | tr -d ' ' > /app/count.txt", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]
+    calls: list[int] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            calls.append(1)
+            cmd = script[min(len(calls), len(script)) - 1]
+            msg = {"role": "assistant", "content": "", "tool_calls": [
+                {"id": f"c{len(calls)}", "type": "function",
+                 "function": {"name": "bash", "arguments": json.dumps({"command": cmd})}}]}
+            data = json.dumps({"choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls"}],
+                               "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *a):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        tasks = tmp_path / "tasks"
+        shutil.copytree(ROOT / "tests" / "harbor_tasks" / "plain", tasks / "plain")
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HARBOR_TELEMETRY": "0",
+               "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        r = subprocess.run([str(Path(harbor_py).parent / "harbor"), "run", "-p", str(tasks), "--agent-import-path",
+                            "tmax.interop.harbor_agent:TmaxAgent", "-m", "openai/replay", "--ak",
+                            f"base_url=http://127.0.0.1:{srv.server_address[1]}/v1",
+                            "-e", "tmax.interop.harbor_env:TmaxEnvironment", "-o", str(tmp_path / "jobs"),
+                            "--job-name", "j", "-y", "-q"], capture_output=True, text=True, timeout=600, env=env)
+    finally:
+        srv.shutdown()
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    (result,) = (tmp_path / "jobs" / "j").glob("plain__*/result.json")
+    data = json.loads(result.read_text())
+    assert data.get("exception_info") is None, data["exception_info"]
+    assert data["verifier_result"]["rewards"]["reward"] == 1.0 and len(calls) >= 2

@@ -180,8 +180,7 @@ class Hack:
         return []
 
     def run(self, task: Task, sandbox: Sandbox, timeout: float) -> bool:
-        r = sandbox.exec(self.script(self.target or Target.of(task)), timeout=min(timeout, 120))
-        self.last = r
+        sandbox.exec(self.script(self.target or Target.of(task)), timeout=min(timeout, 120))
         return False
 
 
@@ -251,7 +250,7 @@ def _payloads() -> dict[str, str]:
     call = "sh /app/.plant.sh"
     c = (f'#include <stdlib.h>\n__attribute__((constructor)) static void tmax_hack(void) {{ system("{call}"); }}\n'
          f'int main(void) {{ system("{call}"); return 0; }}\n')
-    return {".py": f"import subprocess\nsubprocess.call(['sh', '/app/.plant.sh'])\n",
+    return {".py": "import subprocess\nsubprocess.call(['sh', '/app/.plant.sh'])\n",
             ".c": c, ".cc": c, ".cpp": c, ".h": c,
             "Makefile": f".PHONY: all\nall:\n\t{call}\n%:\n\t{call}\n", ".mk": f"all:\n\t{call}\n",
             ".sql": f".system {call}\nSELECT 1;\n", "": f"#!/bin/bash\n{call}\n"}

@@ -110,9 +110,7 @@ class OracleAgent:
         return [Bind(str(sol.parent.resolve()), "/solution", readonly=True)]
 
     def run(self, task: Task, sandbox: Sandbox, timeout: float) -> bool:
-        r = sandbox.exec(f"bash /solution/{Path(task.solution_script).name}", timeout=timeout)
-        self.last = r
-        return r.timed_out
+        return sandbox.exec(f"bash /solution/{Path(task.solution_script).name}", timeout=timeout).timed_out
 
 
 class NopAgent:

@@ -10,7 +10,6 @@ generated tokens only.
 from __future__ import annotations
 
 import os
-import random
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -142,6 +141,3 @@ def collect_group(task: Task, engine: HFPolicy, size: int, harness: HarnessConfi
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(lambda _: run_rollout(task, engine, harness, backend, max_total_tokens), range(size)))
 
-
-def pick_tasks(tasks: list[Task], n: int, rng: random.Random) -> list[Task]:
-    return [tasks[rng.randrange(len(tasks))] for _ in range(n)]

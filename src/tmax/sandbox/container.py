@@ -501,7 +501,7 @@ def containers_conf() -> Path:
         nproc = _hard_limit(resource.RLIMIT_NPROC, 4096)
         engine = []
         if shutil.which("runc"):
-            engine.append('runtime = "runc"')  # crun fails on hybrid cgroups (docs/MACHINE.md)
+            engine.append('runtime = "runc"')  # crun fails on hybrid cgroup hierarchies
         if not os.path.isdir("/run/systemd/system"):
             engine.append('cgroup_manager = "cgroupfs"')
         if not os.path.exists("/run/systemd/journal/socket"):
@@ -916,7 +916,7 @@ class ContainerBackend:
             why = (r.stderr or r.stdout).decode("utf-8", "replace").strip().splitlines()
             msg = why[-1] if why else f"exit {r.returncode}"
             if self.name == "docker":
-                msg += " (dockerd must be running; see docs/MACHINE.md)"
+                msg += " (dockerd must be running)"
             return False, f"{self.name} engine does not answer: {msg}"
         _versions[self.name] = r.stdout.decode("utf-8", "replace").strip()
         _available[self.name] = (True, "")

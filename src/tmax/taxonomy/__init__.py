@@ -132,7 +132,8 @@ def _legacy_vs_new(legacy: str, new: Sequence[str], m: float | None) -> dict[str
 
 
 def kind_weights(kind: str) -> dict[str, dict[str, float]]:
-    """Per-axis weights for a corpus kind (REFERENCE section 2)."""
+    """Per-axis weights for a corpus kind: the recipe's legacy, SFT-v2 and RL-v2 mixes (legacy values weigh
+    1, the new ones M in all), and a uniform balanced one."""
     if kind not in CORPUS_KINDS:
         raise TaxonomyError(f"unknown corpus kind {kind!r}; expected one of {', '.join(CORPUS_KINDS)}")
     legacy_cx = TASK_COMPLEXITIES[:3]

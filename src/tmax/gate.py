@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+import traceback
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -57,8 +58,8 @@ def check_task(path: str | Path, repeat: int = 2, backend: str = "bwrap", image:
         res.reason = str(e)
         res.seconds = time.monotonic() - t0
         return res
-    except Exception as e:  # a bad task must never stop the batch
-        res.reason = f"{type(e).__name__}: {e}"
+    except Exception as e:  # a bad task must never stop the batch; a bug keeps its traceback
+        res.reason = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=5)}"
         res.seconds = time.monotonic() - t0
         return res
     problems: list[str] = []

@@ -8,6 +8,7 @@ package; it is converted once to a plain Hugging Face folder under ``$TMAX_HOME/
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import re
@@ -105,6 +106,17 @@ def parse_tool_calls(text: str) -> tuple[str, list[ToolCall]]:
     return text, []
 
 
+@dataclass(frozen=True)
+class Sampling:
+    """Sampling settings of one request. ``None`` falls back to the policy's own; temperature 0 is
+    greedy. A seeded request is decoded alone (batch of one) under its own RNG, so the same seed,
+    prompt and settings give the same tokens whatever else is being served."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+
+
 @dataclass
 class HFPolicy:
     model_path: str = "embedded"
@@ -173,24 +185,49 @@ class HFPolicy:
             ids = ids["input_ids"]
         return list(ids)
 
-    def generate_ids(self, prompt: list[int], max_tokens: int) -> tuple[list[int], list[float], str]:
+    def generate_ids(self, prompt: list[int], max_tokens: int,
+                     sampling: Sampling | None = None) -> tuple[list[int], list[float], str]:
         """Sample a completion; returns (token ids, behaviour logprobs under the sampling temperature,
         finish reason). Concurrent callers are batched: requests that arrive while a batch runs are
-        generated together in the next one (left-padded), which multiplies throughput on a CPU."""
-        return self._batcher.submit({"prompt": prompt, "max_tokens": max_tokens})
+        generated together in the next one (left-padded), which multiplies throughput on a CPU.
+        ``sampling`` overrides the policy's settings for this call only (nothing shared changes)."""
+        s = sampling or Sampling()
+        settings = Sampling(self.temperature if s.temperature is None else s.temperature,
+                            self.top_p if s.top_p is None else s.top_p, s.seed)
+        return self._batcher.submit({"prompt": prompt, "max_tokens": max_tokens, "sampling": settings})
 
     def _run_batch(self, batch: list[dict]) -> list[tuple[list[int], list[float], str]]:
+        results: list = [None] * len(batch)
+        for group in _sampling_groups(batch):
+            rows = [batch[i] for i in group]
+            out = self._decode([r["prompt"] for r in rows], max(r["max_tokens"] for r in rows), rows[0]["sampling"])
+            for i, r, (gen, lps) in zip(group, rows, out):
+                gen, lps = gen[: r["max_tokens"]], lps[: r["max_tokens"]]
+                results[i] = (gen, lps, "stop" if gen and gen[-1] in self._eos else "length")
+        return results
+
+    def _decode(self, prompts: list[list[int]], max_tokens: int, s: Sampling) -> list[tuple[list[int], list[float]]]:
         from tmax.agent.sampling import decode
 
         pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else self._tok.eos_token_id
-        with _lock:
-            out = decode(self._model, [r["prompt"] for r in batch], max(r["max_tokens"] for r in batch), pad,
-                         self._eos, self.temperature, self.top_p, self.device)
-        results = []
-        for r, (gen, lps) in zip(batch, out):
-            gen, lps = gen[: r["max_tokens"]], lps[: r["max_tokens"]]
-            results.append((gen, lps, "stop" if gen and gen[-1] in self._eos else "length"))
-        return results
+        with _lock, _seeded(s.seed, self.device):
+            return decode(self._model, prompts, max_tokens, pad, self._eos, s.temperature, s.top_p, self.device)
+
+    def top_logprobs(self, prompt: list[int], completion: list[int], k: int,
+                     temperature: float) -> list[list[tuple[int, float]]]:
+        """The ``k`` likeliest tokens and their logprobs at each completion position, by scoring
+        prompt + completion in one forward pass, under the same tempered distribution as the
+        behaviour logprobs (temperature 0: that of T = 1)."""
+        import torch
+
+        if not completion or k <= 0:
+            return [[] for _ in completion]
+        ids = torch.tensor([prompt + completion[:-1]], device=self.device)
+        with _lock, torch.no_grad():
+            logits = self._model(input_ids=ids).logits[0, len(prompt) - 1:].float()
+        logp = torch.log_softmax(logits / temperature if temperature > 0 else logits, dim=-1)
+        values, tokens = logp.topk(k, dim=-1)
+        return [list(zip(t, v)) for t, v in zip(tokens.tolist(), values.tolist())]
 
     def act(self, messages: list[dict], tools: list[dict] | None, max_tokens: int) -> Reply:
         try:
@@ -203,3 +240,27 @@ class HFPolicy:
         return Reply(content=content, tool_calls=calls, prompt_tokens=len(prompt), completion_tokens=len(gen),
                      finish_reason=finish, prompt_ids=prompt, completion_ids=gen, logprobs=logprobs,
                      policy_version=self.policy_version)
+
+
+def _sampling_groups(batch: list[dict]) -> list[list[int]]:
+    """Indices of ``batch`` grouped by sampling settings (one decode each); a seeded request alone."""
+    groups: dict[object, list[int]] = {}
+    for i, r in enumerate(batch):
+        s = r["sampling"]
+        key = ("seeded", i) if s.seed is not None else (s.temperature, s.top_p)
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
+@contextlib.contextmanager
+def _seeded(seed: int | None, device: str):
+    """With a seed: torch's global RNG forked and seeded for the block (restored after)."""
+    if seed is None:
+        yield
+        return
+    import torch
+
+    devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield

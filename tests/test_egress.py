@@ -109,3 +109,60 @@ def test_policy_changes_while_the_sandbox_runs(host_env, online):
         assert _codes(sb, *urls) == ["200", "200"] and sb.egress is None
     finally:
         sb.close()
+
+
+def test_no_forged_mark_and_no_packet_socket_online(host_env, online):
+    """The proxy's mark lets its own connections out, and a packet socket on tap0 bypasses every inet
+    rule: an online sandbox can make neither (both worked with CAP_NET_RAW kept)."""
+    sb = get_backend("bwrap").start(host_env.spec(workdir="/app", network=True, allowed_hosts=(ALLOWED,)))
+    try:
+        probe = sb.exec("""python3 - <<'PY'
+import socket
+for what, make in (("mark", lambda: socket.socket().setsockopt(socket.SOL_SOCKET, socket.SO_MARK, 0x746D)),
+                   ("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0x0300))):
+    try:
+        make()
+        print(what, "allowed")
+    except OSError as e:
+        print(what, "refused", e.errno)
+PY""", timeout=30).output
+        assert "mark refused" in probe and "packet refused" in probe, probe
+        sb.set_egress("no-network")
+        again = sb.exec("python3 -c 'import socket; socket.socket(socket.AF_PACKET, socket.SOCK_RAW)' 2>&1", timeout=30)
+        assert not again.ok and "Operation not permitted" in again.output
+    finally:
+        sb.close()
+
+
+def test_one_checked_request_per_connection_and_a_bounded_log(host_env, online):
+    """A second request on a kept-alive connection, or an absolute-form target, cannot name another
+    host behind an allowed one (a shared address or CDN would serve it); refusals cannot fill the disk."""
+    sb = get_backend("bwrap").start(host_env.spec(workdir="/app", network=True, allowed_hosts=(ALLOWED,)))
+    try:
+        out = sb.exec(f"""python3 - <<'PY'
+import socket
+def ask(payload):
+    s = socket.create_connection(("{ALLOWED}", 80), timeout=15)
+    s.sendall(payload)
+    got = b""
+    try:
+        while chunk := s.recv(65536):
+            got += chunk
+    except OSError:
+        pass
+    return got.count(b"HTTP/1.1 ")
+two = (b"GET /debian/ HTTP/1.1\\r\\nHost: {ALLOWED}\\r\\n\\r\\n"
+       b"GET / HTTP/1.1\\r\\nHost: {OTHER}\\r\\nConnection: close\\r\\n\\r\\n")
+print("pipelined", ask(two))
+print("absolute", ask(b"GET http://{OTHER}/ HTTP/1.1\\r\\nHost: {ALLOWED}\\r\\n\\r\\n"))
+for _ in range(230):
+    try:
+        socket.create_connection(("{OTHER}", 80), timeout=5).sendall(b"GET / HTTP/1.1\\r\\nHost: {OTHER}\\r\\n\\r\\n")
+    except OSError:
+        pass
+PY""", timeout=120).output
+        assert "pipelined 1" in out and "absolute 0" in out, out
+        log = sb.dir / "egress.log"
+        assert len(log.read_text().splitlines()) <= 201
+    finally:
+        sb.close()

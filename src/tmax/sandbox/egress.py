@@ -216,17 +216,68 @@ def _socket_in(netns: int, home: int) -> socket.socket:
         _setns(home)
 
 
+_logged = [0]
+MAX_LOG_LINES = 200  # the sandbox decides what is logged: the host's disk must not be its to fill
+
+
+def _log(line: str) -> None:
+    _logged[0] += 1
+    if _logged[0] <= MAX_LOG_LINES:
+        print(ascii(line)[:300], flush=True)
+    elif _logged[0] == MAX_LOG_LINES + 1:
+        print("(further lines not logged)", flush=True)
+
+
+class Refused(Exception):
+    pass
+
+
+def _one_request(data: bytes, conn: socket.socket, allow: Allowlist) -> bytes:
+    """Plain HTTP: exactly one request goes up, with ``Connection: close``, so every request on a
+    kept-alive connection comes back here to be checked; an absolute-form target must be allowed too."""
+    head, sep, rest = data.partition(b"\r\n\r\n")
+    if not sep:
+        raise Refused("no complete request head")
+    lines = head.decode("latin-1").split("\r\n")
+    target = lines[0].split(" ")[1] if lines[0].count(" ") >= 2 else ""
+    if "://" in target:
+        host = target.split("://", 1)[1].split("/", 1)[0].rsplit("@", 1)[-1]
+        host = host.rsplit(":", 1)[0] if host.count(":") == 1 else host.strip("[]")
+        if not allow.name(host):
+            raise Refused(f"request target {target[:80]!r}")
+    kept, length = [lines[0]], 0
+    for line in lines[1:]:
+        key = line.split(":", 1)[0].strip().lower()
+        if key == "transfer-encoding":
+            raise Refused("a chunked request body")
+        if key == "content-length":
+            length = int(line.split(":", 1)[1].strip() or 0)
+        if key not in ("connection", "proxy-connection", "keep-alive"):
+            kept.append(line)
+    kept.append("Connection: close")
+    body = rest[:length]
+    while len(body) < length:
+        chunk = conn.recv(min(65536, length - len(body)))
+        if not chunk:
+            break
+        body += chunk
+    return ("\r\n".join(kept) + "\r\n\r\n").encode("latin-1") + body
+
+
 def _handle(conn: socket.socket, allow: Allowlist, netns: int, home: int) -> None:
     try:
         ip, port = _original_dst(conn)
         data = _peek(conn)
         name = requested_name(data)
+        tls = data[:1] == b"\x16"
         if allow.address(ip):
             address = ip
         elif name and allow.name(name):
             address = socket.gethostbyname(name)  # resolved here: never the address the client dialled
+            if not tls:
+                data = _one_request(data, conn, allow)
         else:
-            print(f"refused {ip}:{port} (asked for {name!r})", flush=True)
+            _log(f"refused {ip}:{port} (asked for {name!r})")
             return
         up = _socket_in(netns, home)
         up.setsockopt(socket.SOL_SOCKET, socket.SO_MARK, MARK)
@@ -234,14 +285,28 @@ def _handle(conn: socket.socket, allow: Allowlist, netns: int, home: int) -> Non
         up.connect((address, port))
         up.settimeout(None)
         conn.settimeout(None)
-        print(f"allowed {ip}:{port} as {name!r} -> {address}", flush=True)
+        _log(f"allowed {ip}:{port} as {name!r} -> {address}")
         up.sendall(data)
-        threading.Thread(target=_pipe, args=(up, conn), daemon=True).start()
-        _pipe(conn, up)
-    except OSError as e:
-        print(f"error: {e}", flush=True)
+        if tls or allow.address(ip):
+            threading.Thread(target=_pipe, args=(up, conn), daemon=True).start()
+            _pipe(conn, up)
+        else:  # the answer comes back; whatever else the client sends goes nowhere
+            threading.Thread(target=_drain, args=(conn,), daemon=True).start()
+            _pipe(up, conn)
+    except Refused as e:
+        _log(f"refused: {e}")
+    except (OSError, ValueError, IndexError) as e:
+        _log(f"error: {e}")
     finally:
         conn.close()
+
+
+def _drain(conn: socket.socket) -> None:
+    try:
+        while conn.recv(65536):
+            pass
+    except OSError:
+        pass
 
 
 def stop(proc: subprocess.Popen | None) -> None:

@@ -29,6 +29,14 @@ UID_COUNT = 65536
 # sys_chroot, setfcap. Never sys_admin (no mounts, so no cgroupfs, no unmounting a mask), sys_ptrace
 # of others, sys_module, net_admin, mknod.
 KEPT_CAPS = {0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 31}
+CAP_NET_RAW = 13
+
+
+def kept_caps(online: bool) -> set[int]:
+    """The capabilities a sandbox keeps. Online, CAP_NET_RAW goes: over the network namespace the
+    sandbox owns it would set SO_MARK (the egress proxy's pass) and open packet sockets on tap0, which
+    the egress rules never see."""
+    return KEPT_CAPS - {CAP_NET_RAW} if online else set(KEPT_CAPS)
 CAP_NAMES = {0: "CAP_CHOWN", 1: "CAP_DAC_OVERRIDE", 3: "CAP_FOWNER", 4: "CAP_FSETID", 5: "CAP_KILL",
              6: "CAP_SETGID", 7: "CAP_SETUID", 8: "CAP_SETPCAP", 10: "CAP_NET_BIND_SERVICE", 13: "CAP_NET_RAW",
              18: "CAP_SYS_CHROOT", 31: "CAP_SETFCAP"}

@@ -228,13 +228,13 @@ class NativeSandbox:
                     "--remount-ro", "/dev", "--proc", "/proc", "--unshare-pid", *net, "--unshare-ipc",
                     "--unshare-uts", "--unshare-cgroup-try", "--hostname", spec.hostname, "--die-with-parent", "--new-session",
                     "--chdir", spec.workdir, "--cap-drop", "ALL"]
-            for cap in sorted(identity.KEPT_CAPS):
+            for cap in sorted(identity.kept_caps(spec.network)):
                 argv += ["--cap-add", identity.CAP_NAMES[cap]]
             return argv + ["--seccomp", str(seccomp_fd), "--"] + program
         # unshare: new pid, ipc, uts and mount namespaces in the sandbox's user namespace (joined in
         # rootfs.apply, where the network namespace, loopback up, is made or the shared one joined).
         argv = ["unshare", "--pid", "--fork", "--kill-child", "--ipc", "--uts", "--mount", f"--mount-proc={root}/proc"]
-        keep = ",".join(str(c) for c in sorted(identity.KEPT_CAPS))
+        keep = ",".join(str(c) for c in sorted(identity.kept_caps(spec.network)))
         # pivot_root (not chroot): the host's tree must not stay reachable through a chroot escape.
         userns = str(plan.userns_fd) if plan.userns_fd is not None else ""
         return argv + [sys.executable, "-I", "-S", "-c", _PIVOT, root, spec.workdir, spec.hostname, keep, userns,

@@ -117,9 +117,12 @@ def tmax_rl_steps(folder, prompts: int, group: int, completion: int, steps: int)
     trainer.engine = HFPolicy(model_path=str(folder), temperature=1.0, max_batch=prompts * group)
     from transformers import AutoModelForCausalLM
 
-    trainer.model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    trainer.optim = torch.optim.AdamW(trainer.model.parameters(), lr=cfg.lr, weight_decay=0.0)
-    trainer.version, trainer.pool = 0, None
+    from tmax.rl.trainer import LocalLearner
+
+    trainer.learner = LocalLearner(cfg)
+    trainer.learner.build(AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32))
+    trainer.version, trainer.pool, trainer.lead = 0, None, True
+    trainer.pad = trainer.engine.tokenizer.pad_token_id or 0
     rng = random.Random(0)
     times = []
     for step in range(steps + 1):

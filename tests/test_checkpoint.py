@@ -52,3 +52,22 @@ def test_a_run_without_a_checkpoint_has_none(tmp_path):
     assert checkpoint.latest(tmp_path) is None
     (tmp_path / ".checkpoint-000001-deadbeef.partial").mkdir()  # a first save killed while writing
     assert checkpoint.latest(tmp_path) is None
+
+
+def test_a_learners_files_come_back_by_name_and_a_kill_keeps_the_old_ones(tmp_path):
+    """save_tensors writes NAME.pt per entry through the same crash-safe save; load_tensors reads them back."""
+    import pytest
+
+    torch = pytest.importorskip("torch", reason="needs torch (scripts/setup.sh installs it)")
+    first = {"model": {"w": torch.arange(4.0)}, "optim.fsdp": {"state": {"w": {"step": torch.tensor(1.0)}}}}
+    checkpoint.save_tensors(tmp_path, 1, first, {"version": 1})
+    ck = checkpoint.latest(tmp_path)
+    assert sorted(p.name for p in ck.iterdir()) == ["model.pt", "optim.fsdp.pt", "state.json"]
+    back = checkpoint.load_tensors(ck)
+    assert sorted(back) == ["model", "optim.fsdp"] and torch.equal(back["model"]["w"], torch.arange(4.0))
+    assert back["optim.fsdp"]["state"]["w"]["step"].item() == 1.0
+    # a second save killed after writing its files: the first checkpoint is still the one named
+    steps = checkpoint.save_steps(tmp_path, 2, lambda folder: torch.save({"w": torch.zeros(4)}, folder / "model.pt"),
+                                  {"version": 2})
+    assert next(steps) == "written"
+    assert torch.equal(checkpoint.load_tensors(checkpoint.latest(tmp_path))["model"]["w"], torch.arange(4.0))

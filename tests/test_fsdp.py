@@ -1,5 +1,6 @@
 """The FSDP learner: one step under ``torchrun --nproc-per-node 2`` (gloo, CPU) on a tiny random Qwen3
-equals one single-process step on the whole batch with the same DPPO loss and FP32 head."""
+equals the local learner's step on the whole batch in one process (same DPPO loss, same fused FP32
+head, same optimiser), and the distributed training run checkpoints and resumes."""
 
 from __future__ import annotations
 
@@ -16,15 +17,16 @@ torch = pytest.importorskip("torch", reason="needs torch (scripts/setup.sh insta
 from conftest import save_tiny_chat_model  # noqa: E402
 pytest.importorskip("transformers", reason="needs transformers (scripts/setup.sh installs it)")
 
-# Shared by the torchrun ranks and the reference: the model, the batch, the settings.
+# Shared by the torchrun ranks and the single process: the model, the batch, the settings.
 COMMON = textwrap.dedent("""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
-    from tmax.rl.fsdp import Sample
+    from tmax.rl.config import TrainConfig
+    from tmax.rl.trainer import Sample
 
-    # SGD, not AdamW: its first step is about lr * sign(grad), blind to a wrongly scaled gradient.
-    # The clip (below the gradient norm of ~0.027) is active.
-    LR, CLIP, MICRO, LOSS, KW = 10.0, 0.01, 2, "dppo_tv", {"delta": 0.1}
+    # micro-batches of 2 over 7 trajectories: 4 on one rank, 3 (and a filler) on the other; the clip
+    # (below the gradient norm of ~0.03) is active; fp32 throughout.
+    CFG = TrainConfig(tasks=["-"], lr=1e-3, grad_clip=0.01, micro_batch=2, loss="dppo_tv", logprob_chunk=16)
 
     def model():
         torch.manual_seed(0)
@@ -50,36 +52,24 @@ COMMON = textwrap.dedent("""
 RANK = COMMON + textwrap.dedent("""
     import sys
     import torch.distributed as dist
-    from tmax.rl.fsdp import full_state_dict, shard, sharded_step
+    from tmax.rl.fsdp import FSDPLearner
 
     dist.init_process_group("gloo")
-    policy = shard(model())
-    optim = torch.optim.SGD(policy.parameters(), lr=LR)
-    stats = sharded_step(policy, optim, batch(), LOSS, KW, MICRO, CLIP)
-    sd = full_state_dict(policy)
+    learner = FSDPLearner(CFG)
+    learner.build(model())
+    stats = learner.step(batch(), 0)
+    sd = learner.weights()
     if dist.get_rank() == 0:
         torch.save({"state": sd, "stats": stats}, sys.argv[1])
     dist.destroy_process_group()
 """)
 
 
-def _reference(ns: dict) -> tuple[dict, float, float]:
-    """The single-process step: the whole batch in one forward, the same loss, clip and optimiser."""
-    from tmax.rl.fsdp import _tensors
+def test_the_fsdp_learner_on_two_ranks_makes_the_local_learners_step(tmp_path, record_property):
     from tmax.rl.logprobs import sequence_logprobs
     from tmax.rl.losses import LOSSES
+    from tmax.rl.trainer import LocalLearner, batch_tensors
 
-    m = ns["model"]()
-    optim = torch.optim.SGD(m.parameters(), lr=ns["LR"])
-    ids, attn, mask, old, adv = _tensors(ns["batch"](), 0, "cpu")
-    loss, _ = LOSSES[ns["LOSS"]](sequence_logprobs(m, ids, attn), old, adv, mask, **ns["KW"])
-    loss.backward()
-    norm = torch.nn.utils.clip_grad_norm_(m.parameters(), ns["CLIP"]).item()
-    optim.step()
-    return m.state_dict(), loss.item(), norm
-
-
-def test_two_rank_fsdp_step_equals_a_single_process_step(tmp_path, record_property):
     torchrun = shutil.which("torchrun") or ""
     if not torchrun:
         pytest.skip("torchrun not on PATH")
@@ -91,21 +81,36 @@ def test_two_rank_fsdp_step_equals_a_single_process_step(tmp_path, record_proper
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
     got = torch.load(out)
+
     ns: dict = {}
     exec(COMMON, ns)  # noqa: S102 - the same definitions the ranks ran
-    ref, ref_loss, ref_norm = _reference(ns)
-    initial = ns["model"]().state_dict()
-    assert set(got["state"]) == set(ref)
-    diff = max((got["state"][k] - ref[k]).abs().max().item() for k in ref)
-    moved = max((ref[k] - initial[k]).abs().max().item() for k in ref)
-    record_property("fsdp_vs_single_max_abs_diff", diff)
-    print(f"FSDP (2 ranks) vs single process after one step: max |diff| {diff:.2e}; "
-          f"largest parameter move {moved:.2e}; loss {got['stats']['loss']:.6f} vs {ref_loss:.6f}; "
-          f"grad norm {got['stats']['grad_norm']:.6f} vs {ref_norm:.6f}")
-    assert moved > 1e-3  # a real step...
-    assert diff < 1e-6  # ...and the same one
-    assert got["stats"]["loss"] == pytest.approx(ref_loss, abs=1e-5)
-    assert got["stats"]["grad_norm"] == pytest.approx(ref_norm, rel=1e-4)  # the gradients' scale, before clipping
+    initial = ns["model"]()
+    with torch.no_grad():  # the batch's loss in one forward, without the fused head: what both must report
+        ids, attn, mask, old, adv = batch_tensors(ns["batch"](), 0, "cpu")
+        one_pass, _ = LOSSES["dppo_tv"](sequence_logprobs(initial, ids, attn), old, adv, mask, delta=0.1)
+    local = LocalLearner(ns["CFG"])
+    local.build(ns["model"]())
+    ref = local.step(ns["batch"](), 0)
+    ref_state = local.weights()
+
+    assert set(got["state"]) == set(ref_state)
+    diff = max((got["state"][k] - ref_state[k]).abs().max().item() for k in ref_state)
+    moved = max((ref_state[k] - v).abs().max().item() for k, v in initial.state_dict().items())
+    record_property("fsdp_vs_local_max_abs_diff", diff)
+    print(f"FSDP learner (2 ranks) vs local learner after one step: max |diff| {diff:.2e}; largest parameter "
+          f"move {moved:.2e}; loss {got['stats']['loss']:.6f} vs {ref['loss']:.6f} (one pass {one_pass.item():.6f});"
+          f" grad norm {got['stats']['grad_norm']:.6f} vs {ref['grad_norm']:.6f}")
+    assert ref["loss"] == pytest.approx(one_pass.item(), abs=1e-5)  # micro-batches add up to the whole batch
+    assert moved > 1e-4  # a real step...
+    # ...and the same one: AdamW's first step is lr * g / (|g| + eps), which turns the rounding of a gradient
+    # near eps (1e-8) into ~1e-7 of weight; a wrong share or scale moves weights by ~lr (1e-3)
+    assert diff < 5e-6
+    assert got["stats"]["loss"] == pytest.approx(ref["loss"], abs=1e-5)
+    assert got["stats"]["grad_norm"] == pytest.approx(ref["grad_norm"], rel=1e-4)  # the gradients' scale
+    assert ref["grad_norm"] > ns["CFG"].grad_clip  # so the clip acted on both
+    for key in ("masked_fraction", "logprob_gap_max", "logprob_gap_mean", "entropy"):
+        assert got["stats"][key] == pytest.approx(ref[key], abs=1e-5), key
+    assert got["stats"]["trained_tokens"] == ref["trained_tokens"] == int(mask.sum())
 
 
 @pytest.mark.slow  # ~1 min: two torchrun launches with real rollouts
@@ -139,6 +144,7 @@ def test_distributed_training_run_checkpoints_and_resumes(tmp_path, bwrap):
         proc = subprocess.run(cmd + extra, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     assert "resumed at step 2" in proc.stdout + proc.stderr
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []  # rank 1 wrote nothing
     rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2, 3]
     trained = [r for r in rows if r.get("trained_tokens")]

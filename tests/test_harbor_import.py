@@ -177,3 +177,64 @@ def test_apt_of_what_the_image_lacks_needs_the_builds_network(tmp_path):
     assert not offline.ok and "emacs-nox" in offline.reasons[0] and "no network" in offline.reasons[0]
     held = translate("FROM debian:bookworm-slim\nRUN apt-get update && apt-get install -y jq\n", tmp_path, True)
     assert held.ok and not held.fetches  # nothing to fetch: no network needed
+
+
+@pytest.mark.parametrize("agent", [
+    "ln -s /opt/checker/expected.txt /app/report.txt",  # the verifier's own answer, through a link
+    "mkdir -p /app/d && ln -s ../../opt/checker/expected.txt /app/report.txt",
+])
+def test_a_separate_verifier_never_follows_an_artifact_link_out_of_it(tmp_path, bwrap, agent):
+    task = load_task(import_task(FIXTURES / "separate-verifier", tmp_path / "out").dest)
+    d = Path(task.path)
+    (d / "solution" / "solve.sh").write_text(f"#!/bin/bash\n{agent}\n")
+    r = run_trial(load_task(d), OracleAgent(), backend=bwrap)
+    assert r.reward == 0.0, r
+
+
+def test_artifacts_reach_the_verifier_without_a_copy(tmp_path, bwrap):
+    """A sparse file of 2 GB (8 KB on disk) must not become 2 GB on the host on its way to the verifier."""
+    from tmax.trial import _only
+
+    layer = tmp_path / "layer" / "app"
+    layer.mkdir(parents=True)
+    with open(layer / "report.txt", "wb") as f:
+        f.truncate(2 << 30)
+    (layer / "inside").symlink_to("report.txt")
+    dest = _only(tmp_path / "layer", ("/app",), tmp_path / "dest")
+    st = (dest / "app" / "report.txt").stat()
+    assert st.st_size == 2 << 30 and st.st_blocks * 512 < 1 << 20 and st.st_nlink == 2
+    assert (dest / "app" / "inside").is_symlink()  # a link within the artifact stays
+
+
+def test_an_authors_metadata_never_sets_how_tmax_builds_or_runs(tmp_path):
+    toml = ('[metadata]\nimage = "host"\nwork_areas = ["/"]\nservice = "touch /tmp/x"\nbackend = "podman"\n'
+            'environment = "dockerfile"\nbuild_network = true\ndifficulty = "easy"\n')
+    r = import_task(_task(tmp_path, toml), tmp_path / "out")
+    t = load_task(r.dest)
+    assert r.way == "native" and t.image == "default" and t.service is None and "build_network" not in t.metadata
+    assert "backend" not in t.metadata and t.work_areas != ("/",) and t.metadata["difficulty"] == "easy"
+    assert any("metadata.image" in n for n in r.notes)
+
+
+def test_a_sidecar_dockerfile_outside_its_context_is_never_read(tmp_path):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("HOSTSECRET-42\n")
+    d = _task(tmp_path, "")
+    (d / "environment" / "kv").mkdir()
+    (d / "environment" / "kv" / "Dockerfile").write_text("FROM debian:bookworm-slim\nCMD [\"sleep\", \"1\"]\n")
+    (d / "environment" / "docker-compose.yaml").write_text(
+        f"services:\n  kv:\n    build: {{context: ./kv, dockerfile: {secret}}}\n"
+        "  kw:\n    build: {context: ./kv, dockerfile: ../../../secret.txt}\n")
+    r = import_task(d, tmp_path / "out")
+    assert "HOSTSECRET" not in json.dumps(r.to_json()) and r.way == "container"
+
+
+def test_a_prebuilt_image_beside_a_dockerfile_is_what_harbor_runs(tmp_path):
+    r = import_task(_task(tmp_path, '[environment]\ndocker_image = "ghcr.io/x/y:1"\n'), tmp_path / "out")
+    assert r.way == "container" and any("docker_image" in d for d in r.dropped)
+
+
+def test_dockerfile_variables_expand_as_docker_does(tmp_path):
+    df = "FROM debian:bookworm-slim\nENV PATH=/opt/tool/bin:$PATH\nARG NAME\nENV GREETING=hello-${NAME:-world}\n"
+    t = load_task(import_task(_task(tmp_path, "", df), tmp_path / "out").dest)
+    assert t.env["PATH"].startswith("/opt/tool/bin:/usr/local/sbin:") and t.env["GREETING"] == "hello-world"

@@ -297,3 +297,8 @@ def test_gate_batch(tmp_path, bwrap):
     assert len(seen) == 2 and by["good"].ok and not by["bad"].ok
     assert "no task.toml" in by["bad"].reason
     assert not math.isnan(by["good"].seconds)
+
+
+def test_a_reward_too_big_for_a_float_is_a_failure_not_infra(tmp_path):
+    value, _, reason = read_reward(_logs(tmp_path, None, '{"reward": 1' + "0" * 400 + "}"))
+    assert value is None and "finite numbers" in reason

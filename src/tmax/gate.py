@@ -15,8 +15,10 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from tmax.images import ImageError, task_environment
+from tmax.sandbox import DEFAULT_BACKEND
 from tmax.task import TaskError, load_task
 from tmax.hacks import HACK_THRESHOLD, applicable
 
@@ -45,13 +47,18 @@ def _why(trial: TrialResult) -> str:
     return f"{trial.outcome.value}" + (f": {trial.reason}" if trial.reason else "")
 
 
-def check_task(path: str | Path, repeat: int = 2, backend: str = "bwrap", image: str | None = None,
+def check_task(path: str | Path, repeat: int = 2, backend: str = DEFAULT_BACKEND, image: str | None = None,
                adversarial: bool = True, channels: bool = True) -> GateResult:
     t0 = time.monotonic()
     res = GateResult(task=str(path), ok=False)
     try:
         task = load_task(path)
         res.name = task.name
+        dropped = task.metadata.get("import_dropped")
+        if dropped:  # its environment is not what its author wrote: nothing is built, no score would mean anything
+            res.reason = "the import dropped what the task's author wrote: " + "; ".join(map(str, dropped))
+            res.seconds = time.monotonic() - t0
+            return res
         env = task_environment(task, backend, image=image)
         res.env_hash = env.hash
     except (TaskError, ImageError) as e:
@@ -63,11 +70,6 @@ def check_task(path: str | Path, repeat: int = 2, backend: str = "bwrap", image:
         res.seconds = time.monotonic() - t0
         return res
     problems: list[str] = []
-    dropped = task.metadata.get("import_dropped")
-    if dropped:  # its environment is not what its author wrote: no score here would mean anything
-        res.reason = "the import dropped what the task's author wrote: " + "; ".join(map(str, dropped))
-        res.seconds = time.monotonic() - t0
-        return res
     for i in range(repeat):
         tr = run_trial(task, OracleAgent(), backend=backend, env=env)
         res.oracle_rewards.append(tr.reward)
@@ -119,7 +121,7 @@ def _channel_leg(task, backend: str, image: str | None, res: GateResult) -> list
     return [f"channel skipped: {r.reason}"]
 
 
-def check_many(paths: Iterable[str | Path], repeat: int = 2, backend: str = "bwrap", jobs: int = 2,
+def check_many(paths: Iterable[str | Path], repeat: int = 2, backend: str = DEFAULT_BACKEND, jobs: int = 2,
                image: str | None = None, on_result: Callable[[GateResult], None] | None = None,
                adversarial: bool = True, channels: bool = True) -> Iterator[GateResult]:
     """Gate tasks in parallel; yields results as they finish."""
@@ -132,7 +134,38 @@ def check_many(paths: Iterable[str | Path], repeat: int = 2, backend: str = "bwr
             yield r
 
 
-def write_jsonl(results: Iterable[GateResult], out: Path) -> None:
-    with open(out, "w") as f:
-        for r in results:
-            f.write(json.dumps(r.to_json(), sort_keys=True) + "\n")
+class Watch(Protocol):
+    """Who follows a batch as it runs (a progress bar, a log): told each stage's size, then each result."""
+
+    def start(self, stage: str, total: int) -> None: ...
+
+    def advance(self, stage: str, result: Any) -> None: ...
+
+
+def stream_jsonl(records: Iterable[Any], out: Path) -> Iterator[Any]:
+    """Pass ``records`` on, writing each as one JSON line (its ``to_json()``, keys sorted) as it comes:
+    a batch that is killed keeps the lines of what finished."""
+    with open(out, "w") as fh:
+        for r in records:
+            fh.write(json.dumps(r.to_json() if hasattr(r, "to_json") else r, sort_keys=True) + "\n")
+            fh.flush()
+            yield r
+
+
+def write_jsonl(records: Iterable[Any], out: Path) -> None:
+    for _ in stream_jsonl(records, out):
+        pass
+
+
+def gate_tasks(dirs: list[Path], jsonl: Path | None = None, *, repeat: int = 2, backend: str = DEFAULT_BACKEND,
+               jobs: int = 2, image: str | None = None, adversarial: bool = True, channels: bool = True,
+               watch: Watch | None = None) -> list[GateResult]:
+    """Gate ``dirs`` in parallel, one JSON line per task in ``jsonl`` as each finishes; the results
+    sorted by task."""
+    on_result = None
+    if watch:
+        watch.start("gate", len(dirs))
+        on_result = lambda r: watch.advance("gate", r)  # noqa: E731
+    results = check_many(dirs, repeat=repeat, backend=backend, jobs=jobs, image=image, adversarial=adversarial,
+                         channels=channels, on_result=on_result)
+    return sorted(stream_jsonl(results, jsonl) if jsonl else results, key=lambda r: r.task)

@@ -164,9 +164,16 @@ def _reward_json(raw: bytes) -> tuple[dict[str, float] | None, str]:
     except (ValueError, RecursionError) as e:  # RecursionError: '[[[[...' nested past the parser's limit
         return None, f"reward.json: invalid JSON ({e})"
     if not isinstance(data, dict) or not data or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in data.values()):
+            isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v) for v in data.values()):
         return None, "reward.json: expected a flat object of finite numbers"
     return {k: float(v) for k, v in data.items()}, ""
+
+
+def _finite(v: int | float) -> bool:
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an int of 400 digits: not a reward
+        return False
 
 
 def _in_range(value: float, rewards: dict[str, float]) -> tuple[float | None, dict[str, float], str]:
@@ -434,7 +441,7 @@ def _only(layer: Path, paths: tuple[str, ...], dest: Path) -> Path:
         if parts and all(stat.S_ISDIR(_lstat_mode(layer.joinpath(*parts[:i]))) for i in range(1, len(parts))):
             src = layer.joinpath(*parts)
             if os.path.lexists(src):
-                _copy_entry(src, dest.joinpath(*parts))
+                _copy_entry(src, dest.joinpath(*parts), "/" + "/".join(parts), "/" + "/".join(parts))
     return dest
 
 
@@ -445,17 +452,26 @@ def _lstat_mode(path: Path) -> int:
         return 0
 
 
-def _copy_entry(src: Path, dst: Path) -> None:
+def _copy_entry(src: Path, dst: Path, inside: str, root: str) -> None:
+    """Copy one entry of an agent's layer (``inside``: its path in the sandbox) under ``root``, the
+    artifact. Files are hard links (no byte is copied: a sparse 2 GB file stays 8 KB); a symlink is kept
+    only if it resolves within the artifact, as Harbor's artifact upload keeps them (one pointing into
+    the verifier's own image would hand the agent its answers)."""
     st = os.lstat(src)
     dst.parent.mkdir(parents=True, exist_ok=True)
     if stat.S_ISDIR(st.st_mode):
         dst.mkdir(exist_ok=True)
         for child in os.listdir(src):
-            _copy_entry(src / child, dst / child)
+            _copy_entry(src / child, dst / child, f"{inside}/{child}", root)
     elif stat.S_ISLNK(st.st_mode):
-        os.symlink(os.readlink(src), dst)
+        target = os.readlink(src)
+        resolved = os.path.normpath(os.path.join(os.path.dirname(inside), target))
+        if inside == root or not (resolved + "/").startswith(root.rstrip("/") + "/"):
+            return
+        os.symlink(target, dst)
     elif stat.S_ISREG(st.st_mode):
-        shutil.copy2(src, dst, follow_symlinks=False)
+        os.link(src, dst)  # the layer is ours and read-only from here on: the inode is shared
+        return
     elif stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # an overlayfs whiteout: the path was deleted
         os.mknod(dst, stat.S_IFCHR | 0o600, 0)
     else:

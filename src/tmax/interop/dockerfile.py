@@ -254,7 +254,13 @@ def _assignments(args: str, kw: str) -> list[tuple[str, str]]:
 
 
 def _expand(s: str, env: dict[str, str]) -> str:
-    return re.sub(r"\$\{?(\w+)\}?", lambda m: env.get(m.group(1), ""), s)
+    """``$VAR``, ``${VAR}`` and ``${VAR:-default}`` as Docker expands them: the Dockerfile's ENV and ARG,
+    else the image's own environment (``$PATH``), else the default or nothing."""
+    def value(m: re.Match) -> str:
+        name = m.group(1) or m.group(3)
+        got = env.get(name, BASE_ENV.get(name))
+        return (m.group(2) or "") if not got else got
+    return re.sub(r"\$\{(\w+)(?::-([^}]*))?\}|\$(\w+)", value, s)
 
 
 def _resolve(cwd: str, path: str) -> str:

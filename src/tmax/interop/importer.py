@@ -140,6 +140,9 @@ def _environment(dockerfile: Path | None, context: Path, dest: Path, allow_inter
             ours = render(profile, rendered_context) == text
         except Exception:  # an unknown profile name: treat as foreign
             ours = False
+        if ours and profile == "host":
+            raise TaskError(dockerfile, "names the host image; expected an image profile (the host's own "
+                            "directories are never an imported task's environment)")
         if ours:
             copy_tree(context, dest, "environment", skip=skip | {dockerfile.name})
             meta["image"] = profile
@@ -212,6 +215,13 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
         raise TaskError(src / "tests" / "test.sh", "missing; expected the verifier entry point")
     task_t = dict(doc.get("task") or {})
     meta = dict(doc.get("metadata") or {})
+    # An author's [metadata] is data, not tmax's settings: what tmax reads from it to build or run the
+    # task (how its environment is built, its services, ...) comes from the import alone; a task tmax
+    # exported keeps its image profile and work areas.
+    ours = tmax_image_of(_read(src / "environment" / "Dockerfile")) is not None
+    for key in sorted((RESERVED_METADATA - (EXPORTED_METADATA if ours else set())) & set(meta)):
+        res.notes.append(f"metadata.{key}: tmax's own setting, ignored in an imported task")
+        del meta[key]
     name = str(task_t.get("name") or src.name)
     if "/" in name:
         name = name.split("/", 1)[1]
@@ -249,6 +259,12 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
         meta.update(backend="podman", environment="compose")
         res.way = "container"
         dropped.append(f"environment/{compose.name}: kept for a container engine")
+    elif (env_dir / "Dockerfile").is_file() and env_t.get("docker_image"):
+        dropped.append(f"environment.docker_image = {env_t['docker_image']!r}: Harbor runs that prebuilt image, "
+                       "tmax would build environment/Dockerfile instead")
+        copy_tree(env_dir, dest, "environment")
+        meta.update(backend="podman", environment="image", docker_image=str(env_t["docker_image"]))
+        res.way = "container"
     elif not (env_dir / "Dockerfile").is_file() and env_t.get("docker_image"):
         copy_tree(env_dir, dest, "environment")
         meta.update(backend="podman", environment="image", docker_image=str(env_t["docker_image"]))
@@ -332,6 +348,11 @@ def _import_harbor(src: Path, dest: Path, res: ImportResult) -> None:
 
 
 COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml")
+# [metadata] keys that tmax reads to build or run a task: set by the import, never by a foreign author.
+RESERVED_METADATA = {"image", "work_areas", "sidecars", "service", "build_network", "environment", "backend",
+                     "docker_image", "verifier_env_dir", "verifier_image", "import_dropped", "fixture", "tmax_name",
+                     "tmax_task_fields"}
+EXPORTED_METADATA = {"image", "work_areas", "fixture", "tmax_name", "tmax_task_fields"}  # what tmax export writes
 # docker-compose keys: those a sidecar sandbox carries, and those that change nothing here (every
 # service shares one loopback, so ports need no publishing). Any other key is dropped.
 _COMPOSE_KEYS = {"build", "command", "entrypoint", "environment", "healthcheck", "working_dir"}
@@ -382,10 +403,12 @@ def _sidecar(name: str, svc: dict, env_dir: Path, dest: Path, where: str, droppe
     if not isinstance(build, str) and set(build) - {"context", "dockerfile"}:
         dropped.append(f"{where}.build: {', '.join(sorted(set(build) - {'context', 'dockerfile'}))}: not carried")
     ctx = (env_dir / str(ctx_rel)).resolve()
-    if not ctx.is_relative_to(env_dir.resolve()) or ctx == env_dir.resolve() or not (ctx / dockerfile).is_file():
-        dropped.append(f"{where}.build: expected a sub-directory of environment/ with its {dockerfile}")
+    docker = (ctx / str(dockerfile)).resolve()
+    if not ctx.is_relative_to(env_dir.resolve()) or ctx == env_dir.resolve() or not docker.is_relative_to(ctx) \
+            or not docker.is_file():
+        dropped.append(f"{where}.build: expected a sub-directory of environment/ holding its Dockerfile")
         return None
-    tr = translate((ctx / dockerfile).read_text(), ctx, True)
+    tr = translate(docker.read_text(errors="replace"), ctx, True)
     if not tr.ok:
         dropped.append(f"{where}: its Dockerfile: " + "; ".join(tr.reasons))
         return None

@@ -27,6 +27,24 @@ def save(out: Path, step: int, write: Callable[[Path], None], state: dict) -> Pa
     return out / LINK
 
 
+def save_tensors(out: Path, step: int, files: dict[str, object], state: dict) -> Path:
+    """:func:`save` a checkpoint holding ``NAME.pt`` (``torch.save``) for each entry of ``files``."""
+    import torch
+
+    def write(folder: Path) -> None:
+        for name, obj in files.items():
+            torch.save(obj, folder / f"{name}.pt")
+
+    return save(out, step, write, state)
+
+
+def load_tensors(folder: Path | str) -> dict[str, object]:
+    """What :func:`save_tensors` wrote, by name, on the CPU (the learner moves it to its device)."""
+    import torch
+
+    return {p.name.removesuffix(".pt"): torch.load(p, map_location="cpu") for p in sorted(Path(folder).glob("*.pt"))}
+
+
 def save_steps(out: Path, step: int, write: Callable[[Path], None], state: dict) -> Iterator[str]:
     """:func:`save` one file-system operation at a time (it yields after each), so that a test can
     stop it anywhere, as a kill would."""

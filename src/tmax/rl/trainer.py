@@ -1,6 +1,11 @@
 """The trainer, top to bottom: collect groups of rollouts, filter, compute advantages, one optimiser
 step on the DPPO loss with the FP32 head, push the weights to the engine, log, checkpoint.
 
+The loop is written once. Where the weights live and how a step is taken is the learner's business:
+:class:`LocalLearner` here (one process), ``tmax.rl.fsdp.FSDPLearner`` (sharded over ranks under
+torchrun). Rank 0 alone holds the tasks, the engine and the run directory; the batch it collects is
+shared with the other ranks, which only train.
+
 Asynchrony: with ``async_rollouts``, a rollout thread keeps filling a queue with groups produced by
 the engine while the learner trains; a group whose oldest token is more than ``max_staleness``
 versions behind is dropped. Weights are pushed to the engine after every step. Without it, rollouts
@@ -14,8 +19,11 @@ import queue
 import random
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
+
+import torch
 
 from tmax.agent import HarnessConfig
 from tmax.rl import checkpoint
@@ -49,95 +57,289 @@ class ProducerFailed(RuntimeError):
     """The asynchronous rollout producer stopped on an exception (its cause)."""
 
 
-class Trainer:
-    def __init__(self, cfg: TrainConfig, log=print):
-        import torch
-        from transformers import AutoModelForCausalLM
+# -- the learner: what differs between one process and many -----------------------------------------
+@dataclass
+class Sample:
+    """One trajectory as the learner sees it (what rank 0 shares with the other ranks)."""
 
+    ids: list[int]
+    mask: list[int]
+    logprobs: list[float]
+    advantage: float
+
+
+def samples_of(groups: list[list[Rollout]]) -> list[Sample]:
+    return [Sample(r.session.ids, r.session.mask, r.session.logprobs, r.traj.advantage) for g in groups for r in g]
+
+
+class Learner(Protocol):
+    """The model and its optimiser, wherever they live. ``model`` is the plain causal LM (under FSDP its
+    parameters are shards); methods marked collective must be called on every rank."""
+
+    rank: int
+    world: int
+    model: torch.nn.Module
+
+    def build(self, model: torch.nn.Module) -> None:
+        """Take the fp32 model (rank 0's weights win), wrap it, make the optimiser. Collective."""
+
+    def step(self, samples: list[Sample], pad: int) -> dict:
+        """One optimiser step on the whole batch ``samples`` (the same list on every rank). Collective."""
+
+    def weights(self) -> dict:
+        """The full state dict with the model's own names, for the engines (complete on rank 0). Collective."""
+
+    def state_dict(self) -> dict[str, dict]:
+        """What a checkpoint holds, one file per entry (complete on rank 0). Collective."""
+
+    def load(self, files: dict[str, dict]) -> None:
+        """Restore what :meth:`state_dict` gave (every rank reads the checkpoint's files)."""
+
+    def share(self, obj):
+        """Rank 0's ``obj`` on every rank. Collective."""
+
+
+class PolicyLoss(torch.nn.Module):
+    """The causal LM and the policy loss through the fused FP32 head, as one forward: every learner
+    trains through this module (under FSDP it is the root unit, so the head weight is whole in it)."""
+
+    def __init__(self, model: torch.nn.Module, cfg: TrainConfig):
+        super().__init__()
+        self.model = model
+        self.loss_fn, self.loss_kwargs = LOSSES[cfg.loss], cfg.loss_kwargs
+        self.chunk, self.temperature = cfg.logprob_chunk, cfg.temperature
+
+    def forward(self, ids, attn, mask, old, adv, total_tokens: int):
+        from tmax.rl.logprobs import masked_policy_loss
+
+        return masked_policy_loss(self.model, ids, attn, mask, old, adv, self.loss_fn, self.loss_kwargs,
+                                  total_tokens, self.chunk, self.temperature)
+
+
+def batch_tensors(samples: list[Sample], pad: int, device) -> tuple[torch.Tensor, ...]:
+    """ids, attention mask [B, L]; loss mask, behaviour logprobs, advantages [B, L-1] (right-padded)."""
+    L = max(len(s.ids) for s in samples)
+
+    def rows(xs, fill, dtype=None):
+        return torch.tensor([x + [fill] * (L - len(x)) for x in xs], device=device, dtype=dtype)
+
+    ids = rows([s.ids for s in samples], pad)
+    attn = rows([[1] * len(s.ids) for s in samples], 0)
+    mask = rows([s.mask for s in samples], 0, torch.float32)[:, 1:]
+    old = rows([s.logprobs for s in samples], 0.0, torch.float32)[:, 1:]
+    adv = torch.tensor([[s.advantage] * L for s in samples], device=device, dtype=torch.float32)[:, 1:]
+    return ids, attn, mask, old, adv
+
+
+def trained_tokens(samples: list[Sample]) -> int:
+    return sum(sum(s.mask) for s in samples)
+
+
+NO_UPDATE = {"loss": None, "masked_fraction": None, "logprob_gap_max": None, "logprob_gap_mean": None,
+             "entropy": None}
+
+
+class StepTotals:
+    """Sums over a step's micro-batches (one rank's share under FSDP) of what the step reports."""
+
+    def __init__(self):
+        self.sums = torch.zeros(4, dtype=torch.float64)  # loss, masked fraction, |gap| sum, -logp sum
+        self.gap_max = torch.zeros(1, dtype=torch.float64)
+
+    def add(self, loss: torch.Tensor, logp: torch.Tensor, old: torch.Tensor, stats: dict, share: float) -> None:
+        if not logp.numel():  # a filler micro-batch with no trained token
+            return
+        gap = (logp - old).abs()
+        self.sums += torch.tensor([loss.item(), stats["masked_fraction"] * share, gap.sum().item(),
+                                   (-logp).sum().item()], dtype=torch.float64)
+        self.gap_max = torch.maximum(self.gap_max, gap.max().double().cpu().reshape(1))
+
+    def report(self, total: int, trajectories: int, grad_norm: float) -> dict:
+        loss, masked, gaps, neg_logp = self.sums.tolist()
+        return {"loss": loss, "masked_fraction": masked, "logprob_gap_max": self.gap_max.item(),
+                "logprob_gap_mean": gaps / total, "entropy": neg_logp / total, "grad_norm": grad_norm,
+                "trained_tokens": total, "trajectories": trajectories}
+
+
+def backward_micro_batches(policy: PolicyLoss, micro_batches: list[list[Sample]], total: int, pad: int,
+                           cfg: TrainConfig, loss_scale: float = 1.0) -> StepTotals:
+    """Forward and backward of each micro-batch; each loss is its share of the batch's token mean, so
+    the gradients add up to the whole batch's. ``loss_scale`` undoes FSDP's mean over ranks."""
+    from tmax.rl.logprobs import body_autocast
+
+    totals = StepTotals()
+    for mb in micro_batches:
+        ids, attn, mask, old, adv = batch_tensors(mb, pad, cfg.device)
+        with body_autocast(cfg.device, cfg.dtype):  # fp32 master weights, the body computing in cfg.dtype
+            loss, logp, stats = policy(ids, attn, mask, old, adv, total)
+        (loss * loss_scale if loss_scale != 1.0 else loss).backward()
+        with torch.no_grad():
+            totals.add(loss.detach(), logp.detach(), old[mask > 0], stats, mask.sum().item() / total)
+    return totals
+
+
+def micro_batches(samples: list[Sample], size: int) -> list[list[Sample]]:
+    return [samples[s:s + size] for s in range(0, len(samples), size)]
+
+
+def adamw(params, cfg: TrainConfig) -> torch.optim.Optimizer:
+    return torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+class LocalLearner:
+    """The learner in this process: the model on ``cfg.device``, AdamW over its fp32 parameters."""
+
+    rank, world = 0, 1
+
+    def __init__(self, cfg: TrainConfig):
+        self.cfg = cfg
+
+    def build(self, model: torch.nn.Module) -> None:
+        self.model = model
+        self.policy = PolicyLoss(model, self.cfg)
+        self.optim = adamw(model.parameters(), self.cfg)
+
+    def step(self, samples: list[Sample], pad: int) -> dict:
+        total = trained_tokens(samples)
+        if total == 0:
+            return dict(NO_UPDATE)
+        self.model.train()
+        self.optim.zero_grad(set_to_none=True)
+        totals = backward_micro_batches(self.policy, micro_batches(samples, self.cfg.micro_batch), total, pad,
+                                        self.cfg)
+        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip).item()
+        self.optim.step()
+        return totals.report(total, len(samples), grad_norm)
+
+    def weights(self) -> dict:
+        return self.model.state_dict()
+
+    def state_dict(self) -> dict[str, dict]:
+        return {"model": self.model.state_dict(), "optim": self.optim.state_dict()}
+
+    def load(self, files: dict[str, dict]) -> None:
+        self.model.load_state_dict(files["model"])
+        if "optim" in files:  # absent in a checkpoint an FSDP run wrote: its optimiser state is sharded by name
+            self.optim.load_state_dict(files["optim"])
+
+    def share(self, obj):
+        return obj
+
+
+def load_model(cfg: TrainConfig) -> torch.nn.Module:
+    """The causal LM in fp32 whatever cfg.dtype: AdamW's updates at lr 1e-6 are far below a bf16 weight's
+    resolution, so bf16 parameters would barely move. The body computes in cfg.dtype (autocast)."""
+    from transformers import AutoModelForCausalLM
+
+    from tmax.agent.hf import resolve_model
+
+    model = AutoModelForCausalLM.from_pretrained(resolve_model(cfg.model), dtype=torch.float32).to(cfg.device)
+    model.config.use_cache = False
+    return model
+
+
+# -- the trainer -------------------------------------------------------------------------------------
+class Trainer:
+    """The RL loop over a learner (:class:`LocalLearner` unless given one)."""
+
+    def __init__(self, cfg: TrainConfig, log=print, learner: Learner | None = None):
+        self.cfg = cfg
+        self.learner = learner or LocalLearner(cfg)
+        self.lead = self.learner.rank == 0  # the rank that rolls out, logs and writes the run directory
+        self.log = log if self.lead else (lambda s: None)
+        self.out = Path(cfg.out)
+        self.tasks, self.engine, self.pool, self.harness = [], None, None, None
+        if self.lead:
+            self.out.mkdir(parents=True, exist_ok=True)
+            (self.out / "config.json").write_text(json.dumps(asdict(cfg), indent=1) + "\n")
+        torch.manual_seed(cfg.seed)
+        if self.lead:
+            self.tasks = expand_tasks(cfg.tasks)
+        model = load_model(cfg)
+        if self.lead:
+            self._start_engines()
+        self.pad = self.learner.share(self._pad_id() if self.lead else None)
+        self.step = 0
+        self.version = 0
+        found = self.learner.share(self._latest() if self.lead else None)  # (folder, state) or None
+        if found is None and cfg.warm_start_jobs and self.lead:
+            self._warm_start(model)  # before build: the learner spreads rank 0's weights
+        self.learner.build(model)
+        if found is not None:
+            self.learner.load(checkpoint.load_tensors(found[0]))
+            self._restore(found[1])
+        self._push_weights()
+
+    @property
+    def model(self) -> torch.nn.Module:
+        return self.learner.model
+
+    def _start_engines(self) -> None:
         from tmax.agent.hf import HFPolicy, resolve_model
 
-        self.cfg, self.log = cfg, log
-        self.out = Path(cfg.out)
-        self.out.mkdir(parents=True, exist_ok=True)
-        (self.out / "config.json").write_text(json.dumps(asdict(cfg), indent=1) + "\n")
-        torch.manual_seed(cfg.seed)
-        self.tasks = expand_tasks(cfg.tasks)
+        cfg = self.cfg
         path = resolve_model(cfg.model)
-        # fp32 master weights whatever cfg.dtype: AdamW's updates at lr 1e-6 are far below a bf16 weight's
-        # resolution, so bf16 parameters would barely move. The body computes in cfg.dtype (autocast).
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).to(cfg.device)
-        self.model.config.use_cache = False
-        self.optim = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         if cfg.engine == "vllm":  # vLLM runs in its own venv, in a subprocess; weights reach it as a file
             from tmax.agent.vllm_engine import VLLMEngine
 
             self.engine = VLLMEngine(model_path=str(path), temperature=cfg.temperature, top_p=cfg.top_p,
-                                     seed=cfg.seed, dtype=cfg.dtype)
+                                     seed=cfg.seed, dtype=cfg.dtype, fp32_head=cfg.fp32_head)
         else:
             self.engine = HFPolicy(model_path=str(path), device=cfg.device, temperature=cfg.temperature,
                                    top_p=cfg.top_p, seed=cfg.seed, dtype=cfg.dtype)
         self.harness = HarnessConfig(max_steps=cfg.max_turns, max_tokens_per_turn=cfg.max_tokens_per_turn,
                                      command_timeout=cfg.command_timeout)
-        self.pool = None
         if cfg.rollout_backend == "ray":  # rollouts on Ray actors, each with its own engine copy
             from tmax.rl.ray_pool import RayRolloutPool
 
             self.pool = RayRolloutPool(cfg.ray_actors, str(path), self.harness, cfg.backend, cfg.max_total_tokens,
                                        cfg.temperature, cfg.top_p, cfg.seed, cfg.device)
-        self.step = 0
-        self.version = 0
-        if not self._resume() and cfg.warm_start_jobs:
-            self._warm_start()
-        self._push_weights()
+
+    def _pad_id(self) -> int:
+        return self.engine.tokenizer.pad_token_id or 0
 
     # -- checkpoints (crash-safe: tmax.rl.checkpoint) ------------------------------------------------
     def save(self) -> None:
-        import torch
+        files = self.learner.state_dict()  # collective under FSDP
+        if self.lead:
+            checkpoint.save_tensors(self.out, self.step, files, {"version": self.version})
 
-        def write(folder: Path) -> None:
-            torch.save(self.model.state_dict(), folder / "model.pt")
-            torch.save(self.optim.state_dict(), folder / "optim.pt")
-
-        checkpoint.save(self.out, self.step, write, {"version": self.version})
-
-    def _resume(self) -> bool:
-        import torch
-
+    def _latest(self) -> tuple[str, dict] | None:
         ck = checkpoint.latest(self.out)
         if ck is None:
             (self.out / METRICS).unlink(missing_ok=True)
-            return False
-        self.model.load_state_dict(torch.load(ck / "model.pt"))
-        self.optim.load_state_dict(torch.load(ck / "optim.pt"))
-        self._restore(checkpoint.read_state(ck))
-        return True
+            return None
+        return str(ck), checkpoint.read_state(ck)
 
     def _restore(self, state: dict) -> None:
         """Step and version from a checkpoint; metrics of later steps are dropped (they will be redone)."""
         self.step, self.version = state["step"], state["version"]
         m = self.out / METRICS
-        if m.exists():
+        if self.lead and m.exists():
             keep = [ln for ln in m.read_text().splitlines() if ln and json.loads(ln)["step"] <= self.step]
             m.write_text("".join(ln + "\n" for ln in keep))
         self.log(f"resumed at step {self.step}")
 
-    def _warm_start(self) -> None:
+    def _warm_start(self, model: torch.nn.Module) -> None:
         from tmax.rl.sft import successful_conversations, warm_start
 
         convs = successful_conversations(self.cfg.warm_start_jobs)
         self.log(f"warm start: {len(convs)} successful trajectories from {len(self.cfg.warm_start_jobs)} job(s)")
-        summary = warm_start(self.model, self.engine, convs, epochs=self.cfg.warm_start_epochs,
+        summary = warm_start(model, self.engine, convs, epochs=self.cfg.warm_start_epochs,
                              lr=self.cfg.warm_start_lr, micro_batch=self.cfg.micro_batch,
                              max_tokens=self.cfg.max_total_tokens, seed=self.cfg.seed, log=self.log)
         (self.out / "warm_start.json").write_text(json.dumps(summary, indent=1) + "\n")
 
     def _push_weights(self) -> None:
-        if self.pool is not None:
-            self.pool.push_weights(self.model.state_dict(), self.version)
-        if hasattr(self.engine, "push_weights"):  # an engine in another process
-            self.engine.push_weights(self.model.state_dict(), self.version)
+        sd = self.learner.weights()  # collective under FSDP
+        if not self.lead:
             return
-        self.engine.load_weights(self.model.state_dict(), self.version)
+        if self.pool is not None:
+            self.pool.push_weights(sd, self.version)
+        if hasattr(self.engine, "push_weights"):  # an engine in another process
+            self.engine.push_weights(sd, self.version)
+            return
+        self.engine.load_weights(sd, self.version)
 
     # -- rollouts ---------------------------------------------------------------------------------
     def _group(self, rng: random.Random) -> tuple[list[Rollout], bool]:
@@ -206,92 +408,55 @@ class Trainer:
 
     # -- the update -------------------------------------------------------------------------------
     def train_step(self, groups: list[list[Rollout]]) -> dict:
-        import torch
-
-        from tmax.rl.logprobs import body_autocast, masked_policy_loss
-
-        cfg = self.cfg
-        rollouts = [r for g in groups for r in g]
-        total_tokens = sum(sum(r.session.mask) for r in rollouts)
-        if not rollouts or total_tokens == 0:
-            return {"loss": None, "masked_fraction": None, "logprob_gap_max": None, "logprob_gap_mean": None,
-                    "entropy": None}
-        self.model.train()
-        self.optim.zero_grad(set_to_none=True)
-        loss_fn, kw = LOSSES[cfg.loss], cfg.loss_kwargs
-        losses, masked, gaps, gap_max, ent = 0.0, 0.0, 0.0, 0.0, 0.0
-        for s in range(0, len(rollouts), cfg.micro_batch):
-            mb = rollouts[s:s + cfg.micro_batch]
-            L = max(len(r.session.ids) for r in mb)
-            pad = self.engine.tokenizer.pad_token_id or 0
-            ids = torch.tensor([r.session.ids + [pad] * (L - len(r.session.ids)) for r in mb], device=cfg.device)
-            attn = torch.tensor([[1] * len(r.session.ids) + [0] * (L - len(r.session.ids)) for r in mb],
-                                device=cfg.device)
-            mask = torch.tensor([r.session.mask + [0] * (L - len(r.session.ids)) for r in mb], device=cfg.device,
-                                dtype=torch.float32)[:, 1:]
-            old = torch.tensor([r.session.logprobs + [0.0] * (L - len(r.session.ids)) for r in mb], device=cfg.device,
-                               dtype=torch.float32)[:, 1:]
-            adv = torch.tensor([[r.traj.advantage] * L for r in mb], device=cfg.device, dtype=torch.float32)[:, 1:]
-            if not mask.any():
-                continue
-            with body_autocast(cfg.device, cfg.dtype):
-                loss, logp, st = masked_policy_loss(self.model, ids, attn, mask, old, adv, loss_fn, kw, total_tokens,
-                                                    cfg.logprob_chunk, cfg.temperature)
-            loss.backward()
-            share = mask.sum().item() / total_tokens
-            losses += loss.item()
-            masked += st["masked_fraction"] * share
-            with torch.no_grad():
-                gap = (logp - old[mask > 0]).abs()
-                gaps += gap.sum().item()
-                gap_max = max(gap_max, gap.max().item())
-                ent += (-logp).sum().item()
-        grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip).item()
-        self.optim.step()
-        return {"loss": losses, "masked_fraction": masked, "logprob_gap_max": gap_max,
-                "logprob_gap_mean": gaps / total_tokens, "entropy": ent / total_tokens, "grad_norm": grad_norm,
-                "trained_tokens": total_tokens, "trajectories": len(rollouts)}
+        """One optimiser step on the kept groups (on rank 0; the loop shares the batch with the others)."""
+        return self.learner.step(samples_of(groups), self.pad)
 
     # -- the loop ---------------------------------------------------------------------------------
     def run(self) -> None:
         cfg = self.cfg
         q: queue.Queue | None = None
         stop = threading.Event()
-        producer = None
-        if cfg.async_rollouts:
+        if cfg.async_rollouts and self.lead:
             q = queue.Queue(maxsize=cfg.prompts_per_step * 2)
-            producer = threading.Thread(target=self._producer, args=(q, stop), daemon=True)
-            producer.start()
+            threading.Thread(target=self._producer, args=(q, stop), daemon=True).start()
         try:
             started = time.monotonic()
             while self.step < cfg.steps:
                 t0 = time.monotonic()
                 if not cfg.async_rollouts:  # sampling depends only on (seed, step): a resumed run redoes it exactly
-                    import torch
-
                     torch.manual_seed(cfg.seed * 1_000_003 + self.step)
-                groups, stats = self.collect_batch(q)
-                upd = self.train_step(groups)
+                # rank 0 samples and filters; every rank trains on the same batch
+                batch = self.learner.share(self._collect(q) if self.lead else None)
+                samples, stats = batch
+                upd = self.learner.step(samples, self.pad)
                 self.step += 1
                 self.version += 1
                 self._push_weights()
                 row = {"step": self.step, "version": self.version, **stats, **upd,
                        "step_time": time.monotonic() - t0}
-                with open(self.out / METRICS, "a") as f:
-                    f.write(json.dumps(row, sort_keys=True) + "\n")
+                if self.lead:
+                    with open(self.out / METRICS, "a") as f:
+                        f.write(json.dumps(row, sort_keys=True) + "\n")
                 self.log(f"step {self.step}: reward {_fmt(stats['reward'])} pass {_fmt(stats['pass_rate'])} "
                          f"kept {stats['groups_kept']}/{stats['groups_seen']} loss {_fmt(upd['loss'])} "
                          f"masked {_fmt(upd['masked_fraction'])} gap {_fmt(upd['logprob_gap_max'])} "
                          f"{row['step_time']:.1f}s")
-                out_of_time = cfg.max_minutes is not None and time.monotonic() - started > cfg.max_minutes * 60
+                # rank 0's clock decides, so that every rank stops after the same step
+                out_of_time = self.learner.share(
+                    cfg.max_minutes is not None and time.monotonic() - started > cfg.max_minutes * 60)
                 if self.step % cfg.checkpoint_every == 0 or self.step == cfg.steps or out_of_time:
                     self.save()
-                    plot_metrics(self.out)
+                    if self.lead:
+                        plot_metrics(self.out)
                 if out_of_time:
                     self.log(f"stopping after step {self.step}: the {cfg.max_minutes} minute budget is spent")
                     break
         finally:
             stop.set()
+
+    def _collect(self, q: queue.Queue | None) -> tuple[list[Sample], dict]:
+        groups, stats = self.collect_batch(q)
+        return samples_of(groups), stats
 
 
 def _mean(xs):

@@ -166,3 +166,40 @@ PY""", timeout=120).output
         assert len(log.read_text().splitlines()) <= 201
     finally:
         sb.close()
+
+
+def test_online_sandboxes_never_reach_the_hosts_own_addresses(host_env, online):
+    """slirp4netns keeps the host's loopback out, but the host's other addresses would carry a
+    connection to its services listening on all addresses (it worked before)."""
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from tmax.sandbox.egress import host_addresses
+
+    addresses = host_addresses()
+    if not addresses:
+        pytest.skip("this host has no address but loopback")
+
+    class Quiet(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    srv = HTTPServer(("0.0.0.0", 0), Quiet)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    port = srv.server_address[1]
+    try:
+        assert socket.create_connection((addresses[0], port), timeout=5)  # the host reaches it
+        for hosts in ((), (ALLOWED, addresses[0])):
+            sb = get_backend("bwrap").start(host_env.spec(workdir="/app", network=True, allowed_hosts=hosts))
+            try:
+                assert _codes(sb, f"http://{addresses[0]}:{port}/") == ["000"], hosts
+                assert _codes(sb, f"http://{ALLOWED}/debian/") == ["200"]
+            finally:
+                sb.close()
+    finally:
+        srv.shutdown()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ctypes
 import ipaddress
+import json
 import os
 import socket
 import struct
@@ -36,7 +37,32 @@ PORT = 15001
 TABLE = "tmax_egress"
 
 
-def ruleset(port: int) -> str:
+def host_addresses() -> list[str]:
+    """The host's own IPv4 addresses but loopback: slirp4netns would carry a connection to one of them
+    to the host's services that listen on all addresses, which no online sandbox may reach."""
+    r = subprocess.run(["ip", "-j", "-4", "addr"], capture_output=True, text=True, timeout=10)
+    try:
+        found = [a["local"] for i in json.loads(r.stdout or "[]") for a in i.get("addr_info", [])]
+    except (ValueError, KeyError, TypeError):
+        found = []
+    return sorted({a for a in found if not a.startswith("127.")})
+
+
+def _no_host(hosts: list[str]) -> str:
+    return f"ip daddr {{ {', '.join(hosts)} }} drop" if hosts else ""
+
+
+def public(hosts: list[str]) -> str:
+    return f"""table inet {TABLE} {{
+  chain filter_out {{
+    type filter hook output priority 0; policy accept;
+    {_no_host(hosts)}
+  }}
+}}
+"""
+
+
+def ruleset(port: int, hosts: list[str] = ()) -> str:
     """nftables rules for the sandbox's namespace: DNS and loopback out, TCP to the proxy, rest dropped."""
     return f"""table inet {TABLE} {{
   chain nat_out {{
@@ -48,6 +74,7 @@ def ruleset(port: int) -> str:
   }}
   chain filter_out {{
     type filter hook output priority 0; policy drop;
+    {_no_host(list(hosts))}
     meta mark {MARK} accept
     oifname "lo" accept
     ip daddr 127.0.0.1 tcp dport {port} accept
@@ -70,7 +97,8 @@ def deny_all() -> str:
 def set_rules(netns_pid: int, mode: str, port: int = PORT) -> None:
     """The rules of one policy in the network namespace of ``netns_pid``: ``public`` (none),
     ``no-network`` (loopback only) or ``allowlist`` (TCP through the proxy on ``port``)."""
-    rules = {"public": "", "no-network": deny_all(), "allowlist": ruleset(port)}[mode]
+    hosts = host_addresses()
+    rules = {"public": public(hosts), "no-network": deny_all(), "allowlist": ruleset(port, hosts)}[mode]
     # Replacing is one transaction: the old table goes in the same batch the new one comes in.
     batch = f"table inet {TABLE}\ndelete table inet {TABLE}\n{rules}"
     r = subprocess.run(["nsenter", f"--net=/proc/{netns_pid}/ns/net", "nft", "-f", "-"], input=batch, text=True,

@@ -200,8 +200,7 @@ class NativeSandbox:
                 raise SandboxError("sandbox launch failed: no process in the sandbox's network namespace")
             self.net = network.attach(pid, str(self.dir / "slirp4netns.log"), join_userns=self.launcher == "bwrap")
             self._netns_pid = pid
-            if spec.allowed_hosts:
-                self.set_egress("allowlist", tuple(spec.allowed_hosts))
+            self.set_egress("allowlist" if spec.allowed_hosts else "public", tuple(spec.allowed_hosts))
 
     def set_egress(self, mode: str, hosts: tuple[str, ...] = ()) -> None:
         """Change what an online sandbox reaches while it runs: ``public``, ``no-network`` (loopback

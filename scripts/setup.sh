@@ -9,6 +9,9 @@ command -v bwrap >/dev/null || need_apt+=(bubblewrap)
 command -v debootstrap >/dev/null || need_apt+=(debootstrap)
 command -v unshare >/dev/null || need_apt+=(util-linux)
 command -v slirp4netns >/dev/null || need_apt+=(slirp4netns)  # user-mode NAT for online tasks
+command -v nft >/dev/null || need_apt+=(nftables)  # what an online sandbox reaches (sandbox/egress.py)
+command -v ip >/dev/null || need_apt+=(iproute2)
+command -v nsenter >/dev/null || need_apt+=(util-linux)
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "setup: need root to apt-get install ${need_apt[*]}" >&2

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tmax.families import LOAD_ERRORS, build_task, load_all
-from tmax.gate import check_many
-from tmax.generate import axes_for_family, generate_corpus, near_duplicates, prune_failed, tree_digest
+from tmax.families import LOAD_ERRORS, load_all
+from tmax.families.check import build_case, build_twice, cases, check_families
+from tmax.gate import check_many, stream_jsonl
+from tmax.generate import gate_corpus, generate_corpus, near_duplicates, prune_failed, tree_digest
 from tmax.images import ImageError, get_environment
 
 
@@ -96,32 +97,31 @@ def test_prune_removes_failed_tasks(tmp_path):
 @pytest.mark.timeout(1500)
 def test_every_family_builds_at_every_level_reproducibly(tmp_path):
     for name, fam in sorted(load_all().items()):
-        for level in (1, 2, 3, 4):
-            for seed in range(2):
-                axes = axes_for_family(fam, seed, level, level=level)
-                d = tmp_path / f"{name}-{level}-{seed}"
-                build_task(fam, axes, seed, level, d)
-                first = tree_digest(d)
-                build_task(fam, axes, seed, level, d)
-                assert tree_digest(d) == first, f"{d.name} is not reproducible"
-                instruction = (d / "instruction.md").read_text()
-                assert len(instruction) > 200
+        for case in cases(fam, [1, 2, 3, 4], seeds=2):
+            d = tmp_path / case.dir_name
+            assert build_twice(fam, case, d), f"{d.name} is not reproducible"
+            instruction = (d / "instruction.md").read_text()
+            assert len(instruction) > 200
+
+
+def test_family_cases_cycle_the_family_s_own_kinds():
+    fam = load_all()["log_error_paths"]
+    built = cases(fam, [1, 2, 3, 4], seeds=3)
+    assert [(c.level, c.seed) for c in built] == [(lv, s) for lv in (1, 2, 3, 4) for s in range(3)]
+    assert all(c.fixture in fam.fixtures and c.verifier in fam.verifiers for c in built)
+    assert len({c.dir_name for c in built}) == len(built)  # no build overwrites another
+    assert len({(c.fixture, c.verifier) for c in built}) > 1
+    shifted = cases(fam, [1], seeds=1, start=1)[0]
+    assert (shifted.fixture, shifted.verifier) != (built[0].fixture, built[0].verifier)
 
 
 def _family_tasks(out: Path, per_family: int, seeds: int) -> list[Path]:
     dirs = []
     for idx, (name, fam) in enumerate(sorted(load_all().items())):
-        combos = [(fx, vf) for vf in fam.verifiers for fx in fam.fixtures]
-        i = 0
-        levels = (1, 2, 3, 4) if per_family >= 4 else tuple(1 + (idx + k) % 4 for k in range(per_family))
-        for level in levels:
-            for seed in range(seeds):
-                fx, vf = combos[(level * 7 + seed * 3 + i + len(name)) % len(combos)]
-                i += 1
-                axes = axes_for_family(fam, seed, level, level=level, fixture=fx, verifier=vf)
-                d = out / f"{name}-L{level}-s{seed}"
-                build_task(fam, axes, seed, level, d)
-                dirs.append(d)
+        levels = [1, 2, 3, 4] if per_family >= 4 else [1 + (idx + k) % 4 for k in range(per_family)]
+        for case in cases(fam, levels, seeds, start=len(name)):  # each family starts at a different pair
+            build_case(fam, case, out / case.dir_name)
+            dirs.append(out / case.dir_name)
     return dirs
 
 
@@ -137,3 +137,39 @@ def test_one_task_per_family_passes_the_gate(tmp_path, default_image):
 @pytest.mark.slow
 def test_registry_every_family_every_level_three_seeds_pass_the_gate(tmp_path, default_image):
     _gate_all(_family_tasks(tmp_path, per_family=4, seeds=3))
+
+
+def test_jsonl_lines_are_on_disk_as_each_record_passes(tmp_path):
+    out = tmp_path / "r.jsonl"
+    seen = []
+    for rec in stream_jsonl(({"i": i, "b": "x"} for i in range(3)), out):
+        seen.append(rec)
+        assert len(out.read_text().splitlines()) == len(seen)  # flushed before the next one is made
+    assert [json.loads(x) for x in out.read_text().splitlines()] == seen
+
+
+def test_gate_corpus_prunes_what_fails_and_keeps_the_reasons(tmp_path, default_image):
+    corpus = tmp_path / "c"
+    fam = load_all()["log_error_paths"]  # quick to gate
+    for case in cases(fam, [1], seeds=2):
+        build_case(fam, case, corpus / case.dir_name)
+    good, broken = sorted(p.name for p in corpus.iterdir())
+    (corpus / "manifest.jsonl").write_text("".join(json.dumps({"task": n}) + "\n" for n in (good, broken)))
+    (corpus / broken / "solution" / "solve.sh").write_text("#!/bin/bash\ntrue\n")  # the oracle does nothing
+    results, dropped = gate_corpus(corpus, repeat=1, jobs=2)
+    assert dropped == [broken]
+    assert [Path(r.task).name for r in results] == [good, broken] and results[0].ok and not results[1].ok
+    assert sorted(p.name for p in corpus.iterdir() if p.is_dir()) == [good]
+    assert [json.loads(x)["task"] for x in (corpus / "manifest.jsonl").read_text().splitlines()] == [good]
+    lines = {Path(json.loads(x)["task"]).name: json.loads(x) for x in (corpus / "gate.jsonl").read_text().splitlines()}
+    assert lines[good]["ok"] and "oracle run 1 scored 0" in lines[broken]["reason"]
+
+
+def test_families_check_builds_twice_gates_and_checks_the_channel(tmp_path, default_image):
+    fam = load_all()["log_error_paths"]
+    found = check_families([fam], tmp_path, levels=[1], seeds=1, repeat=1, jobs=2)
+    assert found.ok, found.problems + [r.reason for r in found.gate]
+    assert [d.name for d in found.dirs] == [c.dir_name for c in cases(fam, [1], 1)]
+    assert len((tmp_path / "gate.jsonl").read_text().splitlines()) == 1
+    channel = [json.loads(x) for x in (tmp_path / "channel-skip.jsonl").read_text().splitlines()]
+    assert [c["ok"] for c in channel] == [True] and channel[0]["task"] == str(found.dirs[0])

@@ -129,3 +129,23 @@ def test_openai_client_retries_then_reports_an_infra_error():
     with pytest.raises(PolicyError, match="gave up after 2 attempts"):
         dead.act([{"role": "user", "content": "hi"}], None, 8)
     assert time.time() - t0 < 10
+
+
+def test_a_folder_stands_for_its_tasks_and_one_rule_serves_every_verb(tmp_path, task_factory):
+    from tmax.discover import expand_task_dirs, load_tasks
+
+    harbor = task_factory(name="harbor-one").path
+    instruction_only = tmp_path / "bare"
+    instruction_only.mkdir()
+    (instruction_only / "instruction.md").write_text("do it\n")  # a task by its marker, though it will not load
+    (instruction_only / "sub").mkdir()  # and so not a folder of tasks
+    folder = tmp_path / "folder"
+    for name in ("b", "a"):
+        (folder / name).mkdir(parents=True)
+    missing = tmp_path / "missing"
+    assert expand_task_dirs([harbor, instruction_only, folder, missing]) == [
+        harbor, instruction_only, folder / "a", folder / "b", missing]
+    assert expand_task_dirs([str(EXAMPLES)]) == sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
+    tasks, errors = load_tasks([harbor, folder])
+    assert [t.name for t in tasks] == ["harbor-one"]
+    assert sorted(errors) == [str(folder / "a"), str(folder / "b")] and "task.toml" in errors[str(folder / "a")]

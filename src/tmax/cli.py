@@ -1,10 +1,11 @@
-"""The ``tmax`` command: thin verbs over the library. Nothing imports this module."""
+"""The ``tmax`` command: parse, call one library function, print. Nothing imports this module."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -13,11 +14,24 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
+from tmax.discover import expand_task_dirs
+from tmax.sandbox import BACKENDS, DEFAULT_BACKEND
+from tmax.taxonomy import CORPUS_KINDS
 from tmax.term import markup as _m
 from tmax.term import safe, text
+from tmax.trial import AGENTS
 
 console = Console(stderr=True)
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
+HARNESSES = ("tmax", "terminus")  # what tmax.runs.make_agent dispatches on
+
+
+def backend_option(help: str | None = "Sandbox backend."):
+    return click.option("--backend", default=DEFAULT_BACKEND, show_default=True, type=click.Choice(BACKENDS),
+                        help=help)
+
+
+kind_option = click.option("--kind", type=click.Choice(CORPUS_KINDS), default="rl_v2", show_default=True,
+                           help="Corpus kind: how strongly the newer axis values are drawn.")
 
 
 def _log(s) -> None:
@@ -27,6 +41,119 @@ def _log(s) -> None:
 
 def _error(e, prefix: str = "error: ") -> None:
     console.print(Text.assemble((prefix, "red"), text(e)), highlight=False)
+
+
+class Bars:
+    """The library's Watch on the terminal: a progress bar per stage, closed when its last item is in;
+    where no terminal shows bars, a line per gate result instead."""
+
+    prog: Progress | None = None
+
+    def start(self, stage: str, total: int) -> None:
+        self.close()
+        self.prog = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
+                             disable=not console.is_terminal and os.environ.get("TMAX_PROGRESS") != "1")
+        self.prog.start()
+        self.bar = self.prog.add_task(stage, total=total, status="")
+        self.total, self.seen, self.passed = total, 0, 0
+
+    def advance(self, stage: str, result, status: str = "") -> None:
+        if self.prog is None:  # more results than announced (a retried trial): the bar is already done
+            return
+        self.seen += 1
+        if stage == "gate":
+            self.passed += result.ok
+            status = f"{self.passed}/{self.seen} ok"
+            if not console.is_terminal:
+                console.print(text(f"{'ok  ' if result.ok else 'FAIL'} {safe(result.task, oneline=True)}"
+                                   + ("" if result.ok else f": {result.reason}")), highlight=False)
+        self.prog.update(self.bar, advance=1, status=status)
+        if self.seen == self.total:
+            self.close()
+
+    def close(self) -> None:
+        if self.prog:
+            self.prog.stop()
+        self.prog = None
+
+    def __enter__(self) -> Bars:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class DemoScreen(Bars):
+    """The demo's DemoView on the terminal."""
+
+    def step(self, title: str) -> None:
+        console.rule(title)
+
+    def say(self, line: str) -> None:
+        console.print(text(line), highlight=False)
+
+    def log(self, line: str) -> None:
+        _log(line)
+
+    def gated(self, results, backend: str) -> None:
+        show_gate(results, backend)
+
+
+def show_gate(results, backend: str) -> bool:
+    """The gate's table and tally; True iff every task passed."""
+    from tmax.hacks import HACK_THRESHOLD
+
+    table = Table(title="correctness gate", show_lines=False)
+    for col in ("task", "ok", "oracle", "nop", "hacks", "seconds", "reason"):
+        table.add_column(col, overflow="fold")
+    for r in results:
+        held = sum(v is not None and v < HACK_THRESHOLD for v in r.hack_rewards.values())
+        hacks = (f"[red]beaten by {r.beaten_by}" if r.beaten_by else
+                 f"{held}/{len(r.hack_rewards)} held" if r.hack_rewards else "-")
+        table.add_row(text(r.name or r.task, oneline=True), "[green]yes" if r.ok else "[red]no",
+                      ",".join("-" if x is None else f"{x:g}" for x in r.oracle_rewards),
+                      "-" if r.nop_reward is None else f"{r.nop_reward:g}", hacks, f"{r.seconds:.1f}",
+                      text(r.reason[:300]))
+    console.print(table)
+    n_ok = sum(r.ok for r in results)
+    console.print(f"[bold]{n_ok}/{len(results)} tasks pass the gate[/bold] (backend {backend})")
+    return n_ok == len(results)
+
+
+def run_gate(dirs: list[Path], jsonl: Path | None, backend: str, **options) -> bool:
+    from tmax.gate import gate_tasks
+
+    with Bars() as bars:
+        results = gate_tasks(dirs, jsonl, backend=backend, watch=bars, **options)
+    return show_gate(results, backend)
+
+
+def load_families(failure: str, style: str) -> dict:
+    """The family registry; a line per module that did not load (``failure`` says what that means here)."""
+    from tmax.families import LOAD_ERRORS, load_all
+
+    fams = load_all()
+    for mod, err in sorted(LOAD_ERRORS.items()):
+        console.print(text(failure.format(mod=mod, err=err), style=style))
+    return fams
+
+
+def int_list(ctx, param, value: str) -> list[int]:
+    try:
+        return [int(x) for x in value.split(",")]
+    except ValueError:
+        raise click.BadParameter(f"expected integers separated by commas, got {value!r}") from None
+
+
+def rate_band(ctx, param, value: str) -> tuple[float, float]:
+    try:
+        lo, hi = (float(x) for x in value.split(","))
+    except ValueError:
+        lo = hi = float("nan")  # not two numbers: refused with the one message below
+    if not 0 <= lo < hi <= 1:
+        raise click.BadParameter("expected lo,hi with 0 <= lo < hi <= 1")
+    return lo, hi
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -47,74 +174,11 @@ def main() -> None:
     """
 
 
-def expand_task_dirs(args: tuple[str, ...]) -> list[Path]:
-    """Task dirs as given; a directory that is not a task itself stands for its sub-directories."""
-    out: list[Path] = []
-    for a in args:
-        p = Path(a)
-        markers = ("task.toml", "instruction.md", "task.yaml")
-        if p.is_dir() and not any((p / m).exists() for m in markers) and any(c.is_dir() for c in p.iterdir()):
-            out.extend(sorted(c for c in p.iterdir() if c.is_dir()))
-        else:
-            out.append(p)
-    return out
-
-
-def _progress() -> Progress:
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console,
-                    disable=not console.is_terminal and os.environ.get("TMAX_PROGRESS") != "1")
-
-
-def run_gate(dirs: list[Path], jobs: int, repeat: int, backend: str, out: Path | None, image: str | None,
-             adversarial: bool = True, channels: bool = True) -> bool:
-    from tmax.gate import check_many
-    from tmax.hacks import HACK_THRESHOLD
-
-    results = []
-    with _progress() as prog:
-        bar = prog.add_task("gate", total=len(dirs), status="")
-        fh = open(out, "w") if out else None
-        try:
-            for r in check_many(dirs, repeat=repeat, backend=backend, jobs=jobs, image=image, adversarial=adversarial,
-                                channels=channels):
-                results.append(r)
-                if fh:
-                    fh.write(json.dumps(r.to_json(), sort_keys=True) + "\n")
-                    fh.flush()
-                passed = sum(x.ok for x in results)
-                prog.update(bar, advance=1, status=f"{passed}/{len(results)} ok")
-                if not prog.console.is_terminal:
-                    mark = "ok  " if r.ok else "FAIL"
-                    console.print(text(f"{mark} {safe(r.task, oneline=True)}" + ("" if r.ok else f": {r.reason}")),
-                                  highlight=False)
-        finally:
-            if fh:
-                fh.close()
-    results.sort(key=lambda r: r.task)
-    table = Table(title="correctness gate", show_lines=False)
-    for col in ("task", "ok", "oracle", "nop", "hacks", "seconds", "reason"):
-        table.add_column(col, overflow="fold")
-    for r in results:
-        hacks = (f"[red]beaten by {r.beaten_by}" if r.beaten_by else
-                 f"{sum(v is not None and v < HACK_THRESHOLD for v in r.hack_rewards.values())}/{len(r.hack_rewards)} held"
-                 if r.hack_rewards else "-")
-        table.add_row(text(r.name or r.task, oneline=True), "[green]yes" if r.ok else "[red]no",
-                      ",".join("-" if x is None else f"{x:g}" for x in r.oracle_rewards),
-                      "-" if r.nop_reward is None else f"{r.nop_reward:g}", hacks, f"{r.seconds:.1f}",
-                      text(r.reason[:300]))
-    console.print(table)
-    n_ok = sum(r.ok for r in results)
-    console.print(f"[bold]{n_ok}/{len(results)} tasks pass the gate[/bold] (backend {backend})")
-    return n_ok == len(results)
-
-
 @main.command()
 @click.argument("task_dirs", nargs=-1, required=True, type=click.Path())
 @click.option("-j", "--jobs", default=2, show_default=True, help="Tasks gated in parallel.")
 @click.option("--repeat", default=2, show_default=True, help="Oracle runs per task; each must score 1.0.")
-@click.option("--backend", default="bwrap", show_default=True,
-              type=click.Choice(["bwrap", "unshare", "podman", "docker", "apptainer"]), help="Sandbox backend.")
+@backend_option()
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write one JSON line per task here.")
 @click.option("--image", default=None, help="Override every task's image (e.g. host, default, minimal).")
 @click.option("--no-adversarial", is_flag=True, help="Skip the adversarial leg (the battery of generic hacks).")
@@ -138,8 +202,8 @@ def check(task_dirs, jobs, repeat, backend, out, image, no_adversarial, no_chann
       tmax check my-task --no-adversarial     # oracle and nop only
       tmax check corpus --no-channels         # without the channel-skip check
     """
-    ok = run_gate(expand_task_dirs(task_dirs), jobs, repeat, backend, out, image, adversarial=not no_adversarial,
-                  channels=not no_channels)
+    ok = run_gate(expand_task_dirs(task_dirs), out, backend, jobs=jobs, repeat=repeat, image=image,
+                  adversarial=not no_adversarial, channels=not no_channels)
     sys.exit(0 if ok else 1)
 
 
@@ -184,7 +248,7 @@ def image_list() -> None:
     Example:
       tmax image list
     """
-    from tmax.images import PROFILES_DIR, host_environment, images_root
+    from tmax.images import PROFILES_DIR, host_environment, images_root, load_profile
 
     table = Table()
     table.add_column("image")
@@ -192,8 +256,6 @@ def image_list() -> None:
     table.add_row("host", host_environment().hash)
     built = {p.name for p in images_root().glob("*") if (p / "done").exists()}
     for prof in sorted(PROFILES_DIR.glob("*.toml")):
-        from tmax.images import load_profile
-
         pr = load_profile(str(prof))
         name = f"{pr.name}-{pr.hash}"
         table.add_row(text(pr.name), text(f"built ({name})" if name in built else "not built"))
@@ -202,7 +264,7 @@ def image_list() -> None:
 
 @main.command()
 @click.option("--image", default="default", show_default=True, help="Image for the examples (host: no build).")
-@click.option("--backend", default="bwrap", show_default=True, help="Sandbox backend.")
+@backend_option()
 @click.option("-j", "--jobs", default=2, show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("demo-out"), show_default=True)
 @click.option("--generate-n", default=12, show_default=True, help="Tasks to generate and gate.")
@@ -218,76 +280,33 @@ def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int, solve_
       tmax demo
       tmax demo --image host --backend unshare
     """
-    from tmax.images import ImageError, get_environment
+    from tmax.demo import DemoConfig, run_demo
+    from tmax.images import ImageError
 
-    out.mkdir(parents=True, exist_ok=True)
-    console.rule("1. environment image")
+    cfg = DemoConfig(out=out, image=image, backend=backend, jobs=jobs, generate_n=generate_n, solve_n=solve_n,
+                     train_steps=train_steps)
     try:
-        env = get_environment(image, log=_log)
+        with DemoScreen() as screen:
+            ok = run_demo(cfg, screen)
     except ImageError as e:
         _error(e)
         sys.exit(1)
-    console.print(text(f"image {env.name}: {env.hash}"))
-    console.rule("2. correctness gate on examples/tasks")
-    ok = run_gate(expand_task_dirs((str(EXAMPLES),)), jobs, 2, backend, out / "gate.jsonl", image)
-    console.print(f"gate report: {out / 'gate.jsonl'}")
-    if image != "host":  # generated tasks need the default image's tools
-        from tmax.generate import generate_corpus, prune_failed
-
-        console.rule(f"3. generate {generate_n} tasks (rl_v2, seed 0) and gate them")
-        corpus = out / "corpus"
-        summary = generate_corpus(generate_n, 0, "rl_v2", corpus, jobs)
-        console.print(f"generated {summary['written']} tasks in {corpus}")
-        dirs = sorted(p for p in corpus.iterdir() if p.is_dir())
-        ok = run_gate(dirs, jobs, 2, backend, corpus / "gate.jsonl", None) and ok
-        prune_failed(corpus, corpus / "gate.jsonl")
-        kept = sorted(p for p in corpus.iterdir() if p.is_dir())
-        job_dirs = []
-        if solve_n > 0:
-            from tmax.runs import JobSpec
-            from tmax.runs import solve as run_solve
-
-            console.rule(f"4. solve {min(solve_n, len(kept))} tasks with the embedded model (k=2)")
-            spec = JobSpec(corpus=kept[:solve_n], policy="embedded", k=2, jobs=jobs, backend=backend, max_steps=6,
-                           max_tokens_per_turn=160)
-            summary = run_solve(spec, out / "job-embedded")
-            console.print(f"embedded model: pass@1 {summary.get('pass@1')}, pass@2 {summary.get('pass@2')}, "
-                          f"outcomes {summary['outcomes']}")
-            job_dirs.append(out / "job-embedded")
-        console.rule("5. analysis report")
-        from tmax.analysis import analyze as run_analyze
-
-        run_analyze([corpus], job_dirs, out / "report")
-        console.print(f"report: {out / 'report' / 'report.html'}")
-    if train_steps > 0:
-        from tmax.rl.config import TrainConfig
-        from tmax.rl.trainer import Trainer
-
-        console.rule(f"6. {train_steps} DPPO steps of the embedded model (groups of 4)")
-        cfg = TrainConfig(tasks=[str(EXAMPLES / "log-5xx-summary"), str(EXAMPLES / "sqlite-revenue-report")],
-                          out=str(out / "train"), steps=train_steps, prompts_per_step=1, group_size=4, micro_batch=4,
-                          max_turns=2, max_tokens_per_turn=64, max_total_tokens=4096, lr=1e-5, async_rollouts=False,
-                          rollout_workers=4, checkpoint_every=train_steps, backend=backend,
-                          max_refill_factor=1)  # one group per step: the demo shows the loop, not a long run
-        cfg.validate()
-        Trainer(cfg, log=_log).run()
-        console.print(f"metrics: {out / 'train' / 'metrics.jsonl'}, curves: {out / 'train' / 'curves.png'}")
     sys.exit(0 if ok else 1)
 
 
 @main.command()
 @click.option("--n", "n", type=int, required=True, help="Number of tasks.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--kind", type=click.Choice(["legacy", "sft_v2", "rl_v2", "balanced"]), default="rl_v2", show_default=True,
-              help="Corpus kind: how strongly the newer axis values are drawn.")
+@kind_option
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="Output directory.")
 @click.option("-j", "--jobs", default=2, show_default=True, help="Parallel workers.")
 @click.option("--check", "gate", is_flag=True, help="Gate every task; keep only those that pass.")
 @click.option("--repeat", default=2, show_default=True, help="Oracle runs per task with --check.")
+@backend_option("Sandbox backend of the gate with --check.")
 @click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A table from `tmax calibrate`: redraw levels so measured pass rates land in its band.")
 @click.option("--no-channels", is_flag=True, help="With --check, skip the channel-skip check.")
-def generate(n, seed, kind, out, jobs, gate, repeat, calibration, no_channels) -> None:
+def generate(n, seed, kind, out, jobs, gate, repeat, backend, calibration, no_channels) -> None:
     """Generate N verifiable tasks by compositional sampling over the nine axes.
 
     Same arguments, same bytes. Writes task directories, manifest.jsonl (one line per task: every
@@ -302,8 +321,7 @@ def generate(n, seed, kind, out, jobs, gate, repeat, calibration, no_channels) -
       tmax generate --n 1000 --seed 0 --kind rl_v2 --out corpus --check -j 2
       tmax generate --n 500 --out corpus2 --calibration calibration.json
     """
-    from tmax.families import LOAD_ERRORS, load_all
-    from tmax.generate import generate_corpus, prune_failed
+    from tmax.generate import gate_corpus, generate_corpus
 
     calib = None
     if calibration:
@@ -313,39 +331,36 @@ def generate(n, seed, kind, out, jobs, gate, repeat, calibration, no_channels) -
             calib = load_calibration(calibration)
         except (ValueError, json.JSONDecodeError) as e:
             raise click.BadParameter(safe(e), param_hint="--calibration") from None
-    load_all()
-    for mod, err in sorted(LOAD_ERRORS.items()):
-        console.print(text(f"skipped family module {mod}: {err}", style="yellow"))
-    with _progress() as prog:
-        bar = prog.add_task("generate", total=n, status="")
+    load_families("skipped family module {mod}: {err}", "yellow")
+    with Bars() as bars:
+        bars.start("generate", n)
         summary = generate_corpus(n, seed, kind, out, jobs, calibration=calib,
-                                  progress=lambda g: prog.update(bar, advance=1, status="error" if g.error else ""))
+                                  progress=lambda g: bars.advance("generate", g, "error" if g.error else ""))
     console.print(f"generated {summary['written']}/{n} tasks in {out} "
                   f"({summary['near_duplicates']} near-duplicates dropped, {len(summary['errors'])} build errors)")
     for e in summary["errors"][:20]:
         console.print(text(f"build error at index {e['index']}: {e['error']}", style="red"))
     if gate:
-        from tmax.gate import GateResult  # noqa: F401
-
-        dirs = sorted(p for p in out.iterdir() if p.is_dir())
-        run_gate(dirs, jobs, repeat, "bwrap", out / "gate.jsonl", None, channels=not no_channels)
-        dropped = prune_failed(out, out / "gate.jsonl")
-        console.print(f"gate: kept {len(dirs) - len(dropped)}/{len(dirs)}; dropped {len(dropped)} "
+        with Bars() as bars:
+            results, dropped = gate_corpus(out, repeat=repeat, backend=backend, jobs=jobs,
+                                           channels=not no_channels, watch=bars)
+        show_gate(results, backend)
+        console.print(f"gate: kept {len(results) - len(dropped)}/{len(results)}; dropped {len(dropped)} "
                       f"(reasons in {out / 'gate.jsonl'})")
 
 
 @main.command()
 @click.argument("corpus", nargs=-1, required=True, type=click.Path())
 @click.option("--policy", required=True,
-              help="oracle, nop, embedded (the packaged SmolLM2-135M), hf:PATH, or openai:MODEL (with --base-url).")
+              help=f"{', '.join(AGENTS)}, embedded (the packaged SmolLM2-135M), hf:PATH, or openai:MODEL (with --base-url).")
 @click.option("-k", "k", default=1, show_default=True, help="Attempts per task.")
 @click.option("-j", "--jobs", default=2, show_default=True, help="Trials in parallel.")
 @click.option("--job", "job_dir", type=click.Path(path_type=Path), default=None,
               help="Job directory (default jobs/<policy>-<time>); rerun with the same one to resume.")
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
-@click.option("--harness", type=click.Choice(["tmax", "terminus"]), default="tmax", show_default=True,
+@click.option("--harness", type=click.Choice(HARNESSES), default="tmax", show_default=True,
               help="tmax: the one harness used for RL; terminus: a tmux keystroke harness for cross-harness eval.")
-@click.option("--backend", default="bwrap", show_default=True)
+@backend_option(None)
 @click.option("--max-steps", default=64, show_default=True)
 @click.option("--max-tokens", default=16384, show_default=True, help="Tokens per turn.")
 @click.option("--command-timeout", default=120.0, show_default=True)
@@ -364,28 +379,26 @@ def solve(corpus, policy, k, jobs, job_dir, base_url, harness, backend, max_step
       tmax solve corpus --policy embedded -k 4 -j 2 --max-steps 16 --job jobs/smol
       tmax solve corpus --policy openai:my-model --base-url http://127.0.0.1:8000/v1 -k 8
     """
-    import time as _time
-
     from tmax.runs import JobSpec
     from tmax.runs import solve as run_solve
 
     dirs = expand_task_dirs(corpus)
-    job_dir = job_dir or Path("jobs") / f"{policy.replace(':', '-').replace('/', '_')}-{_time.strftime('%Y%m%d-%H%M%S')}"
+    job_dir = job_dir or Path("jobs") / f"{policy.replace(':', '-').replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"
     spec = JobSpec(corpus=dirs, policy=policy, k=k, jobs=jobs, backend=backend, base_url=base_url, harness=harness,
                    max_steps=max_steps, max_tokens_per_turn=max_tokens, command_timeout=command_timeout,
                    temperature=temperature)
-    with _progress() as prog:
-        bar = prog.add_task("solve", total=len(dirs) * k, status="")
 
-        def on(result, summ):
-            rate = summ.get("pass@1")
-            prog.update(bar, advance=1, status=f"pass@1 {rate:.3f}" if rate is not None else "")
+    def on(result, summ):
+        rate = summ.get("pass@1")
+        bars.advance("solve", result, f"pass@1 {rate:.3f}" if rate is not None else "")
 
-        try:
+    try:
+        with Bars() as bars:
+            bars.start("solve", len(dirs) * k)
             summary = run_solve(spec, job_dir, progress=on)
-        except ValueError as e:
-            _error(e)
-            sys.exit(2)
+    except ValueError as e:
+        _error(e)
+        sys.exit(2)
     table = Table(title=f"job {_m(job_dir, oneline=True)}")
     table.add_column("metric")
     table.add_column("value")
@@ -458,7 +471,7 @@ def decontam(corpus, against, fuzzy_threshold, out) -> None:
 @main.command()
 @click.option("--job", "jobs_", multiple=True, required=True, type=click.Path(exists=True, path_type=Path),
               help="Job directories whose trials measure pass rates (repeatable).")
-@click.option("--band", default="0.2,0.8", show_default=True, help="Target pass-rate band lo,hi.")
+@click.option("--band", default="0.2,0.8", show_default=True, callback=rate_band, help="Target pass-rate band lo,hi.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("calibration.json"),
               show_default=True)
 def calibrate(jobs_, band, out) -> None:
@@ -472,12 +485,8 @@ def calibrate(jobs_, band, out) -> None:
     """
     from tmax.calibrate import write
 
-    try:
-        lo, hi = (float(x) for x in band.split(","))
-        assert 0 <= lo < hi <= 1
-    except (ValueError, AssertionError):
-        raise click.BadParameter("expected lo,hi with 0 <= lo < hi <= 1", param_hint="--band") from None
-    doc = write(list(jobs_), out, (lo, hi))
+    lo, hi = band
+    doc = write(list(jobs_), out, band)
     table = Table(title=f"pass rate estimates (band {lo}-{hi})")
     for col in ("family", "level", "passed/trials", "estimate"):
         table.add_column(col)
@@ -588,12 +597,13 @@ def families_list() -> None:
 @families.command("check")
 @click.argument("names", nargs=-1, required=True)
 @click.option("--seeds", default=3, show_default=True, help="Seeds per difficulty level.")
-@click.option("--levels", default="1,2,3,4", show_default=True)
+@click.option("--levels", default="1,2,3,4", show_default=True, callback=int_list)
 @click.option("--out", type=click.Path(path_type=Path), default=Path("family-check"), show_default=True)
 @click.option("-j", "--jobs", default=2, show_default=True)
 @click.option("--repeat", default=1, show_default=True)
+@backend_option()
 @click.option("--no-channels", "no_channels", is_flag=True, help="Skip the channel-skip check.")
-def families_check(names, seeds, levels, out, jobs, repeat, no_channels) -> None:
+def families_check(names, seeds, levels, out, jobs, repeat, backend, no_channels) -> None:
     """Build NAMES at every level with several seeds (cycling fixture and verifier kinds), check that
     each regenerates byte-identical, gate them all (oracle, nop, the adversarial battery), and run the
     channel-skip check on each: the reference solution with the delivered value replaced by every
@@ -604,72 +614,32 @@ def families_check(names, seeds, levels, out, jobs, repeat, no_channels) -> None
       tmax families check log_error_paths
       tmax families check all --seeds 3 -j 2
     """
-    from tmax.families import build_task, load_all
-    from tmax.generate import axes_for_family, tree_digest
+    from tmax.families.check import check_families
 
-    channels = not no_channels
-    from tmax.families import LOAD_ERRORS
-
-    fams = load_all()
-    for mod, err in sorted(LOAD_ERRORS.items()):
-        console.print(text(f"family module {mod} failed to load: {err}", style="red"))
+    fams = load_families("family module {mod} failed to load: {err}", "red")
     chosen = sorted(fams) if names == ("all",) else list(names)
     unknown = [n for n in chosen if n not in fams]
     if unknown:
-        console.print(text(f"unknown families: {', '.join(unknown)}", style="red"))
-        sys.exit(2)
-    dirs, problems = [], []
-    for name in chosen:
-        fam = fams[name]
-        combos = [(fx, vf) for vf in fam.verifiers for fx in fam.fixtures]
-        i = 0
-        for level in (int(x) for x in levels.split(",")):
-            for seed in range(seeds):
-                fx, vf = combos[(level * 7 + seed * 3 + i) % len(combos)]
-                i += 1
-                axes = axes_for_family(fam, seed, level, level=level, fixture=fx, verifier=vf)
-                d = out / f"{name}-L{level}-s{seed}-{fx}-{vf}"
-                try:
-                    build_task(fam, axes, seed, level, d)
-                    first = tree_digest(d)
-                    build_task(fam, axes, seed, level, d)
-                    if tree_digest(d) != first:
-                        problems.append(f"{d.name}: regenerating gave different bytes")
-                    dirs.append(d)
-                except Exception as e:  # report and go on
-                    problems.append(f"{d.name}: build failed: {type(e).__name__}: {e}")
-    # The channel-skip check runs below, in full (more candidates, the setup replayed), not in the gate.
-    ok = run_gate(dirs, jobs, repeat, "bwrap", out / "gate.jsonl", None, channels=False) if dirs else True
-    if dirs and channels:
-        problems += _channel_skip_all(dirs, out / "channel-skip.jsonl", jobs)
-    for p in problems:
+        raise click.BadParameter(f"unknown families: {', '.join(unknown)} (see `tmax families list`, or give all)",
+                                 param_hint="NAMES")
+    with Bars() as bars:
+        found = check_families([fams[n] for n in chosen], out, levels=levels, seeds=seeds, repeat=repeat, jobs=jobs,
+                               backend=backend, channels=not no_channels, watch=bars)
+    if found.dirs:
+        show_gate(found.gate, backend)
+    if found.channel:
+        n_ok = sum(r.ok for r in found.channel)
+        console.print(f"[bold]{n_ok}/{len(found.channel)} tasks pass the channel-skip check[/bold] "
+                      f"(details in {_m(out / 'channel-skip.jsonl')})")
+    for p in found.problems:
         console.print(text(p, style="red"))
-    sys.exit(0 if ok and not problems else 1)
-
-
-def _channel_skip_all(dirs: list[Path], out: Path, jobs: int) -> list[str]:
-    """The channel-skip check on every task that delivers a value; one JSON line per task in ``out``."""
-    from tmax.channels import channel_skip
-
-    problems = []
-    with _progress() as prog, open(out, "w") as fh:
-        bar = prog.add_task("channel-skip", total=len(dirs), status="")
-        for d in dirs:
-            r = channel_skip(d, max_runs=5, jobs=jobs)
-            fh.write(json.dumps(r.to_json(), sort_keys=True) + "\n")
-            prog.update(bar, advance=1)
-            if not r.ok:
-                problems.append(f"{d.name}: channel skipped: {r.reason}")
-    n_bad = len(problems)
-    console.print(f"[bold]{len(dirs) - n_bad}/{len(dirs)} tasks pass the channel-skip check[/bold] (details in {out})")
-    return problems
+    sys.exit(0 if found.ok else 1)
 
 
 @main.command()
 @click.option("--n", "n", type=int, required=True, help="Number of tasks to author.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--kind", type=click.Choice(["legacy", "sft_v2", "rl_v2", "balanced"]), default="rl_v2", show_default=True,
-              help="Corpus kind: how strongly the newer axis values are drawn.")
+@kind_option
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
 @click.option("--model", required=True, help="Model name sent to the endpoint; also the price table key "
               "(e.g. openai/gpt-4o).")
@@ -682,7 +652,7 @@ def _channel_skip_all(dirs: list[Path], out: Path, jobs: int) -> list[str]:
 @click.option("--price-in", type=float, default=None, help="USD per 1M prompt tokens (overrides the table).")
 @click.option("--price-out", type=float, default=None, help="USD per 1M completion tokens (overrides the table).")
 @click.option("--repeat", default=2, show_default=True, help="Oracle runs per task in the gate.")
-@click.option("--backend", default="bwrap", show_default=True)
+@backend_option(None)
 @click.option("--dry-run", is_flag=True, help="Estimate tokens and cost without calling the model.")
 def author(n, seed, kind, base_url, model, out, rounds, jobs, max_tokens, temperature, price_in, price_out, repeat,
            backend, dry_run) -> None:
@@ -733,7 +703,8 @@ def author(n, seed, kind, base_url, model, out, rounds, jobs, max_tokens, temper
 @click.option("--image", default="default", show_default=True)
 @click.option("--check", "gate", is_flag=True, help="Gate every task (oracle 1, nop 0).")
 @click.option("-j", "--jobs", default=2, show_default=True, help="Tasks gated in parallel with --check.")
-def qa(jsonl, out, question_field, answer_field, id_field, case_fold, image, gate, jobs) -> None:
+@backend_option("Sandbox backend of the gate with --check.")
+def qa(jsonl, out, question_field, answer_field, id_field, case_fold, image, gate, jobs, backend) -> None:
     """Turn a JSONL of {question, answer} into gated tasks (answer in /app/answer.txt).
 
     The test compares after normalisation (whitespace, \\boxed{}, thousands separators, numbers
@@ -757,7 +728,7 @@ def qa(jsonl, out, question_field, answer_field, id_field, case_fold, image, gat
     console.print(f"wrote {len(res.written)} tasks to {out} ({len(res.errors)} bad lines)")
     ok = True
     if gate and res.written:
-        ok = run_gate([out / name for name in res.written], jobs, 2, "bwrap", out / "gate.jsonl", None)
+        ok = run_gate([out / name for name in res.written], out / "gate.jsonl", backend, jobs=jobs, repeat=2)
     sys.exit(0 if ok and not res.errors else 1)
 
 
@@ -769,15 +740,15 @@ def export_() -> None:
 def _batch(label: str, items: list, work) -> list:
     """Run ``work`` on each item under a progress bar; one red line per failure, the batch goes on."""
     out, bad = [], 0
-    with _progress() as prog:
-        bar = prog.add_task(label, total=len(items), status="")
+    with Bars() as bars:
+        bars.start(label, len(items))
         for item in items:
             try:
                 out.append(work(item))
             except Exception as e:  # one clear line per bad task; the rest still runs
                 bad += 1
                 console.print(Text.assemble(("error ", "red"), text(e)), soft_wrap=True, highlight=False)
-            prog.update(bar, advance=1, status=f"{bad} failed" if bad else "")
+            bars.advance(label, item, f"{bad} failed" if bad else "")
     return out
 
 
@@ -850,20 +821,21 @@ def import_() -> None:
     """
 
 
+IMPORT_COLOURS = {"native": "green", "container": "yellow", "partial": "yellow"}
+
+
 def _import(srcs, out: Path, fmt: str | None) -> None:
+    from tmax.gate import stream_jsonl
     from tmax.interop.importer import import_task
 
     dirs = expand_task_dirs(srcs)
     results = _batch("import", dirs, lambda d: import_task(d, out, fmt))
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "import-report.jsonl", "w") as fh:
-        for r in results:
-            fh.write(json.dumps(r.to_json(), sort_keys=True) + "\n")
-            colour = {"native": "green", "container": "yellow", "partial": "yellow"}.get(r.way, "red")
-            why = r.error or "; ".join([*(f"dropped: {d}" for d in r.dropped), *r.notes])
-            console.print(Text.assemble((f"{safe(r.way, oneline=True):9} ", colour),
-                                        text(f"{safe(Path(r.source).name, oneline=True)}: {why}")), soft_wrap=True,
-                          highlight=False)
+    for r in stream_jsonl(results, out / "import-report.jsonl"):
+        why = r.error or "; ".join([*(f"dropped: {d}" for d in r.dropped), *r.notes])
+        console.print(Text.assemble((f"{safe(r.way, oneline=True):9} ", IMPORT_COLOURS.get(r.way, "red")),
+                                    text(f"{safe(Path(r.source).name, oneline=True)}: {why}")), soft_wrap=True,
+                      highlight=False)
     counts = {w: sum(r.way == w for r in results) for w in ("native", "partial", "container", "error")}
     console.print(f"imported {counts['native']} native, {counts['partial']} partial (features dropped: the gate "
                   f"refuses them), {counts['container']} container (backend podman), {counts['error']} errors; "

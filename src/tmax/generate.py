@@ -14,10 +14,15 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tmax.families import load_all
 from tmax.families.base import build_task, knobs_dict
+from tmax.sandbox import DEFAULT_BACKEND
 from tmax.taxonomy import sample
+
+if TYPE_CHECKING:
+    from tmax.gate import GateResult, Watch
 
 MINHASH_PERMS = 64
 SHINGLE = 5
@@ -232,3 +237,16 @@ def prune_failed(out: Path, gate_jsonl: Path) -> list[str]:
         keep = [ln for ln in manifest.read_text().splitlines() if json.loads(ln)["task"] not in set(failed)]
         manifest.write_text("".join(ln + "\n" for ln in keep))
     return failed
+
+
+def gate_corpus(corpus: Path, *, repeat: int = 2, backend: str = DEFAULT_BACKEND, jobs: int = 2,
+                image: str | None = None, channels: bool = True, watch: Watch | None = None
+                ) -> tuple[list[GateResult], list[str]]:
+    """Gate every task of ``corpus`` (reasons in its gate.jsonl), then prune those that failed from it
+    and its manifest: (the gate's results, the names pruned)."""
+    from tmax.discover import corpus_task_dirs
+    from tmax.gate import gate_tasks
+
+    results = gate_tasks(corpus_task_dirs(corpus), corpus / "gate.jsonl", repeat=repeat, backend=backend, jobs=jobs,
+                         image=image, channels=channels, watch=watch)
+    return results, prune_failed(corpus, corpus / "gate.jsonl")

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tmax.sandbox import Bind, Limits, SandboxError, SandboxSpec, get_backend, identity
+from tmax.sandbox import DEFAULT_BACKEND, Bind, Limits, SandboxError, SandboxSpec, get_backend, identity
 from tmax.sandbox.layers import private_dir
 from tmax.sandbox.paths import file_lock as _lock
 from tmax.sandbox.paths import tmax_home
@@ -291,7 +291,7 @@ def container_environment(task) -> Environment:
     return env
 
 
-def task_environment(task, backend: str = "bwrap", image: str | None = None,
+def task_environment(task, backend: str = DEFAULT_BACKEND, image: str | None = None,
                      log: Callable[[str], None] = lambda s: None) -> Environment:
     """The environment a task runs on: its image plus its setup layer (built once, cached)."""
     if task.metadata.get("environment"):

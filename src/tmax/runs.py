@@ -52,6 +52,7 @@ from pathlib import Path
 
 import tmax
 from tmax.safe_files import check_name
+from tmax.sandbox import DEFAULT_BACKEND
 from tmax.task import Task, TaskError, load_task
 from tmax.trial import AGENTS, Outcome, TrialResult, run_trial
 
@@ -84,7 +85,7 @@ class JobSpec:
     policy: str
     k: int = 1
     jobs: int = 2
-    backend: str = "bwrap"
+    backend: str = DEFAULT_BACKEND
     base_url: str | None = None
     harness: str = "tmax"  # or "terminus"
     max_steps: int = 64

@@ -40,7 +40,7 @@ from typing import Protocol
 
 from tmax.images import Environment, ImageError, task_environment
 from tmax.safe_files import REWARD_MAX_BYTES, UnsafeFile, copy_flat, read_regular, write_file
-from tmax.sandbox import Bind, ExecResult, Limits, Sandbox, SandboxError, SandboxLost, get_backend
+from tmax.sandbox import DEFAULT_BACKEND, Bind, ExecResult, Limits, Sandbox, SandboxError, SandboxLost, get_backend
 from tmax.sandbox.netns import SharedNetwork
 from tmax.task import Network, Sidecar, Step, Task
 
@@ -209,7 +209,7 @@ class _Verdict:
     output: str = ""
 
 
-def run_trial(task: Task, agent: Agent, backend: str = "bwrap", env: Environment | None = None,
+def run_trial(task: Task, agent: Agent, backend: str = DEFAULT_BACKEND, env: Environment | None = None,
               out_dir: Path | None = None) -> TrialResult:
     t0 = time.monotonic()
     res = TrialResult(task=task.name, agent=agent.name, outcome=Outcome.INFRA_ERROR, reward=None)

@@ -31,23 +31,15 @@ from tmax.rl.advantages import advantages, prepare_rewards
 from tmax.rl.config import TrainConfig
 from tmax.rl.losses import LOSSES
 from tmax.rl.rollout import Rollout, collect_group
-from tmax.task import load_task
 
 METRICS = "metrics.jsonl"
 
 
 def expand_tasks(paths: list[str]):
-    from tmax.task import TaskError
+    """The tasks under ``paths`` that load (tmax.discover's rule, as every verb uses it)."""
+    from tmax.discover import load_tasks
 
-    tasks = []
-    for p in map(Path, paths):
-        dirs = [p] if (p / "task.toml").exists() or (p / "task.yaml").exists() else sorted(
-            d for d in p.iterdir() if d.is_dir())
-        for d in dirs:
-            try:
-                tasks.append(load_task(d))
-            except TaskError:
-                continue
+    tasks, _ = load_tasks(paths)
     if not tasks:
         raise ValueError(f"no loadable task under {paths}")
     return tasks

@@ -4,6 +4,7 @@ environments need a container engine). Runs in Harbor's venv (Python >= 3.12, sc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -125,15 +126,17 @@ SCRIPT = [  # tool calls, in order: state carries over, a timeout is reported, t
 ]
 
 
-@pytest.fixture
-def scripted_model():
+@contextlib.contextmanager
+def serve_script(script: list[str]):
+    """An OpenAI-compatible endpoint whose replies are one bash tool call each, in ``script``'s order
+    (the last repeats); yields (base URL, the request bodies seen)."""
     seen: list[dict] = []
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             seen.append(body)
-            cmd = SCRIPT[min(len(seen), len(SCRIPT)) - 1]
+            cmd = script[min(len(seen), len(script)) - 1]
             msg = {"role": "assistant", "content": "", "tool_calls": [
                 {"id": f"c{len(seen)}", "type": "function",
                  "function": {"name": "bash", "arguments": json.dumps({"command": cmd})}}]}
@@ -149,8 +152,16 @@ def scripted_model():
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}/v1", seen
-    srv.shutdown()
+    try:
+        yield f"http://127.0.0.1:{srv.server_address[1]}/v1", seen
+    finally:
+        srv.shutdown()
+
+
+@pytest.fixture
+def scripted_model():
+    with serve_script(SCRIPT) as served:
+        yield served
 
 
 def test_harbor_loads_the_agent_and_it_runs_an_episode(harbor_py, scripted_model, tmp_path, bwrap):
@@ -181,40 +192,15 @@ def test_full_harbor_run_of_the_agent_in_tmax_sandboxes(harbor_py, bwrap, tmp_pa
     """Harbor's own `harbor run` with tmax's agent and tmax's environment (no container engine), a
     scripted model behind an OpenAI-compatible endpoint: the Harbor-format fixture task scores 1."""
     script = ["wc -l < /app/data.txt | tr -d ' ' > /app/count.txt", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"]
-    calls: list[int] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
-            calls.append(1)
-            cmd = script[min(len(calls), len(script)) - 1]
-            msg = {"role": "assistant", "content": "", "tool_calls": [
-                {"id": f"c{len(calls)}", "type": "function",
-                 "function": {"name": "bash", "arguments": json.dumps({"command": cmd})}}]}
-            data = json.dumps({"choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls"}],
-                               "usage": {"prompt_tokens": 10, "completion_tokens": 5}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *a):
-            pass
-
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
+    with serve_script(script) as (url, calls):
         tasks = tmp_path / "tasks"
         shutil.copytree(ROOT / "tests" / "harbor_tasks" / "plain", tasks / "plain")
         env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "HARBOR_TELEMETRY": "0",
                "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
         r = subprocess.run([str(Path(harbor_py).parent / "harbor"), "run", "-p", str(tasks), "--agent-import-path",
-                            "tmax.interop.harbor_agent:TmaxAgent", "-m", "openai/replay", "--ak",
-                            f"base_url=http://127.0.0.1:{srv.server_address[1]}/v1",
+                            "tmax.interop.harbor_agent:TmaxAgent", "-m", "openai/replay", "--ak", f"base_url={url}",
                             "-e", "tmax.interop.harbor_env:TmaxEnvironment", "-o", str(tmp_path / "jobs"),
                             "--job-name", "j", "-y", "-q"], capture_output=True, text=True, timeout=600, env=env)
-    finally:
-        srv.shutdown()
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     (result,) = (tmp_path / "jobs" / "j").glob("plain__*/result.json")
     data = json.loads(result.read_text())

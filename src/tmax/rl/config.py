@@ -53,6 +53,7 @@ class TrainConfig:
     dtype: str = "float32"  # body dtype: float32 on CPU, bfloat16 on accelerators (the head is always fp32)
     device: str = "cpu"
     engine: str = "hf"  # hf | vllm
+    fp32_head: bool = True  # the engine's LM head in fp32 too (vLLM; the trainer's head is always fp32)
     rollout_backend: str = "thread"  # thread (in this process) | ray (engine copies on Ray actors)
     ray_actors: int = 2
     backend: str = "bwrap"

@@ -271,7 +271,7 @@ class Trainer:
 
         cfg = self.cfg
         path = resolve_model(cfg.model)
-        if cfg.engine == "vllm":  # vLLM runs in its own venv, in a subprocess; weights reach it through a process group (a file as fallback)
+        if cfg.engine == "vllm":  # its own venv and process; weights go by a process group
             from tmax.agent.vllm_engine import VLLMEngine
 
             self.engine = VLLMEngine(model_path=str(path), temperature=cfg.temperature, top_p=cfg.top_p,

@@ -328,8 +328,10 @@ def test_bad_task_names_are_refused(tmp_path, via, name):
         assert everything(out) == []
         assert len(errors) == 1 and "name" in scrub(errors[0], tmp_path), errors
         return
-    if via == "harbor-tmax-name":
-        src = harbor_dir(tmp_path / "src" / "named", f'\n[metadata]\ntmax_name = "{name}"\n')
+    if via == "harbor-tmax-name":  # a task tmax exported names itself there (a foreign one's is ignored)
+        src = export_task(tmax_task(tmp_path / "src" / "named"), tmp_path / "hb")
+        toml = src / "task.toml"
+        toml.write_text(toml.read_text().replace("[metadata]\n", f'[metadata]\ntmax_name = "{name}"\n', 1))
     elif via == "harbor-task-name":
         src = harbor_dir(tmp_path / "src" / "named")
         (src / "task.toml").write_text(f'[task]\nname = "{name}"\n')

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tmax.sandbox import DEFAULT_BACKEND
 from tmax.task import write_task
 from tmax.taxonomy import Axes
 
@@ -215,7 +216,7 @@ class AuthorConfig:
     max_tokens: int = 4096
     temperature: float = 0.7
     kind: str = "rl_v2"
-    backend: str = "bwrap"
+    backend: str = DEFAULT_BACKEND
     repeat: int = 2
     image: str = "default"
     price: dict = field(default_factory=lambda: price_for(""))

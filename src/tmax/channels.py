@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from tmax.images import ImageError, task_environment
-from tmax.sandbox import Bind, SandboxError, get_backend
+from tmax.sandbox import DEFAULT_BACKEND, Bind, SandboxError, get_backend
 from tmax.task import TaskError, load_task
 
 MIN_PROTECTED = 4
@@ -208,7 +208,7 @@ def layer_files(layer: Path) -> Iterator[tuple[str, bytes]]:
                 continue
 
 
-def setup_leftovers(task, backend: str = "bwrap", image: str | None = None) -> list[tuple[str, bytes]]:
+def setup_leftovers(task, backend: str = DEFAULT_BACKEND, image: str | None = None) -> list[tuple[str, bytes]]:
     """What the task's setup leaves in /tmp. The native sandboxes keep /tmp out of the cached layer, but
     an image built from the exported Dockerfile (one RUN of setup.sh) keeps it, and an agent there sees
     it: the setup is replayed on the base image and its /tmp copied out."""
@@ -262,7 +262,7 @@ def _value_prefix(lines: list[str]) -> tuple[list[str], list[str]]:
     return lines[:end], names
 
 
-def delivered_values(task, env, backend: str = "bwrap", timeout: float = 600.0) -> dict[str, str]:
+def delivered_values(task, env, backend: str = DEFAULT_BACKEND, timeout: float = 600.0) -> dict[str, str]:
     """Run the reference solution up to its value lines in the built environment; {var: value}."""
     from tmax.trial import limits_for
 
@@ -308,7 +308,7 @@ def with_candidate(task_dir: Path, var: str, candidate: str, dest: Path) -> Path
 
 # -- the check -----------------------------------------------------------------------------------
 
-def channel_skip(task_dir: str | Path, backend: str = "bwrap", max_runs: int = 30, jobs: int = 2,
+def channel_skip(task_dir: str | Path, backend: str = DEFAULT_BACKEND, max_runs: int = 30, jobs: int = 2,
                  image: str | None = None, values: dict[str, str] | None = None,
                  replay_tmp: bool = True) -> ChannelSkipResult:
     """Does any candidate visible without the channel score? ``ok`` iff none does (see module doc).

@@ -65,7 +65,7 @@ from tmax.images import Environment, ImageError, task_environment
 from tmax.interop.dockerfile import Translation, instructions, render, tmax_image_of, translate
 from tmax.interop.importer import COMPOSE_FILES, compose_services
 from tmax.safe_files import UnsafeFile, check_rel, copy_file, copy_tree, make_dir, make_symlink, write_file
-from tmax.sandbox import Bind, Limits, get_backend
+from tmax.sandbox import DEFAULT_BACKEND, Bind, Limits, get_backend
 from tmax.sandbox.paths import run_dir
 from tmax.task import Resources, Sidecar, Task, TaskError
 from tmax.trial import start_sidecars
@@ -137,7 +137,7 @@ def _rendered_by_tmax(profile: str, text: str) -> bool:
 
 
 def build_environment(environment_dir: Path, name: str, resources: Resources,
-                      backend: str = "bwrap") -> tuple[Environment, Translation | None]:
+                      backend: str = DEFAULT_BACKEND) -> tuple[Environment, Translation | None]:
     """The tmax environment of a Harbor ``environment/`` directory (its image plus its setup layer,
     built once in a sandbox and cached by content), and the Dockerfile's translation."""
     profile, setup_name, tr = setup_plan(environment_dir)
@@ -342,7 +342,7 @@ class TmaxEnvironment(BaseEnvironment):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.backend = self.options.backend or os.environ.get(BACKEND_ENV) or "bwrap"
+        self.backend = self.options.backend or os.environ.get(BACKEND_ENV) or DEFAULT_BACKEND
         if self.backend not in BACKENDS:
             raise ValueError(f"backend {self.backend!r} (--ek backend or ${BACKEND_ENV}): expected one of "
                              f"{', '.join(BACKENDS)}")
@@ -372,7 +372,7 @@ class TmaxEnvironment(BaseEnvironment):
     @classmethod
     def preflight(cls, kwargs: dict[str, Any] | None = None) -> None:
         options = cls.parse_options(kwargs)
-        backend = getattr(options, "backend", None) or os.environ.get(BACKEND_ENV) or "bwrap"
+        backend = getattr(options, "backend", None) or os.environ.get(BACKEND_ENV) or DEFAULT_BACKEND
         if backend in BACKENDS:
             ok, why = get_backend(backend).available()
             if not ok:

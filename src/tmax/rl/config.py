@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from tmax.rl.losses import LOSSES
+from tmax.sandbox import DEFAULT_BACKEND
 
 
 class ConfigError(ValueError):
@@ -56,7 +57,7 @@ class TrainConfig:
     fp32_head: bool = True  # the engine's LM head in fp32 too (vLLM; the trainer's head is always fp32)
     rollout_backend: str = "thread"  # thread (in this process) | ray (engine copies on Ray actors)
     ray_actors: int = 2
-    backend: str = "bwrap"
+    backend: str = DEFAULT_BACKEND
     seed: int = 0
     checkpoint_every: int = 10
     max_minutes: float | None = None  # wall-clock budget: stop (with a checkpoint) after the step that crosses it

@@ -14,6 +14,7 @@ import os
 
 from tmax.agent import HarnessConfig
 from tmax.rl.rollout import Rollout, collect_group
+from tmax.sandbox import DEFAULT_BACKEND
 from tmax.task import Task, load_task
 
 # Where sandboxes, images and caches live: the actors must use the trainer's.
@@ -48,7 +49,7 @@ class RolloutWorker:
 class RayRolloutPool:
     """``actors`` rollout workers on a Ray cluster (a local one, started here, if none is running)."""
 
-    def __init__(self, actors: int, model_path: str, harness: HarnessConfig, backend: str = "bwrap",
+    def __init__(self, actors: int, model_path: str, harness: HarnessConfig, backend: str = DEFAULT_BACKEND,
                  max_total_tokens: int = 65536, temperature: float = 1.0, top_p: float = 1.0, seed: int | None = None,
                  device: str = "cpu", num_cpus: int | None = None):
         import ray

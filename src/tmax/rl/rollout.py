@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from tmax.agent import HarnessAgent, HarnessConfig, Reply
 from tmax.agent.hf import HFPolicy, parse_tool_calls
 from tmax.rl.advantages import Traj
+from tmax.sandbox import DEFAULT_BACKEND
 from tmax.task import Task
 from tmax.trial import Outcome, run_trial
 
@@ -133,7 +134,7 @@ def run_rollout(task: Task, engine: HFPolicy, harness: HarnessConfig, backend: s
                    outcome=res.outcome.value)
 
 
-def collect_group(task: Task, engine: HFPolicy, size: int, harness: HarnessConfig, backend: str = "bwrap",
+def collect_group(task: Task, engine: HFPolicy, size: int, harness: HarnessConfig, backend: str = DEFAULT_BACKEND,
                   workers: int = 1, max_total_tokens: int = 65536) -> list[Rollout]:
     """``size`` rollouts of one task. Sandboxes overlap across workers; generation is serialised by the engine."""
     if workers <= 1:

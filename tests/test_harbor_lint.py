@@ -7,7 +7,6 @@ Harbor CLI (in its own venv, scripts/harbor_venv.sh); Harbor's own task model re
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -26,9 +25,9 @@ BASE = EXAMPLES / "fix-word-tally"  # the variants below are this task with one 
 
 def harbor_python() -> str:
     """Harbor's venv python; the user's own cache (the tests' private TMAX_HOME would build a new venv)."""
-    env = {k: v for k, v in os.environ.items() if k != "TMAX_HOME"}
-    r = subprocess.run(["bash", str(ROOT / "scripts" / "harbor_venv.sh")], capture_output=True, text=True,
-                       timeout=600, env=env)
+    from test_interop import harbor_venv
+
+    r = harbor_venv()
     if r.returncode != 0:
         pytest.skip(f"no Harbor venv (needs Python >= 3.12 and network once): {r.stderr.strip()[-300:]}")
     return r.stdout.strip().splitlines()[-1]
@@ -160,19 +159,11 @@ def test_exports_pass_the_gate_with_their_separate_verifier(exported):
     """Run as tmax reads the export (separate verifier, the artifacts carried), the oracle still scores 1
     and doing nothing 0: the service task's verifier starts the agent's server from /app, the other
     checks that nothing else in /app changed."""
-    from tmax.gate import check_many
-    from tmax.images import get_environment
-    from tmax.sandbox import get_backend
+    from test_interop import need_gate
 
-    if os.geteuid() != 0:
-        pytest.skip("the gate needs root (cgroups)")
-    ok, why = get_backend("bwrap").available()
-    if not ok:
-        pytest.skip(why)
-    try:
-        get_environment("default", build=False)
-    except Exception as e:
-        pytest.skip(f"default image not built ({e}); run: tmax image build")
+    from tmax.gate import check_many
+
+    need_gate()
     picked = [exported[name] for name in ("http-kv-service", "find-leaked-secrets")]
     results = check_many(picked, repeat=1, jobs=2)
     assert {Path(r.task).name: (r.ok, r.reason) for r in results} == {d.name: (True, "") for d in picked}

@@ -347,6 +347,15 @@ def _verify(task: Task, venv: Environment, be, carried: list[Path], work: Path, 
     return _Verdict(Outcome.PASSED if reward >= 1.0 else Outcome.FAILED, reward, rewards, "", output)
 
 
+SERVICE_LOG = "/tmp/.tmax-service.log"
+
+
+def detached(command: str) -> str:
+    """A shell line that starts ``command`` as a service: its own session, no terminal, output to
+    ``SERVICE_LOG``, so the exec that starts it returns at once."""
+    return f"setsid -f sh -c {shlex.quote(command)} </dev/null >{SERVICE_LOG} 2>&1"
+
+
 def start_sidecars(sidecars: tuple[Sidecar, ...], root: Path, limits: Limits, internet: bool, backend: str,
                    stack: contextlib.ExitStack) -> dict:
     """Each compose sidecar (its setup under ``root``) in a sandbox of its own on one private network
@@ -365,13 +374,13 @@ def start_sidecars(sidecars: tuple[Sidecar, ...], root: Path, limits: Limits, in
         sb = be.start(env.spec(workdir=sc.workdir, limits=limits, env=dict(sc.env), netns=net, hosts=hosts,
                                hostname=sc.name))
         stack.callback(sb.close)
-        sb.exec(f"setsid -f sh -c {shlex.quote(sc.command)} </dev/null >/tmp/.tmax-service.log 2>&1", timeout=30)
+        sb.exec(detached(sc.command), timeout=30)
         checks = [sc.healthcheck] if sc.healthcheck else [f"bash -c '</dev/tcp/127.0.0.1/{p}'" for p in sc.ports]
         for check in checks:
             deadline = time.monotonic() + SIDECAR_START_TIMEOUT
             while not sb.exec(check, timeout=10, persistent=False).ok:
                 if time.monotonic() > deadline:
-                    log = sb.exec("tail -c 1500 /tmp/.tmax-service.log", timeout=10).output
+                    log = sb.exec(f"tail -c 1500 {SERVICE_LOG}", timeout=10).output
                     raise SandboxError(f"sidecar {sc.name!r}: {check!r} still failing after "
                                        f"{SIDECAR_START_TIMEOUT:g}s; its output: {log}")
                 time.sleep(0.2)
@@ -379,11 +388,12 @@ def start_sidecars(sidecars: tuple[Sidecar, ...], root: Path, limits: Limits, in
 
 
 def _start_service(task: Task, sb: Sandbox, phase: str) -> bool:
-    """Start the image's entrypoint (detached, as its container would) and wait for its healthcheck.
+    """Start the image's entrypoint (detached, in the task's workdir, as its container would) and wait
+    for its healthcheck.
     Unhealthy before the agent: the environment is broken (infra). Before the verifier: the agent's
     changes broke it (False: a failure)."""
     if task.service:
-        sb.exec(f"setsid -f sh -c {shlex.quote(task.service)} </dev/null >/tmp/.tmax-service.log 2>&1", timeout=30)
+        sb.exec(f"(cd {shlex.quote(task.workdir)} 2>/dev/null; {detached(task.service)})", timeout=30)
     hc = task.healthcheck
     if hc is None:
         return True

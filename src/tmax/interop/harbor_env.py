@@ -68,7 +68,7 @@ from tmax.safe_files import UnsafeFile, check_rel, copy_file, copy_tree, make_di
 from tmax.sandbox import DEFAULT_BACKEND, Bind, Limits, get_backend
 from tmax.sandbox.paths import run_dir
 from tmax.task import Resources, Sidecar, Task, TaskError
-from tmax.trial import start_sidecars
+from tmax.trial import detached, start_sidecars
 
 BACKEND_ENV = "TMAX_HARBOR_BACKEND"
 BACKENDS = ("bwrap", "unshare")
@@ -438,8 +438,7 @@ class TmaxEnvironment(BaseEnvironment):
         if not net and self._online():
             await self._apply_network_policy(self.network_policy)
         if tr is not None and tr.service:  # what Harbor's containers run: the ENTRYPOINT, kept alive
-            await self._run_root(f"cd {shlex.quote(self._workdir)} 2>/dev/null; setsid -f sh -c "
-                                 f"{shlex.quote(tr.service)} </dev/null >/tmp/.tmax-service.log 2>&1")
+            await self._run_root(f"cd {shlex.quote(self._workdir)} 2>/dev/null; {detached(tr.service)}")
         paths = EnvironmentPaths.for_os(self.os)
         dirs = [paths.agent_dir, paths.verifier_dir, paths.artifacts_dir, *self._mount_targets(writable_only=True)]
         await self.ensure_dirs(dirs)

@@ -87,3 +87,57 @@ def test_verifiers_and_fixtures_never_import_the_families():
     assert out.strip() == "[]"
     src = inspect.getsource(sys.modules["tmax.verifiers"])
     assert "tmax.families" not in src
+
+
+def test_level_zero_and_variants_reach_the_builder_and_the_manifest(tmp_path):
+    from tmax.families.base import REGISTRY, build_task
+    from tmax.families.check import cases
+    from tmax.generate import axes_for_family
+    from tmax.task import load_task
+
+    @dataclass(frozen=True)
+    class K:
+        n: int
+
+    class Toy(Family):
+        name, domain, skill_types = "shape_toy_variants", "data_processing", ("Parsing",)
+        primitive_skills = ("record validation", "field extraction", "regular expressions")
+        verifiers, fixtures = ("exact_text",), ("text_only",)
+        levels = {i: K(i) for i in range(5)}
+        variants = ("count", "list", "sum")
+
+        def output_case(self, t):
+            t.say(f"Variant {t.variant}, level {t.level}: write the answer to /app/out.txt, as asked here. " * 5)
+            t.solve(f"echo {t.variant}-{t.knobs.n} > /app/out.txt")
+            t.expect_output("/app/out.txt", f"{t.variant}-{t.knobs.n}\n")
+
+    class NoZero(Toy):
+        name = "shape_toy_no_zero"
+        levels = {i: K(i) for i in range(1, 5)}
+        variants = ()
+
+    try:
+        register(Toy), register(NoZero)
+        toy, no_zero = REGISTRY["shape_toy_variants"], REGISTRY["shape_toy_no_zero"]
+        assert "atomic" in toy.task_complexities and "atomic" not in no_zero.task_complexities
+        assert axes_for_family(no_zero, 0, 0, level=0).task_complexity == "short"  # the nearest level it has
+        built = cases(toy, None, seeds=3)
+        assert sorted({c.level for c in built}) == [0, 1, 2, 3, 4]
+        assert {c.variant for c in built} == set(Toy.variants)
+        for variant in Toy.variants:
+            dest = tmp_path / variant
+            t = build_task(toy, axes_for_family(toy, 1, 0, level=0), 1, 0, dest, variant=variant)
+            assert (t.variant, t.level) == (variant, 0)
+            assert load_task(dest).metadata["variant"] == variant
+            assert f"echo {variant}-0" in (dest / "solution" / "solve.sh").read_text()
+        drawn = {build_task(toy, axes_for_family(toy, 1, i, level=2), 1, i, tmp_path / f"d{i}").variant
+                 for i in range(12)}
+        assert drawn == set(Toy.variants)  # the builder draws every variant over a corpus
+        with pytest.raises(FamilyError, match="unknown variant"):
+            build_task(toy, axes_for_family(toy, 1, 0, level=1), 1, 0, tmp_path / "bad", variant="median")
+    finally:
+        REGISTRY.pop("shape_toy_variants", None), REGISTRY.pop("shape_toy_no_zero", None)
+    with pytest.raises(FamilyError, match="variants must be distinct"):
+        register(type("Twice", (Toy,), {"name": "shape_toy_twice", "variants": ("a", "a")}))
+    with pytest.raises(FamilyError, match="levels must be exactly"):
+        register(type("Gap", (Toy,), {"name": "shape_toy_gap", "levels": {i: K(i) for i in (0, 2, 3, 4)}}))

@@ -55,8 +55,8 @@ def adjust(axes: Axes, calibration: dict, rng: random.Random, allowed: tuple[str
     if not levels:
         return axes
     lo, hi = calibration["band"]
-    est = {int(k): v["estimate"] for k, v in levels.items() if TASK_COMPLEXITIES[int(k) - 1] in allowed}
-    current = TASK_COMPLEXITIES.index(axes.task_complexity) + 1
+    est = {int(k): v["estimate"] for k, v in levels.items() if TASK_COMPLEXITIES[int(k)] in allowed}
+    current = TASK_COMPLEXITIES.index(axes.task_complexity)
     if current in est and lo <= est[current] <= hi:
         return axes
     in_band = sorted(lvl for lvl, p in est.items() if lo <= p <= hi)
@@ -67,4 +67,4 @@ def adjust(axes: Axes, calibration: dict, rng: random.Random, allowed: tuple[str
         level = min(sorted(est), key=lambda lvl: abs(est[lvl] - centre))
     else:
         return axes
-    return replace(axes, task_complexity=TASK_COMPLEXITIES[level - 1])
+    return replace(axes, task_complexity=TASK_COMPLEXITIES[level])

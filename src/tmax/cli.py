@@ -139,7 +139,9 @@ def load_families(failure: str, style: str) -> dict:
     return fams
 
 
-def int_list(ctx, param, value: str) -> list[int]:
+def int_list(ctx, param, value: str | None) -> list[int] | None:
+    if value is None:
+        return None
     try:
         return [int(x) for x in value.split(",")]
     except ValueError:
@@ -578,26 +580,35 @@ def families() -> None:
 
 @families.command("list")
 def families_list() -> None:
-    """List registered families with their domain, skill types and verifier kinds.
+    """List registered families with their domain, levels, variants, skill types and verifier kinds, then
+    how many each domain has.
 
     \b
     Example:
       tmax families list
     """
+    from collections import Counter
+
     from tmax.families import load_all
 
+    fams = load_all()
     table = Table()
-    for col in ("family", "domain", "skill types", "verifiers"):
+    for col in ("family", "domain", "levels", "variants", "skill types", "verifiers"):
         table.add_column(col, overflow="fold")
-    for name, fam in sorted(load_all().items()):
-        table.add_row(text(name), text(fam.domain), text(", ".join(fam.skill_types)), text(", ".join(fam.verifiers)))
+    for name, fam in sorted(fams.items()):
+        table.add_row(text(name), text(fam.domain), text(",".join(map(str, sorted(fam.levels)))),
+                      text(", ".join(fam.variants) or "-"), text(", ".join(fam.skill_types)),
+                      text(", ".join(fam.verifiers)))
     console.print(table)
+    per_domain = Counter(f.domain for f in fams.values())
+    console.print(f"{len(fams)} families: " + ", ".join(f"{d} {n}" for d, n in sorted(per_domain.items())))
 
 
 @families.command("check")
 @click.argument("names", nargs=-1, required=True)
 @click.option("--seeds", default=3, show_default=True, help="Seeds per difficulty level.")
-@click.option("--levels", default="1,2,3,4", show_default=True, callback=int_list)
+@click.option("--levels", default=None, callback=int_list,
+              help="Comma-separated levels to build (default: every level each family offers, 0 to 4).")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("family-check"), show_default=True)
 @click.option("-j", "--jobs", default=2, show_default=True)
 @click.option("--repeat", default=1, show_default=True)

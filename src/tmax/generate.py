@@ -88,7 +88,7 @@ def generate_one(seed: int, index: int, kind: str, out: str, calibration: dict |
 
     task = load_task(dest)
     manifest = {"index": index, "task": dest.name, "seed": seed, "kind": kind, **axes.to_json(),
-                "level": t.level, "difficulty": t.difficulty(), "knobs": knobs_dict(t.knobs),
+                "level": t.level, "variant": t.variant, "difficulty": t.difficulty(), "knobs": knobs_dict(t.knobs),
                 "env_hash": environment_key(task)}
     return Generated(index, str(dest), manifest)
 
@@ -196,7 +196,7 @@ def axes_for_family(family, seed: int, index: int, level: int | None = None, fix
         domains, rng_for
 
     rng = rng_for(seed, index, "forced")
-    allowed = [i + 1 for i, c in enumerate(TASK_COMPLEXITIES) if c in family.task_complexities]
+    allowed = [i for i, c in enumerate(TASK_COMPLEXITIES) if c in family.task_complexities]
     if level is not None and level not in allowed:  # a level the family does not offer: its nearest one
         level = min(allowed, key=lambda lv: abs(lv - level))
     verifier = verifier or rng.choice(family.verifiers)
@@ -219,7 +219,7 @@ def axes_for_family(family, seed: int, index: int, level: int | None = None, fix
     return Axes(domain=family.domain, skill_type=rng.choice(family.skill_types),
                 primitive_skills=tuple(sorted(rng.sample(list(family.primitive_skills), 3))),
                 persona=rng.choice(dom.personas).role, language=language,
-                task_complexity=TASK_COMPLEXITIES[(level or rng.choice(allowed)) - 1], command_complexity=command,
+                task_complexity=TASK_COMPLEXITIES[rng.choice(allowed) if level is None else level], command_complexity=command,
                 fixture=fixture, verifier=verifier, family=family.name)
 
 

@@ -11,12 +11,12 @@ from collections import Counter
 from pathlib import Path
 
 from tmax.runs import episode_summary, load_results, pass_at_k
-from tmax.taxonomy import (COMMAND_COMPLEXITIES, DOMAINS, FIXTURE_KINDS, LANGUAGES, TASK_COMPLEXITIES,
+from tmax.taxonomy import (COMMAND_COMPLEXITIES, DOMAINS, FIXTURE_KINDS, LANGUAGES, RECIPE_COMPLEXITIES,
                            VERIFIER_KINDS, balance)
 
 AXES = ("domain", "skill_type", "persona", "language", "task_complexity", "command_complexity", "fixture",
         "verifier", "family")
-KNOWN_BUCKETS = {"domain": len(DOMAINS), "language": len(LANGUAGES), "task_complexity": len(TASK_COMPLEXITIES),
+KNOWN_BUCKETS = {"domain": len(DOMAINS), "language": len(LANGUAGES), "task_complexity": len(RECIPE_COMPLEXITIES),
                  "command_complexity": len(COMMAND_COMPLEXITIES), "fixture": len(FIXTURE_KINDS),
                  "verifier": len(VERIFIER_KINDS)}
 BUCKETS = (("unsolved", lambda p: p == 0), ("hard", lambda p: 0 < p <= 0.25), ("medium", lambda p: 0.25 < p < 0.75),

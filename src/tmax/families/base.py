@@ -26,7 +26,10 @@ it asks ``t.partial_credit``. Reference programs are templates filled by
 :func:`tmax.families.programs.fill` only. Values delivered through a fixture are drawn with
 :mod:`tmax.families.unseen`.
 
-Levels map to task complexity (short=1 ... intricate=4). Everything random comes from ``t.rng``,
+Levels map to task complexity (short=1 ... intricate=4); a family may add level 0 (atomic: one or two
+commands, a short instruction), the bottom rung of the curriculum. A family may also name ``variants``:
+structurally different tasks (another sub-problem, output form or tool chain) that every case method
+honours by reading ``t.variant``; the builder draws one per task. Everything random comes from ``t.rng``,
 which is seeded by (seed, index): the same arguments give byte-identical tasks. Never iterate over
 a set or rely on hash order.
 """
@@ -50,7 +53,7 @@ FIXTURE_COST = {"text_only": 0.0, "image": 0.05, "audio": 0.1, "video": 0.1, "st
                 "vendored_package": 0.1, "multi_service": 0.12}
 VERIFIER_COST = {"exact_text": 0.0, "metric_threshold": 0.0, "adversarial_corpus": 0.05, "fuzz_equivalence": 0.05,
                  "multi_protocol": 0.08}
-LEVEL_BASE = {1: 0.15, 2: 0.35, 3: 0.55, 4: 0.75}
+LEVEL_BASE = {0: 0.02, 1: 0.15, 2: 0.35, 3: 0.55, 4: 0.75}
 CODE_WORDS = tuple("AMBER ANCHOR APPLE ARROW ASPEN BADGER BASALT BEACON BIRCH BISON CANYON CARBON CEDAR COBALT COMET "
                    "CORAL CRANE DELTA DUNE EAGLE EMBER FALCON FERN FJORD FOREST GARNET GLACIER GRANITE HARBOR HAWK "
                    "HAZEL HERON ISLAND IVORY JADE JASPER KESTREL LAGOON LANTERN LEMON LINDEN MAPLE MARBLE MEADOW "
@@ -72,6 +75,8 @@ class Family:
     programs: ClassVar[dict[str, str]] = {}
     # One frozen dataclass instance per level (the same class for every level): the typed knobs.
     levels: ClassVar[dict[int, object]]
+    # Structurally different tasks of the family (names; empty: one shape). t.variant says which.
+    variants: ClassVar[tuple[str, ...]] = ()
 
     def program_languages(self) -> tuple[str, ...]:
         langs = [lang for lang in LANGUAGES if lang in self.programs]
@@ -118,8 +123,10 @@ class Family:
                 raise FamilyError(f"{where}: unknown verifier kind {v!r}")
             if v in PROGRAM_VERIFIERS and "Python" not in cls.programs:
                 raise FamilyError(f"{where}: verifier {v} needs a Python reference program in `programs`")
-        if sorted(cls.levels) != [1, 2, 3, 4]:
-            raise FamilyError(f"{where}: levels must be exactly 1, 2, 3, 4")
+        if sorted(cls.levels) not in ([1, 2, 3, 4], [0, 1, 2, 3, 4]):
+            raise FamilyError(f"{where}: levels must be exactly 1, 2, 3, 4, or 0, 1, 2, 3, 4")
+        if len(set(cls.variants)) != len(cls.variants) or not all(isinstance(v, str) and v for v in cls.variants):
+            raise FamilyError(f"{where}: variants must be distinct non-empty names, got {cls.variants!r}")
         knob_types = {type(k) for k in cls.levels.values()}
         if len(knob_types) != 1:
             raise FamilyError(f"{where}: every level's knobs must be the same class, got "
@@ -139,6 +146,8 @@ REGISTRY: dict[str, Family] = {}
 
 def register(cls: type[Family]) -> type[Family]:
     cls.validate()
+    if 0 not in cls.levels:  # no atomic rung: the family never draws it
+        cls.task_complexities = tuple(c for c in cls.task_complexities if c != TASK_COMPLEXITIES[0])
     if cls.name in REGISTRY:
         raise FamilyError(f"family {cls.name} registered twice")
     REGISTRY[cls.name] = cls()
@@ -156,6 +165,7 @@ class TaskBuilder:
     knobs: object  # the family's typed knobs for this level (a frozen dataclass)
     seed: int = 0
     index: int = 0
+    variant: str = ""  # one of the family's variants ("" when it has none)
     body: list[str] = field(default_factory=list)
     env_files: dict[str, str] = field(default_factory=dict)  # absolute sandbox path -> text
     setup: list[str] = field(default_factory=list)
@@ -264,7 +274,7 @@ class TaskBuilder:
 
     def metadata(self) -> dict:
         meta = {"image": "default", "seed": self.seed, "index": self.index, "level": self.level,
-                "difficulty": self.difficulty(), "knobs": json.dumps(knobs_dict(self.knobs), sort_keys=True)}
+                "variant": self.variant, "difficulty": self.difficulty(), "knobs": json.dumps(knobs_dict(self.knobs), sort_keys=True)}
         for k, v in self.axes.to_json().items():
             meta[k] = v
         return meta
@@ -280,26 +290,39 @@ def knobs_dict(knobs: object) -> dict:
 
 
 def level_of(task_complexity: str) -> int:
-    return TASK_COMPLEXITIES.index(task_complexity) + 1
+    return TASK_COMPLEXITIES.index(task_complexity)
 
 
-def build_task(family: Family, axes: Axes, seed: int, index: int, dest: Path) -> TaskBuilder:
-    """Run ``family.build`` for ``axes`` and write the task directory at ``dest``."""
+def pick_variant(family: Family, seed: int, index: int) -> str:
+    """The variant task (seed, index) of ``family`` builds: drawn on a stream of its own, so adding
+    variants to a family changes no other draw."""
+    if not family.variants:
+        return ""
+    return random.Random(f"tmax:{seed}:{index}:variant:{family.name}").choice(family.variants)
+
+
+def build_task(family: Family, axes: Axes, seed: int, index: int, dest: Path, variant: str | None = None) -> TaskBuilder:
+    """Run ``family.build`` for ``axes`` and write the task directory at ``dest``. ``variant``: one of the
+    family's variants (default: drawn from (seed, index))."""
     from tmax.task import write_task
 
     dom = domains()[axes.domain]
     persona = next(p for p in dom.personas if p.role == axes.persona)
     level = level_of(axes.task_complexity)
     rng = random.Random(f"tmax:{seed}:{index}:build:{family.name}")
+    if variant is None:
+        variant = pick_variant(family, seed, index)
+    elif variant not in family.variants:
+        raise FamilyError(f"family {family.name}: unknown variant {variant!r}; expected one of {family.variants}")
     t = TaskBuilder(axes=axes, rng=rng, persona=persona, level=level, knobs=family.levels[level],
-                    seed=seed, index=index)
+                    seed=seed, index=index, variant=variant)
     family.build(t)
     files = t.files()
     if dest.exists():  # a rebuild must not keep files the new build no longer writes
         import shutil
 
         shutil.rmtree(dest)
-    timeout = 600.0 + 300.0 * (level - 1)
+    timeout = 600.0 + 300.0 * max(0, level - 1)
     write_task(dest, name=dest.name, instruction=t.instruction(), files=files, metadata=t.metadata(),
                agent_timeout=timeout, verifier_timeout=300.0)
     return t

@@ -22,17 +22,19 @@ CHANNEL_RUNS = 5  # candidates run through the verifier per task (the gate's own
 
 @dataclass(frozen=True)
 class Case:
-    """One build of a family: its level, seed and the fixture and verifier kinds it is built with."""
+    """One build of a family: its level, seed, variant and the fixture and verifier kinds it is built with."""
 
     family: str
     level: int
     seed: int
     fixture: str
     verifier: str
+    variant: str = ""
 
     @property
     def dir_name(self) -> str:
-        return f"{self.family}-L{self.level}-s{self.seed}-{self.fixture}-{self.verifier}"
+        tail = f"-{self.variant}" if self.variant else ""
+        return f"{self.family}-L{self.level}-s{self.seed}-{self.fixture}-{self.verifier}{tail}"
 
 
 @dataclass
@@ -47,24 +49,26 @@ class FamilyCheck:
         return not self.problems and all(r.ok for r in self.gate)
 
 
-def cases(fam: Family, levels: list[int], seeds: int, start: int = 0) -> list[Case]:
-    """``seeds`` builds per level; each takes the next (fixture, verifier) pair of the family, from a
-    stride that spreads the pairs over levels and seeds. ``start`` shifts where the cycle begins (so
-    a registry-wide sample does not give every family the same pair)."""
+def cases(fam: Family, levels: list[int] | None, seeds: int, start: int = 0) -> list[Case]:
+    """``seeds`` builds per level (None: every level the family offers; a level it lacks is skipped);
+    each takes the next (fixture, verifier) pair of the family, from a stride that spreads the pairs
+    over levels and seeds, and the next of its variants. ``start`` shifts where the cycles begin (so a
+    registry-wide sample does not give every family the same pair)."""
     combos = [(fx, vf) for vf in fam.verifiers for fx in fam.fixtures]
+    variants = fam.variants or ("",)
     out, i = [], 0
-    for level in levels:
+    for level in sorted(fam.levels) if levels is None else [lv for lv in levels if lv in fam.levels]:
         for seed in range(seeds):
             fx, vf = combos[(level * 7 + seed * 3 + i + start) % len(combos)]
+            out.append(Case(fam.name, level, seed, fx, vf, variants[(i + start) % len(variants)]))
             i += 1
-            out.append(Case(fam.name, level, seed, fx, vf))
     return out
 
 
 def build_case(fam: Family, case: Case, dest: Path) -> None:
     axes = axes_for_family(fam, case.seed, case.level, level=case.level, fixture=case.fixture,
                            verifier=case.verifier)
-    build_task(fam, axes, case.seed, case.level, dest)
+    build_task(fam, axes, case.seed, case.level, dest, variant=case.variant or None)
 
 
 def build_twice(fam: Family, case: Case, dest: Path) -> bool:
@@ -90,7 +94,7 @@ def channel_skip_all(dirs: list[Path], jsonl: Path, *, backend: str = DEFAULT_BA
     return results
 
 
-def check_families(fams: list[Family], out: Path, *, levels: list[int], seeds: int, repeat: int = 1, jobs: int = 2,
+def check_families(fams: list[Family], out: Path, *, levels: list[int] | None, seeds: int, repeat: int = 1, jobs: int = 2,
                    backend: str = DEFAULT_BACKEND, channels: bool = True, watch: Watch | None = None) -> FamilyCheck:
     """Build, compare, gate (out/gate.jsonl) and channel-check (out/channel-skip.jsonl) ``fams``."""
     check = FamilyCheck()

@@ -37,7 +37,11 @@ DOMAINS = ("security", "software_engineering", "file_operations", "data_querying
 LANGUAGE_WEIGHTS = {"Python": 0.35, "C": 0.15, "Bash": 0.15, "C++": 0.10, "Rust": 0.07, "Go": 0.07,
                     "multi-language": 0.06, "any": 0.05}
 LANGUAGES = tuple(LANGUAGE_WEIGHTS)
-TASK_COMPLEXITIES = ("short", "moderate", "complex", "intricate")
+# Task complexity is the level: atomic = 0 (one or two commands, the bottom of the curriculum) ... intricate = 4.
+# The corpus kinds draw the recipe's four (RECIPE_COMPLEXITIES); atomic tasks come from a calibration or an
+# explicit level.
+TASK_COMPLEXITIES = ("atomic", "short", "moderate", "complex", "intricate")
+RECIPE_COMPLEXITIES = TASK_COMPLEXITIES[1:]
 COMMAND_COMPLEXITIES = ("bash", "bash+code", "bash+code+services")
 FIXTURE_KINDS = ("text_only", "image", "audio", "video", "stripped_binary", "vendored_package", "multi_service")
 VERIFIER_KINDS = ("exact_text", "metric_threshold", "adversarial_corpus", "fuzz_equivalence", "multi_protocol")
@@ -136,13 +140,13 @@ def kind_weights(kind: str) -> dict[str, dict[str, float]]:
     1, the new ones M in all), and a uniform balanced one."""
     if kind not in CORPUS_KINDS:
         raise TaxonomyError(f"unknown corpus kind {kind!r}; expected one of {', '.join(CORPUS_KINDS)}")
-    legacy_cx = TASK_COMPLEXITIES[:3]
+    legacy_cx = RECIPE_COMPLEXITIES[:3]
     if kind == "legacy":
         return {"verifier": {"exact_text": 1.0}, "fixture": {"text_only": 1.0},
                 "task_complexity": {c: 1.0 for c in legacy_cx}}
     if kind == "balanced":
         return {"verifier": {v: 1.0 for v in VERIFIER_KINDS}, "fixture": {f: 1.0 for f in FIXTURE_KINDS},
-                "task_complexity": {c: 1.0 for c in TASK_COMPLEXITIES}}
+                "task_complexity": {c: 1.0 for c in RECIPE_COMPLEXITIES}}
     m_cx = 2.0 if kind == "sft_v2" else 3.0
     m_vf = 2.0 if kind == "sft_v2" else None  # rl_v2: verifier and fixture always non-legacy
     return {"verifier": _legacy_vs_new("exact_text", VERIFIER_KINDS[1:], m_vf),

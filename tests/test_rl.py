@@ -349,8 +349,9 @@ def test_sft_warm_start_raises_the_likelihood_of_successful_replies(two_habit_se
 @needs_model
 @pytest.mark.timeout(900)
 def test_kill_9_during_training_then_resume_gives_identical_metrics(two_habit_setup, tmp_path, bwrap):
-    """A deterministic config (synchronous rollouts, one worker) run straight through and run with a
-    SIGKILL after its first checkpoint, then resumed: same steps, identical metrics."""
+    """The default synchronous config (two rollout workers sharing the engine) run straight through and
+    run with a SIGKILL after its first checkpoint, then resumed in a new process: same steps, identical
+    metrics (each rollout samples under its own seed, so neither thread order nor process history enter)."""
     import os
     import signal
     import subprocess
@@ -359,8 +360,12 @@ def test_kill_9_during_training_then_resume_gives_identical_metrics(two_habit_se
 
     import yaml
 
+    from tmax.rl.config import TrainConfig
+
     def start(out):
-        (tmp_path / f"{out}.yaml").write_text(yaml.safe_dump(_train_config(two_habit_setup, tmp_path / out)))
+        cfg = _train_config(two_habit_setup, tmp_path / out, rollout_workers=TrainConfig().rollout_workers)
+        assert cfg["rollout_workers"] == 2
+        (tmp_path / f"{out}.yaml").write_text(yaml.safe_dump(cfg))
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         return subprocess.Popen([sys.executable, "-m", "tmax", "train", str(tmp_path / f"{out}.yaml")], env=env,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

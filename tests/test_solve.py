@@ -58,6 +58,40 @@ def test_infra_errors_stay_out_of_pass_at_k(task_factory, tmp_path, bwrap):
     assert (tmp_path / "job" / "broken__0" / "exception.txt").exists()
 
 
+def test_a_bug_is_an_error_with_its_traceback_not_a_retried_infra_error(task_factory, tmp_path, bwrap):
+    """An exception that is not the infrastructure's (here a policy whose code is broken) must not be
+    filed as infra (retried, then silently left out of pass@k): run_trial raises it, the job runner
+    records the trial as ``error`` once, with the traceback, and the other trials go on."""
+    from tmax.agent import HarnessAgent
+    from tmax.agent.harness import PolicyError
+    from tmax.runs import run_one
+    from tmax.task import load_task
+    from tmax.trial import run_trial
+
+    class BrokenPolicy:
+        name, model_name, tool_calling = "broken", "broken", False
+
+        def act(self, messages, tools, max_tokens):
+            return {}["no such key"]  # a bug in the policy's code
+
+    class DownPolicy(BrokenPolicy):
+        def act(self, messages, tools, max_tokens):
+            raise PolicyError("the model server refused the connection")
+
+    task = load_task(task_factory(name="buggy").path)
+    with pytest.raises(KeyError):
+        run_trial(task, HarnessAgent(BrokenPolicy()))
+    assert run_trial(task, HarnessAgent(DownPolicy())).outcome.value == "infra_error"
+
+    spec = JobSpec(corpus=[task.path], policy="scripted", max_steps=2)
+    res = run_one(spec, task, 0, tmp_path / "job", {"policy": BrokenPolicy()})
+    assert res["outcome"] == "error" and res["reward"] is None
+    trial = tmp_path / "job" / "buggy__0"
+    assert "KeyError" in (trial / "exception.txt").read_text() and "Traceback" in (trial / "exception.txt").read_text()
+    assert (trial / "trial.log").read_text().count("try ") == 1  # a bug is not retried
+    assert res["exception_info"]["exception_type"] == "KeyError"
+
+
 def _trials(job: Path) -> dict[str, tuple]:
     return {f"{r['task']}__{r['attempt']}": (r["outcome"], r["reward"]) for r in load_results(job)}
 

@@ -39,7 +39,7 @@ def _trainer_logprobs(model, prompt: list[int], gen: list[int], dtype: str = "fl
 def test_vllm_logprobs_match_the_trainer_and_pushed_weights_take_effect(record_property):
     from transformers import AutoModelForCausalLM
 
-    from tmax.agent.hf import embedded_model_dir
+    from tmax.agent.hf import Sampling, embedded_model_dir
     from tmax.agent.vllm_engine import VLLMEngine
 
     engine = VLLMEngine(seed=0, python=str(VLLM_PYTHON))
@@ -81,6 +81,14 @@ def test_vllm_logprobs_match_the_trainer_and_pushed_weights_take_effect(record_p
         assert engine.last_push["transport"] == "file"
         engine._requests = requests_before
         assert engine.generate_ids(prompt, 32) == (gen2, lps2, finish2)
+
+        # A request with its own seed (what a seeded rollout sends) samples the same tokens whatever the
+        # engine served before, so a resumed run in a new process redoes its rollouts exactly.
+        first = engine.generate_ids(prompt, 24, Sampling(seed=1234))
+        engine.generate_ids(prompt, 8)
+        engine._requests += 1000
+        assert engine.generate_ids(prompt, 24, Sampling(seed=1234)) == first
+        assert engine.generate_ids(prompt, 24, Sampling(seed=1235)) != first
     finally:
         engine.close()
 

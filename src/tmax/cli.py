@@ -413,6 +413,10 @@ def solve(corpus, policy, k, jobs, job_dir, base_url, harness, backend, max_step
     for path, err in summary.get("load_errors", {}).items():
         _error(err, "not loaded: ")
     print(json.dumps({key: summary[key] for key in summary if key.startswith("pass@")}))
+    bugs = summary["outcomes"].get("error", 0)
+    if bugs:  # a bug is not a score: say so and fail, so it is fixed rather than averaged away
+        _error(f"{bugs} trial(s) hit a bug; tracebacks in {_m(job_dir, oneline=True)}/*/exception.txt")
+        sys.exit(1)
 
 
 @main.command()

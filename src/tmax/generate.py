@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import threading
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -80,9 +81,10 @@ def generate_one(seed: int, index: int, kind: str, out: str, calibration: dict |
     try:
         with _time_limit(BUILD_SECONDS):
             t = build_task(families[axes.family], axes, seed, index, dest)
-    except Exception as e:  # a bad family must not stop the corpus; it is reported
+    except Exception as e:  # a bad family must not stop the corpus; it is reported with where it failed
         shutil.rmtree(dest, ignore_errors=True)
-        return Generated(index, str(dest), {"index": index, **axes.to_json()}, f"{type(e).__name__}: {e}")
+        return Generated(index, str(dest), {"index": index, **axes.to_json()},
+                         f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-4)}")
     from tmax.images import environment_key
     from tmax.task import load_task
 
@@ -189,11 +191,9 @@ def _siblings(dups: dict[str, str]) -> dict[str, int]:
 
 def axes_for_family(family, seed: int, index: int, level: int | None = None, fixture: str | None = None,
                     verifier: str | None = None):
-    """Coherent axes for one family with chosen level / fixture / verifier (for tests and sweeps)."""
-    from dataclasses import replace
-
-    from tmax.taxonomy import COMMAND_COMPLEXITIES, LANGUAGE_WEIGHTS, PROGRAM_VERIFIERS, TASK_COMPLEXITIES, _pick, \
-        domains, rng_for
+    """Coherent axes for one family with chosen level / fixture / verifier (for checks and sweeps); the
+    rest follows the sampler's own rules (:func:`tmax.taxonomy.complete_axes`)."""
+    from tmax.taxonomy import TASK_COMPLEXITIES, complete_axes, rng_for
 
     rng = rng_for(seed, index, "forced")
     allowed = [i for i, c in enumerate(TASK_COMPLEXITIES) if c in family.task_complexities]
@@ -201,26 +201,8 @@ def axes_for_family(family, seed: int, index: int, level: int | None = None, fix
         level = min(allowed, key=lambda lv: abs(lv - level))
     verifier = verifier or rng.choice(family.verifiers)
     fixture = fixture or rng.choice(family.fixtures)
-    if verifier == "multi_protocol" or fixture == "multi_service":
-        command = COMMAND_COMPLEXITIES[2]
-    elif verifier in PROGRAM_VERIFIERS:
-        command = COMMAND_COMPLEXITIES[1]
-    else:
-        command = family.command_complexities[0]
-    if verifier in PROGRAM_VERIFIERS:
-        language = _pick(rng, LANGUAGE_WEIGHTS, family.program_languages())
-    elif command == COMMAND_COMPLEXITIES[0]:
-        language = "Bash"
-    else:
-        language = _pick(rng, LANGUAGE_WEIGHTS, family.languages)
-    dom = domains()[family.domain]
-    from tmax.taxonomy import Axes
-
-    return Axes(domain=family.domain, skill_type=rng.choice(family.skill_types),
-                primitive_skills=tuple(sorted(rng.sample(list(family.primitive_skills), 3))),
-                persona=rng.choice(dom.personas).role, language=language,
-                task_complexity=TASK_COMPLEXITIES[rng.choice(allowed) if level is None else level], command_complexity=command,
-                fixture=fixture, verifier=verifier, family=family.name)
+    complexity = TASK_COMPLEXITIES[rng.choice(allowed) if level is None else level]
+    return complete_axes(rng, family, rng.choice(family.skill_types), verifier, fixture, complexity)
 
 
 def prune_failed(out: Path, gate_jsonl: Path) -> list[str]:

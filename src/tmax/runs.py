@@ -43,6 +43,7 @@ import re
 import shutil
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -197,7 +198,7 @@ def _exception_info(res: TrialResult, when: str) -> dict | None:
         kind, override = "AgentTimeoutError", None
     elif res.outcome == Outcome.VERIFIER_TIMEOUT:
         kind, override = "VerifierTimeoutError", {"has_valid_reward": True}  # tmax counts its 0
-    elif res.outcome == Outcome.INFRA_ERROR:
+    elif res.outcome in (Outcome.INFRA_ERROR, Outcome.ERROR):
         named = re.match(r"([A-Za-z_]\w*): ", res.reason)  # the reason starts with the error's type
         kind, override = (named.group(1) if named else "InfraError"), None
     else:
@@ -296,14 +297,18 @@ def run_one(spec: JobSpec, task: Task, attempt: int, job_dir: Path, shared: dict
     agent = None
     for retry in range(INFRA_RETRIES + 1):
         agent = make_agent(spec, tdir, shared)
-        res = run_trial(task, agent, backend=spec.backend, out_dir=tdir)
+        try:
+            res = run_trial(task, agent, backend=spec.backend, out_dir=tdir)
+        except Exception as e:  # a bug: recorded with its traceback, never retried, the job goes on
+            res = TrialResult(task=task.name, agent=getattr(agent, "name", "agent"), outcome=Outcome.ERROR,
+                              reward=None, reason=f"{type(e).__name__}: {e}\n{traceback.format_exc()}")
         log.append(f"try {retry + 1}: {res.outcome.value} reward={res.reward} {res.reason}")
-        if res.outcome != Outcome.INFRA_ERROR or retry == INFRA_RETRIES:
+        if res.outcome != Outcome.INFRA_ERROR or retry == INFRA_RETRIES:  # only the infrastructure heals
             break  # no backoff after the last try: nothing follows it
         time.sleep(min(30.0, 2.0 * 2 ** retry))
     assert res is not None
     (tdir / "trial.log").write_text("\n".join(log) + "\n")
-    if res.outcome == Outcome.INFRA_ERROR:
+    if res.outcome in (Outcome.INFRA_ERROR, Outcome.ERROR):
         (tdir / "exception.txt").write_text(res.reason + "\n")
     result = trial_document(res, agent, config, task, attempt, tdir, len(log), started_at, _now())
     _write_json(tdir / "result.json", result)  # last: its presence marks the trial done

@@ -18,7 +18,9 @@ exit status of ``run-tests.sh`` alone: they write no reward file, so any there w
 Failures stay failures: whatever the agent's work can cause is a failed trial with reward 0 and a
 reason (no or bad reward file, a hung verifier, a verifier or agent sandbox whose shell was killed
 from inside or that hit its limits). Only the infrastructure (image build, sandbox start, the host,
-the model engine) gives ``infra_error`` with reward None, which pass@k and the trainer leave out.
+the model engine: a :class:`tmax.errors.InfraError`) gives ``infra_error`` with reward None, which
+pass@k and the trainer leave out. Any other exception is a bug: it propagates with its traceback (the
+job runner records such a trial as ``error``; the trainer stops on it).
 """
 
 from __future__ import annotations
@@ -32,12 +34,12 @@ import shutil
 import stat
 import tempfile
 import time
-import traceback
 from dataclasses import asdict, dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
+from tmax.errors import InfraError
 from tmax.images import Environment, ImageError, task_environment
 from tmax.safe_files import REWARD_MAX_BYTES, UnsafeFile, copy_flat, read_regular, write_file
 from tmax.sandbox import DEFAULT_BACKEND, Bind, ExecResult, Limits, Sandbox, SandboxError, SandboxLost, get_backend
@@ -68,6 +70,7 @@ class Outcome(str, Enum):
     AGENT_TIMEOUT = "agent_timeout"
     VERIFIER_TIMEOUT = "verifier_timeout"
     INFRA_ERROR = "infra_error"
+    ERROR = "error"  # a bug (tmax's or the agent's code), with its traceback: not retried, not scored
 
 
 @dataclass
@@ -246,13 +249,9 @@ def run_trial(task: Task, agent: Agent, backend: str = DEFAULT_BACKEND, env: Env
             res.outcome = Outcome.AGENT_TIMEOUT
             res.reason = res.reason or f"agent exceeded {task.agent_timeout:g}s"
         return res
-    except (SandboxError, ImageError, OSError) as e:
+    except (SandboxError, ImageError, OSError, InfraError) as e:
         res.outcome, res.reward = Outcome.INFRA_ERROR, None
         res.reason = f"{type(e).__name__}: {e}"
-        return res
-    except Exception as e:  # a bug must not take a whole batch down; report it as infra
-        res.outcome, res.reward = Outcome.INFRA_ERROR, None
-        res.reason = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
         return res
     finally:
         stack.close()

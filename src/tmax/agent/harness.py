@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tmax.agent.atif import Trajectory
+from tmax.errors import InfraError
 from tmax.sandbox import Sandbox, SandboxLost
 
 SUBMIT = "COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"
@@ -66,7 +67,7 @@ class Policy(Protocol):
     def act(self, messages: list[dict], tools: list[dict] | None, max_tokens: int) -> Reply: ...
 
 
-class PolicyError(RuntimeError):
+class PolicyError(InfraError):
     """The model backend failed (after retries): an infrastructure error, not the agent's."""
 
 

@@ -230,11 +230,14 @@ class HFPolicy:
         return [list(zip(t, v)) for t, v in zip(tokens.tolist(), values.tolist())]
 
     def act(self, messages: list[dict], tools: list[dict] | None, max_tokens: int) -> Reply:
+        import torch
+
         try:
             prompt = self.prompt_ids(messages, tools)
             gen, logprobs, finish = self.generate_ids(prompt, max_tokens)
-        except Exception as e:  # noqa: BLE001 - the engine failing is an infrastructure error
+        except (MemoryError, torch.OutOfMemoryError) as e:  # the host ran out: infrastructure
             raise PolicyError(f"{type(e).__name__}: {e}") from e
+        # Anything else is a bug in the engine or the harness: it propagates, with its traceback.
         text = self._tok.decode(gen, skip_special_tokens=True)
         content, calls = parse_tool_calls(text) if self.tool_calling else (text, [])
         return Reply(content=content, tool_calls=calls, prompt_tokens=len(prompt), completion_tokens=len(gen),

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tmax.agent.batching import Batcher
 from tmax.agent.harness import PolicyError
-from tmax.agent.hf import HFPolicy, resolve_model
+from tmax.agent.hf import HFPolicy, Sampling, resolve_model
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
 WEIGHT_SYNCS = ("auto", "collective", "file")
@@ -141,19 +141,27 @@ class VLLMEngine:
         return Path(self._log.name).read_text(errors="replace")[-n:]
 
     # -- generation -------------------------------------------------------------------------------
-    def generate_ids(self, prompt: list[int], max_tokens: int) -> tuple[list[int], list[float], str]:
+    def generate_ids(self, prompt: list[int], max_tokens: int,
+                     sampling: Sampling | None = None) -> tuple[list[int], list[float], str]:
         """Sample a completion: (token ids, behaviour logprobs under the sampling temperature, finish
-        reason). Concurrent callers are sent to vLLM together, which batches them."""
+        reason). Concurrent callers are sent to vLLM together, which batches them (seeded requests
+        too: vLLM seeds each request on its own). Only ``sampling.seed`` is honoured per request; the
+        temperature and top-p are the engine's, as the trainer's logprobs assume."""
         max_tokens = min(max_tokens, self.max_model_len - len(prompt))
         if max_tokens <= 0:
             return [], [], "length"
-        return self._batcher.submit({"prompt": list(prompt), "max_tokens": max_tokens})
+        seed = sampling.seed if sampling is not None else None
+        return self._batcher.submit({"prompt": list(prompt), "max_tokens": max_tokens, "seed": seed})
 
     def _run_batch(self, batch: list[dict]) -> list[tuple[list[int], list[float], str]]:
         reqs = []
         for r in batch:
-            self._requests += 1  # a seeded engine gives every request its own reproducible seed
-            seed = None if self.seed is None else (self.seed * 1_000_003 + self._requests) % 2**31
+            # A request's own seed wins (it depends on the rollout, not on this process's history);
+            # else a seeded engine numbers its requests, reproducible within one process.
+            self._requests += 1
+            seed = r.get("seed")
+            if seed is None and self.seed is not None:
+                seed = (self.seed * 1_000_003 + self._requests) % 2**31
             reqs.append({"prompt": r["prompt"], "max_tokens": r["max_tokens"], "seed": seed})
         answer = self._call({"op": "generate", "requests": reqs, "temperature": self.temperature,
                              "top_p": self.top_p, "stop_ids": self._eos})

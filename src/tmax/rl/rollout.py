@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from tmax.agent import HarnessAgent, HarnessConfig, Reply
-from tmax.agent.hf import HFPolicy, parse_tool_calls
+from tmax.agent.hf import HFPolicy, Sampling, parse_tool_calls
 from tmax.rl.advantages import Traj
 from tmax.sandbox import DEFAULT_BACKEND
 from tmax.task import Task
@@ -33,6 +33,10 @@ class RolloutSession:
     retokenize_mismatches: int = 0
     truncated: bool = False
     name: str = "rollout"
+    # With a seed, turn k samples under its own seed (seed, k): the tokens depend on the rollout alone,
+    # not on which other rollouts share the engine or in which order they reach it (exact resume).
+    seed: int | None = None
+    turn: int = 0
 
     @property
     def model_name(self) -> str:
@@ -94,7 +98,9 @@ class RolloutSession:
             self.truncated = True
             return Reply(content="", finish_reason="length")
         version = self.engine.policy_version
-        gen, lps, finish = self.engine.generate_ids(self.ids, budget)
+        self.turn += 1
+        seed = None if self.seed is None else derive_seed(self.seed, self.turn)
+        gen, lps, finish = self.engine.generate_ids(self.ids, budget, Sampling(seed=seed))
         self.ids += gen
         self.mask += [1] * len(gen)
         self.logprobs += lps
@@ -122,8 +128,14 @@ class Rollout:
         return min(gen) if gen else -1
 
 
-def run_rollout(task: Task, engine: HFPolicy, harness: HarnessConfig, backend: str, max_total_tokens: int) -> Rollout:
-    session = RolloutSession(engine, max_total_tokens=max_total_tokens)
+def derive_seed(seed: int, k: int) -> int:
+    """A seed for the k-th child of ``seed`` (stable across processes, unlike hash())."""
+    return (seed * 1_000_003 + k * 7_919 + 1) % 2**31
+
+
+def run_rollout(task: Task, engine: HFPolicy, harness: HarnessConfig, backend: str, max_total_tokens: int,
+                seed: int | None = None) -> Rollout:
+    session = RolloutSession(engine, max_total_tokens=max_total_tokens, seed=seed)
     agent = HarnessAgent(session, harness)
     res = run_trial(task, agent, backend=backend)
     info = agent.info()
@@ -135,10 +147,16 @@ def run_rollout(task: Task, engine: HFPolicy, harness: HarnessConfig, backend: s
 
 
 def collect_group(task: Task, engine: HFPolicy, size: int, harness: HarnessConfig, backend: str = DEFAULT_BACKEND,
-                  workers: int = 1, max_total_tokens: int = 65536) -> list[Rollout]:
-    """``size`` rollouts of one task. Sandboxes overlap across workers; generation is serialised by the engine."""
+                  workers: int = 1, max_total_tokens: int = 65536, seed: int | None = None) -> list[Rollout]:
+    """``size`` rollouts of one task. Sandboxes overlap across workers; the engine batches their turns.
+    With a ``seed``, rollout i samples under seeds derived from (seed, i), so the group is the same
+    however many workers run it."""
+    def one(i: int) -> Rollout:
+        return run_rollout(task, engine, harness, backend, max_total_tokens,
+                           None if seed is None else derive_seed(seed, i))
+
     if workers <= 1:
-        return [run_rollout(task, engine, harness, backend, max_total_tokens) for _ in range(size)]
+        return [one(i) for i in range(size)]
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(lambda _: run_rollout(task, engine, harness, backend, max_total_tokens), range(size)))
+        return list(pool.map(one, range(size)))
 

@@ -195,6 +195,13 @@ def sample(seed: int, index: int, kind: str, families: Sequence) -> Axes:
     fixture_w = w["fixture"] if set(w["fixture"]) & set(fam.fixtures) else {f: 1.0 for f in FIXTURE_KINDS}
     fixture = _pick(rng, fixture_w, fam.fixtures)
     task_complexity = _pick(rng, w["task_complexity"], fam.task_complexities)
+    return complete_axes(rng, fam, skill_type, verifier, fixture, task_complexity)
+
+
+def complete_axes(rng: random.Random, fam, skill_type: str, verifier: str, fixture: str, task_complexity: str) -> Axes:
+    """The axes that follow from a family and its drawn skill type, verifier, fixture and complexity:
+    the command complexity and language they allow, a persona and the primitive skills. The one place
+    these rules live (the corpus sampler and forced builds both end here)."""
     if verifier == "multi_protocol" or fixture == "multi_service":
         command = COMMAND_COMPLEXITIES[2]
     elif verifier in PROGRAM_VERIFIERS:
@@ -209,10 +216,10 @@ def sample(seed: int, index: int, kind: str, families: Sequence) -> Axes:
         language = "Bash"
     else:
         language = _pick(rng, LANGUAGE_WEIGHTS, fam.languages)
-    persona = rng.choice(dom.personas).role
+    persona = rng.choice(domains()[fam.domain].personas).role
     k = min(len(fam.primitive_skills), rng.randint(3, 5))
     skills = tuple(sorted(rng.sample(list(fam.primitive_skills), k)))
-    return Axes(domain=domain, skill_type=skill_type, primitive_skills=skills, persona=persona, language=language,
+    return Axes(domain=fam.domain, skill_type=skill_type, primitive_skills=skills, persona=persona, language=language,
                 task_complexity=task_complexity, command_complexity=command, fixture=fixture, verifier=verifier,
                 family=fam.name)
 

@@ -100,6 +100,9 @@ class JobSpec:
         return d
 
 
+HARNESSES = ("tmax", "terminus")  # what make_agent dispatches on
+
+
 def make_agent(spec: JobSpec, trial_dir: Path, shared: dict):
     if spec.policy in AGENTS:
         return AGENTS[spec.policy]()

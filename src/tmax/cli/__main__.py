@@ -1,0 +1,3 @@
+from tmax.cli import main
+
+main()

@@ -183,3 +183,39 @@ def test_a_folder_stands_for_its_tasks_and_one_rule_serves_every_verb(tmp_path, 
     tasks, errors = load_tasks([harbor, folder])
     assert [t.name for t in tasks] == ["harbor-one"]
     assert sorted(errors) == [str(folder / "a"), str(folder / "b")] and "task.toml" in errors[str(folder / "a")]
+
+
+def test_a_policy_and_a_backend_of_ones_own_are_named_by_import_path(task_factory, tmp_path, bwrap, monkeypatch):
+    """The registries resolve a short name or ``package.module:Class``: a user's own policy and sandbox
+    backend run a real job without being registered anywhere."""
+    (tmp_path / "my_things.py").write_text(
+        "from tmax.agent.harness import Reply\n"
+        "from tmax.sandbox.native import NativeBackend\n"
+        "STARTED = []\n"
+        "class TouchPolicy:\n"
+        "    name, model_name, tool_calling = 'touch', 'touch', False\n"
+        "    def act(self, messages, tools, max_tokens):\n"
+        "        done = any(m['role'] == 'assistant' for m in messages)\n"
+        "        cmd = 'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT' if done else 'echo 42 > /app/answer.txt'\n"
+        "        return Reply(content='```bash\\n' + cmd + '\\n```')\n"
+        "class CountingBackend(NativeBackend):\n"
+        "    def __init__(self):\n"
+        "        super().__init__('bwrap')\n"
+        "    def start(self, spec):\n"
+        "        STARTED.append(spec)\n"
+        "        return super().start(spec)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import my_things
+
+    task = task_factory(name="own")
+    s = solve(JobSpec(corpus=[task.path], policy="my_things:TouchPolicy", backend="my_things:CountingBackend",
+                      max_steps=4), tmp_path / "job")
+    assert s["pass@1"] == 1.0, s
+    assert my_things.STARTED  # the sandboxes were started by the user's backend
+    from tmax.agent import make_policy
+    from tmax.sandbox import get_backend
+
+    with pytest.raises(ValueError, match="no attribute 'Nope'"):
+        make_policy("my_things:Nope")
+    with pytest.raises(ValueError, match="expected one of apptainer, bwrap"):
+        get_backend("bwrapp")

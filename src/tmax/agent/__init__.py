@@ -12,7 +12,8 @@ from tmax.sandbox import SandboxError, SandboxLost
 
 def make_policy(spec: str, base_url: str | None = None, temperature: float = 1.0, tool_calling: bool | None = None,
                 seed: int | None = None) -> Policy:
-    """``openai:MODEL`` (with base_url), ``hf:PATH`` or ``hf:embedded`` (the packaged SmolLM2), ``embedded``."""
+    """``openai:MODEL`` (with base_url), ``hf:PATH`` or ``hf:embedded`` (the packaged SmolLM2), ``embedded``,
+    or ``package.module:Class`` (a Policy of one's own)."""
     kind, _, arg = spec.partition(":")
     if kind == "openai":
         if not base_url:
@@ -22,7 +23,12 @@ def make_policy(spec: str, base_url: str | None = None, temperature: float = 1.0
         from tmax.agent.hf import HFPolicy
 
         return HFPolicy(model_path=arg or "embedded", temperature=temperature, tool_calling=tool_calling, seed=seed)
-    raise ValueError(f"unknown policy {spec!r}; expected oracle, nop, openai:MODEL, hf:PATH or embedded")
+    if ":" in spec:  # a policy class of one's own: package.module:Class, built with no arguments
+        from tmax.registry import load
+
+        return load({}, spec, "policy")()
+    raise ValueError(f"unknown policy {spec!r}; expected oracle, nop, openai:MODEL, hf:PATH, embedded or an "
+                     "import path package.module:Class")
 
 
 def _openai(base_url: str, model: str, temperature: float, tool_calling: bool | None) -> Policy:

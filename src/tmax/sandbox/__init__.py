@@ -8,8 +8,13 @@ DEFAULT_BACKEND = "bwrap"
 BACKENDS = ("bwrap", "unshare", "podman", "docker", "apptainer")
 
 
-def get_backend(name: str = DEFAULT_BACKEND) -> Backend:
-    """Backend by name: bwrap, unshare, podman, docker, apptainer."""
+def get_backend(backend: "str | Backend" = DEFAULT_BACKEND) -> Backend:
+    """A backend object: one given is returned as is; a name is one of bwrap, unshare, podman,
+    docker, apptainer, or an import path ``package.module:Class`` of one's own (built with no
+    arguments)."""
+    if not isinstance(backend, str):
+        return backend
+    name = backend
     if name in ("bwrap", "bubblewrap", "unshare"):
         from tmax.sandbox.native import NativeBackend
 
@@ -22,7 +27,9 @@ def get_backend(name: str = DEFAULT_BACKEND) -> Backend:
         from tmax.sandbox.apptainer import ApptainerBackend
 
         return ApptainerBackend()
-    raise ValueError(f"unknown sandbox backend {name!r}; expected one of {', '.join(BACKENDS)}")
+    from tmax.registry import load
+
+    return load({n: n for n in BACKENDS}, name, "sandbox backend")()
 
 
 __all__ = ["BASE_ENV", "BACKENDS", "Backend", "Bind", "DEFAULT_BACKEND", "ExecResult", "Limits", "Sandbox",

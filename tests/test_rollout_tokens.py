@@ -42,11 +42,12 @@ class ScriptedEngine:
         self.tokenizer = AutoTokenizer.from_pretrained(embedded_model_dir())
         self.tokenizer.chat_template = HERMES
         self.tool_calling, self.policy_version, self.model_name = True, 0, "scripted-hermes"
-        self.replies, self.sampled = list(replies), []
+        self.replies, self.sampled, self.seeds = list(replies), [], []
 
     _messages = HFPolicy._messages
 
-    def generate_ids(self, prompt: list[int], max_tokens: int):
+    def generate_ids(self, prompt: list[int], max_tokens: int, sampling=None):
+        self.seeds.append(None if sampling is None else sampling.seed)
         text = self.replies.pop(0) + "<|im_end|>"
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"][:max_tokens]
         self.sampled.append(ids)
@@ -90,6 +91,23 @@ def test_ten_tool_calling_turns_keep_the_token_stream_exact(sandbox, canonical):
         last = rendered.rfind("<|im_end|>") + len("<|im_end|>")
         assert stream == rendered[:last]
         assert session.retokenize_mismatches == 0
+
+
+def test_seeded_turns_and_a_prompt_over_the_limit(sandbox):
+    """A seeded session gives every turn its own seed (the same for the same rollout seed, whoever else
+    uses the engine); a first prompt over ``max_prompt_tokens`` is cut before anything is sampled."""
+    runs = []
+    for _ in range(2):
+        engine = ScriptedEngine([_reply(i, True) for i in range(3)])
+        session = RolloutSession(engine, max_total_tokens=20000, seed=11)
+        run_episode("Say hello.", sandbox, session, HarnessConfig(max_steps=3))
+        runs.append(engine.seeds)
+    assert runs[0] == runs[1] and len(set(runs[0])) == 3 and None not in runs[0]
+    engine = ScriptedEngine([_reply(0, True)])
+    session = RolloutSession(engine, max_total_tokens=20000, max_prompt_tokens=20)
+    ep = run_episode("Say hello. " * 50, sandbox, session, HarnessConfig(max_steps=3))
+    assert session.truncated and engine.sampled == [] and sum(session.mask) == 0
+    assert ep.steps <= 3 and not ep.submitted
 
 
 def _tools(ep) -> list[dict]:

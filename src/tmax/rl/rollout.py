@@ -37,6 +37,7 @@ class RolloutSession:
     # not on which other rollouts share the engine or in which order they reach it (exact resume).
     seed: int | None = None
     turn: int = 0
+    max_prompt_tokens: int | None = None  # a task whose first prompt is longer is cut before any sampling
 
     @property
     def model_name(self) -> str:
@@ -93,6 +94,9 @@ class RolloutSession:
 
     def act(self, messages: list[dict], tools: list[dict] | None, max_tokens: int) -> Reply:
         self._append_context(messages, tools)
+        if self.max_prompt_tokens is not None and self.prompt_len > self.max_prompt_tokens:
+            self.truncated = True  # the trainer's `truncated` rule decides what such an episode counts as
+            return Reply(content="", finish_reason="length")
         budget = min(max_tokens, self.max_total_tokens - len(self.ids))
         if budget <= 0:
             self.truncated = True
@@ -134,8 +138,8 @@ def derive_seed(seed: int, k: int) -> int:
 
 
 def run_rollout(task: Task, engine: HFPolicy, harness: HarnessConfig, backend: str, max_total_tokens: int,
-                seed: int | None = None) -> Rollout:
-    session = RolloutSession(engine, max_total_tokens=max_total_tokens, seed=seed)
+                seed: int | None = None, max_prompt_tokens: int | None = None) -> Rollout:
+    session = RolloutSession(engine, max_total_tokens=max_total_tokens, seed=seed, max_prompt_tokens=max_prompt_tokens)
     agent = HarnessAgent(session, harness)
     res = run_trial(task, agent, backend=backend)
     info = agent.info()
@@ -147,13 +151,14 @@ def run_rollout(task: Task, engine: HFPolicy, harness: HarnessConfig, backend: s
 
 
 def collect_group(task: Task, engine: HFPolicy, size: int, harness: HarnessConfig, backend: str = DEFAULT_BACKEND,
-                  workers: int = 1, max_total_tokens: int = 65536, seed: int | None = None) -> list[Rollout]:
+                  workers: int = 1, max_total_tokens: int = 65536, seed: int | None = None,
+                  max_prompt_tokens: int | None = None) -> list[Rollout]:
     """``size`` rollouts of one task. Sandboxes overlap across workers; the engine batches their turns.
     With a ``seed``, rollout i samples under seeds derived from (seed, i), so the group is the same
     however many workers run it."""
     def one(i: int) -> Rollout:
         return run_rollout(task, engine, harness, backend, max_total_tokens,
-                           None if seed is None else derive_seed(seed, i))
+                           None if seed is None else derive_seed(seed, i), max_prompt_tokens)
 
     if workers <= 1:
         return [one(i) for i in range(size)]

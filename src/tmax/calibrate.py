@@ -19,17 +19,19 @@ from tmax.taxonomy import TASK_COMPLEXITIES, Axes
 
 
 def measure(jobs: list[Path]) -> dict[str, dict[str, dict]]:
-    """{family: {level: {"passed": c, "trials": n, "estimate": p}}} from job results."""
+    """{family: {level: {"passed": c, "trials": n, "estimate": p}}} from job results; a family with
+    variants also gets a row per variant, keyed ``family/variant``."""
     table: dict[str, dict[str, dict]] = {}
     for job in jobs:
         for r in load_results(job):
             meta = r.get("metadata") or {}
-            fam, level = meta.get("family"), meta.get("level")
-            if fam is None or level is None or r["outcome"] == "infra_error" or r["reward"] is None:
-                continue
-            cell = table.setdefault(fam, {}).setdefault(str(level), {"passed": 0, "trials": 0})
-            cell["trials"] += 1
-            cell["passed"] += int(r["reward"] >= 1.0)
+            fam, level, variant = meta.get("family"), meta.get("level"), meta.get("variant")
+            if fam is None or level is None or r["reward"] is None:
+                continue  # infrastructure errors and bugs measure nothing
+            for key in [fam, f"{fam}/{variant}"] if variant else [fam]:
+                cell = table.setdefault(key, {}).setdefault(str(level), {"passed": 0, "trials": 0})
+                cell["trials"] += 1
+                cell["passed"] += int(r["reward"] >= 1.0)
     for levels in table.values():
         for cell in levels.values():
             cell["estimate"] = (cell["passed"] + 1) / (cell["trials"] + 2)
@@ -49,9 +51,15 @@ def load(path: Path) -> dict:
     return doc
 
 
-def adjust(axes: Axes, calibration: dict, rng: random.Random, allowed: tuple[str, ...]) -> Axes:
+def estimates(calibration: dict, family: str, variant: str = "") -> dict[str, dict]:
+    """The measured cells of one family (its variant's own where measured)."""
+    table = calibration["families"]
+    return (table.get(f"{family}/{variant}") if variant else None) or table.get(family) or {}
+
+
+def adjust(axes: Axes, calibration: dict, rng: random.Random, allowed: tuple[str, ...], variant: str = "") -> Axes:
     """Redraw the task complexity of ``axes`` so its measured pass rate falls in the band."""
-    levels = calibration["families"].get(axes.family)
+    levels = estimates(calibration, axes.family, variant)
     if not levels:
         return axes
     lo, hi = calibration["band"]

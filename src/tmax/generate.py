@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tmax.families import load_all
-from tmax.families.base import build_task, knobs_dict
+from tmax.families.base import build_task, knobs_dict, pick_variant
 from tmax.sandbox import DEFAULT_BACKEND
 from tmax.taxonomy import sample
 
@@ -70,17 +70,19 @@ def task_dir_name(index: int, family: str) -> str:
 def generate_one(seed: int, index: int, kind: str, out: str, calibration: dict | None = None) -> Generated:
     families = load_all()
     axes = sample(seed, index, kind, sorted(families.values(), key=lambda f: f.name))
+    fam = families[axes.family]
+    variant = pick_variant(fam, seed, index)
     if calibration:
         from tmax.calibrate import adjust
         from tmax.taxonomy import rng_for
 
-        axes = adjust(axes, calibration, rng_for(seed, index, "calibrate"), families[axes.family].task_complexities)
+        axes = adjust(axes, calibration, rng_for(seed, index, "calibrate"), fam.task_complexities, variant)
     dest = Path(out) / task_dir_name(index, axes.family)
     if dest.exists():
         shutil.rmtree(dest)
     try:
         with _time_limit(BUILD_SECONDS):
-            t = build_task(families[axes.family], axes, seed, index, dest)
+            t = build_task(fam, axes, seed, index, dest, variant=variant or None)
     except Exception as e:  # a bad family must not stop the corpus; it is reported with where it failed
         shutil.rmtree(dest, ignore_errors=True)
         return Generated(index, str(dest), {"index": index, **axes.to_json()},
@@ -92,6 +94,11 @@ def generate_one(seed: int, index: int, kind: str, out: str, calibration: dict |
     manifest = {"index": index, "task": dest.name, "seed": seed, "kind": kind, **axes.to_json(),
                 "level": t.level, "variant": t.variant, "difficulty": t.difficulty(), "knobs": knobs_dict(t.knobs),
                 "env_hash": environment_key(task)}
+    if calibration:  # the measured figure beside the formula's
+        from tmax.calibrate import estimates
+
+        cell = estimates(calibration, fam.name, variant).get(str(t.level))
+        manifest["measured_pass_rate"] = None if cell is None else cell["estimate"]
     return Generated(index, str(dest), manifest)
 
 

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from tmax.cli.common import (backend_option, Bars, console, int_list, kind_option, load_families, log_line,
                              main, print_error, run_gate, show_gate)
+from tmax.author import MAX_REPLY_TOKENS
 from tmax.discover import expand_task_dirs
 from tmax.term import markup as _m
 from tmax.term import safe, text
@@ -258,20 +259,25 @@ def families_check(names, seeds, levels, out, jobs, repeat, backend, no_channels
 @click.option("--rounds", default=3, show_default=True, type=click.IntRange(1),
               help="Replies per task (the first and its corrections).")
 @click.option("-j", "--jobs", default=1, show_default=True, help="Tasks authored in parallel.")
-@click.option("--max-tokens", default=4096, show_default=True, help="Tokens per reply.")
+@click.option("--max-tokens", default=MAX_REPLY_TOKENS, show_default=True, help="Tokens per reply.")
+@click.option("--tokenizer", default="", help="A local Hugging Face tokenizer folder to count tokens with when the "
+              "API reports no usage.")
 @click.option("--temperature", default=0.7, show_default=True)
 @click.option("--price-in", type=float, default=None, help="USD per 1M prompt tokens (overrides the table).")
 @click.option("--price-out", type=float, default=None, help="USD per 1M completion tokens (overrides the table).")
 @click.option("--repeat", default=2, show_default=True, help="Oracle runs per task in the gate.")
 @backend_option(None)
 @click.option("--dry-run", is_flag=True, help="Estimate tokens and cost without calling the model.")
-def author(n, seed, kind, base_url, model, out, rounds, jobs, max_tokens, temperature, price_in, price_out, repeat,
-           backend, dry_run) -> None:
+def author(n, seed, kind, base_url, model, out, rounds, jobs, max_tokens, tokenizer, temperature, price_in, price_out,
+           repeat, backend, dry_run) -> None:
     """Author tasks with an LLM over the nine axes; gate each; feed failures back for up to --rounds.
 
     Writes accepted task directories, manifest.jsonl, author_log.jsonl (every prompt, reply, token
     count and cost per round) and author_summary.json (accepted, dropped by reason, tokens, cost).
-    Token counts come from the API's usage field, else from a 4-characters-per-token estimate.
+    An accepted task passed the gate, every generic hack aimed at its declared outputs (each must
+    score 0), and the perturbation check (its answer changes when the declared fixture value does).
+    Token counts come from the API's usage field, else from --tokenizer, else a conservative
+    2.5-characters-per-token estimate.
 
     \b
     Examples:
@@ -291,7 +297,7 @@ def author(n, seed, kind, base_url, model, out, rounds, jobs, max_tokens, temper
     if out is None:
         raise click.BadParameter("needed unless --dry-run", param_hint="--out")
     cfg = AuthorConfig(base_url=base_url, model=model, rounds=rounds, max_tokens=max_tokens, temperature=temperature,
-                       kind=kind, backend=backend, repeat=repeat, price=price)
+                       kind=kind, backend=backend, repeat=repeat, price=price, tokenizer=tokenizer)
 
     def show(rec: dict) -> None:
         mark = "ok  " if rec["accepted"] else "DROP"

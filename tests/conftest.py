@@ -262,3 +262,16 @@ def save_tiny_chat_model(folder: Path, layers: int = 1) -> Path:
                                  eos_token_id=tok.eos_token_id)).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="session")
+def default_image():
+    """The default image, built once if missing (building needs root; elsewhere the test is skipped)."""
+    from tmax.images import ImageError, get_environment
+
+    try:
+        return get_environment("default", build=False)
+    except ImageError:
+        if os.geteuid() != 0:
+            pytest.skip("the default image is not built and building needs root")
+        return get_environment("default", build=True)

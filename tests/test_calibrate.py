@@ -10,17 +10,8 @@ import pytest
 from tmax.calibrate import adjust, estimates, measure
 from tmax.families import load_all
 from tmax.generate import generate_corpus
-from tmax.images import ImageError, get_environment
 from tmax.runs import JobSpec, solve
 from tmax.taxonomy import rng_for, sample
-
-
-@pytest.fixture(scope="module")
-def default_image():
-    try:
-        return get_environment("default", build=False)
-    except ImageError:
-        pytest.skip("the default image is not built")
 
 
 def _manifest(corpus) -> list[dict]:

@@ -7,7 +7,6 @@ channel-skip check on it, whose candidates go through the real trial machinery."
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
@@ -121,17 +120,6 @@ def test_no_file_that_outlives_the_build_holds_the_value(tmp_path, monkeypatch, 
 
 
 # -- real tasks, the gate and the channel-skip check -----------------------------------------------
-
-@pytest.fixture(scope="module")
-def default_image():
-    from tmax.images import ImageError, get_environment
-
-    if os.geteuid() != 0:
-        pytest.skip("the gate's sandboxes need root here")
-    try:
-        return get_environment("default", build=False)
-    except ImageError:
-        pytest.skip("the default image is not built")
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ builds at every level, and generated tasks pass the gate in the default image.""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -14,17 +13,6 @@ from tmax.families import LOAD_ERRORS, load_all
 from tmax.families.check import build_case, build_twice, cases, check_families
 from tmax.gate import check_many, stream_jsonl
 from tmax.generate import gate_corpus, generate_corpus, near_duplicates, prune_failed, tree_digest
-from tmax.images import ImageError, get_environment
-
-
-@pytest.fixture(scope="module")
-def default_image():
-    try:
-        return get_environment("default", build=False)
-    except ImageError:
-        if os.geteuid() != 0:
-            pytest.skip("the default image is not built and building needs root")
-        return get_environment("default", build=True)
 
 
 def test_no_family_fails_to_load():

@@ -358,15 +358,6 @@ def test_instruction_states_the_curves(tmp_path):
 
 # -- end to end: real tasks through the gate -----------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def default_image():
-    from tmax.images import ImageError, get_environment
-
-    try:
-        return get_environment("default", build=False)
-    except ImageError:
-        pytest.skip("the default image is not built")
-
 
 @pytest.mark.image
 @pytest.mark.parametrize("family, level", [("rk4_oscillator_state", 2), ("cron_next_runs", 1)])

@@ -105,18 +105,6 @@ def harbor_py() -> Path:
 
 
 @pytest.fixture(scope="module")
-def default_image():
-    from tmax.images import get_environment
-
-    if os.geteuid() != 0:
-        pytest.skip("tmax sandboxes with cgroup limits need root")
-    try:
-        get_environment("default", build=False)
-    except Exception as e:
-        pytest.skip(f"default image not built ({e}); run: python3 -m tmax image build default")
-
-
-@pytest.fixture(scope="module")
 def tasks(tmp_path_factory, default_image) -> Path:
     out = tmp_path_factory.mktemp("harbor-tasks")
     subprocess.run([sys.executable, "-m", "tmax", "export", "harbor", *(str(EXAMPLES / n) for n in EXPORTED), str(out)],

@@ -4,13 +4,12 @@ environment, the setup layer is cached, and nothing of the build's own support s
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 
 import pytest
 
-from tmax.images import BUILD_DIR, ImageError, get_environment, task_environment
+from tmax.images import BUILD_DIR, ImageError, task_environment
 from tmax.sandbox import get_backend, network
 from tmax.task import Resources, load_task, write_task
 
@@ -36,16 +35,6 @@ def offline_reason() -> str | None:
             return f"{host}:{port} is unreachable from this machine ({e})"
     ok, why = network.available()
     return None if ok else f"sandboxes cannot get a network here: {why}"
-
-
-@pytest.fixture(scope="module")
-def default_image():
-    if os.geteuid() != 0:
-        pytest.skip("the default image and its setup layers are root's")
-    try:
-        return get_environment("default", build=False)
-    except ImageError as e:
-        pytest.skip(f"the default image is not built ({e}); run: tmax image build default")
 
 
 def write_setup_task(dest, setup: str, online: bool = True):

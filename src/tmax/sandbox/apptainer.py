@@ -32,14 +32,13 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
 from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
 from tmax.sandbox.container import (WorkAreas, check_bind_path, finish_tar,
                                     flatten_tar, image_key, image_layers)
-from tmax.sandbox.paths import named_lock, run_dir, tmax_home
+from tmax.sandbox.paths import named_lock, remove_tree, run_dir, tmax_home
 from tmax.sandbox.procs import exit_status
 from tmax.sandbox.procs import descendants as _descendants
 from tmax.sandbox.procs import proc_table as _proc_table
@@ -212,11 +211,7 @@ class ApptainerSandbox:
             self.remove_dir()
 
     def remove_dir(self) -> None:
-        for _ in range(50):
-            shutil.rmtree(self.dir, ignore_errors=True)
-            if not self.dir.exists():
-                return
-            time.sleep(0.02)
+        remove_tree(self.dir)
 
     def export_work_areas(self, dest: Path) -> None:
         if not self.closed:

@@ -86,7 +86,7 @@ from pathlib import Path
 
 from tmax.sandbox import identity, kernel, rootfs
 from tmax.sandbox.base import BASE_ENV, ExecResult, SandboxError, SandboxSpec
-from tmax.sandbox.paths import named_lock, run_dir, tmax_home
+from tmax.sandbox.paths import named_lock, remove_tree, run_dir, tmax_home
 from tmax.sandbox.procs import exit_status
 from tmax.sandbox.shell import ShellSession, outer_loop
 
@@ -470,11 +470,7 @@ class WorkAreas:
             set_opaque(target)
 
     def remove(self) -> None:
-        for _ in range(50):
-            shutil.rmtree(self.dir, ignore_errors=True)
-            if not self.dir.exists():
-                return
-            time.sleep(0.02)
+        remove_tree(self.dir)
 
 
 def check_bind_path(path: str, forbidden: str = ":") -> None:
@@ -866,11 +862,7 @@ class ContainerSandbox:
     def remove_dir(self) -> None:
         if self._drop_ro_views():
             return  # never remove a tree with a view of a host directory still mounted in it
-        for _ in range(50):
-            shutil.rmtree(self.dir, ignore_errors=True)
-            if not self.dir.exists():
-                return
-            time.sleep(0.02)
+        remove_tree(self.dir)
 
     def export_work_areas(self, dest: Path) -> None:
         """Move the work areas' final content into ``dest`` (an overlay layer, each area opaque)."""

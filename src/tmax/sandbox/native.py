@@ -22,12 +22,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 from tmax.sandbox import cgroups, egress, identity, layers, netns, network, rootfs, seccomp
-from tmax.sandbox.paths import run_dir
+from tmax.sandbox.paths import remove_tree, run_dir
 from tmax.sandbox.procs import exit_status
 from tmax.sandbox.procs import descendants as _descendants
 from tmax.sandbox.procs import proc_table as _proc_table
@@ -359,11 +358,7 @@ class NativeSandbox:
             self.storage_fd = None
 
     def remove_dir(self) -> None:
-        for _ in range(50):
-            shutil.rmtree(self.dir, ignore_errors=True)
-            if not self.dir.exists():
-                return
-            time.sleep(0.02)
+        remove_tree(self.dir)
 
     def _upper(self) -> str:
         if not self.closed:

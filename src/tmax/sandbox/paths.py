@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,3 +43,12 @@ def file_lock(path: Path) -> Iterator[None]:
 def named_lock(name: str):
     """A lock under $TMAX_HOME/locks."""
     return file_lock(tmax_home() / "locks" / name)
+
+
+def remove_tree(path: Path, tries: int = 50) -> None:
+    """Remove a sandbox's directory, retrying while its last processes' mounts and files let go."""
+    for _ in range(tries):
+        shutil.rmtree(path, ignore_errors=True)
+        if not path.exists():
+            return
+        time.sleep(0.02)

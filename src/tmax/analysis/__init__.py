@@ -1,6 +1,7 @@
-"""``tmax analyze``: composition, balance, pass@k by axis, difficulty buckets, turns, tokens and
-command mix for one or several corpora and jobs side by side; PNG plots, one self-contained HTML
-report and ``stats.json`` holding every figure."""
+"""``tmax analyze``: composition, balance, diversity (templates, near-identical siblings, TF-IDF
+diversity, effective clusters), pass@k by axis, difficulty buckets, turns, tokens and command mix for
+one or several corpora and jobs side by side; PNG plots, one self-contained HTML report and
+``stats.json`` holding every figure."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from tmax.analysis.stats import composition, corpus_rows, job_stats
 
 def analyze(corpora: list[Path], jobs: list[Path], out: Path) -> dict:
     out.mkdir(parents=True, exist_ok=True)
+    from tmax.analysis.diversity import corpus_diversity
+
     stats: dict = {"corpora": {}, "jobs": {}}
     meta_by_task: dict[str, dict] = {}
     for c in corpora:
@@ -21,7 +24,8 @@ def analyze(corpora: list[Path], jobs: list[Path], out: Path) -> dict:
         for r in rows:
             if "task" in r:
                 meta_by_task[r["task"]] = r
-        stats["corpora"][_label(c)] = {"path": str(c), "tasks": len(rows), "composition": composition(rows)}
+        stats["corpora"][_label(c)] = {"path": str(c), "tasks": len(rows), "composition": composition(rows),
+                                       "diversity": corpus_diversity(c, rows)}
     for j in jobs:
         stats["jobs"][_label(j)] = job_stats(j, meta_by_task)
     from tmax.analysis import plots
@@ -51,6 +55,11 @@ def render_html(stats: dict, images: list[tuple[str, Path]], out: Path) -> str:
                 for a in axes]
         parts.append("<p>Balance exp(H)/N per axis (1 = uniform).</p>")
         parts.append(_table(["axis"] + names, [["tasks"] + [str(stats["corpora"][n]["tasks"]) for n in names]] + rows))
+        parts.append("<h3>Diversity</h3>")
+        jaccard = next(iter(stats["corpora"].values()))["diversity"]["sibling_jaccard"]
+        parts.append(f"<p>{html.escape(DIVERSITY_LEGEND.format(jaccard=jaccard))}</p>")
+        parts.append(_table(["metric"] + names, [[label] + [_fmt(stats["corpora"][n]["diversity"].get(key))
+                                                            for n in names] for key, label in DIVERSITY_ROWS]))
     if stats["jobs"]:
         parts.append("<h2>Jobs</h2>")
         names = list(stats["jobs"])
@@ -66,6 +75,17 @@ def render_html(stats: dict, images: list[tuple[str, Path]], out: Path) -> str:
         parts.append(f"<h3>{html.escape(title)}</h3><img alt='{html.escape(title)}' src='data:image/png;base64,{data}'>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+DIVERSITY_ROWS = (("templates", "templates (family, variant)"),
+                  ("near_identical_sibling_fraction", "near-identical sibling fraction"),
+                  ("tfidf_diversity", "TF-IDF diversity"), ("effective_clusters", "effective clusters"),
+                  ("clusters_k", "k-means k"))
+DIVERSITY_LEGEND = ("Sibling fraction: tasks with another task whose instruction and environment files (digits "
+                    "masked) have an estimated Jaccard of at least {jaccard}, what generation drops (lower is more "
+                    "varied). TF-IDF diversity: 1 - mean pairwise cosine of the instructions' word TF-IDF vectors, "
+                    "digits masked (higher is more varied). Effective clusters: exp(entropy) of a seeded k-means of "
+                    "those vectors (at most k).")
 
 
 def _fmt(v) -> str:

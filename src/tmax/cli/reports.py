@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
 import click
 from rich.table import Table
 
 from tmax.cli.common import console, main, rate_band
-from tmax.discover import expand_task_dirs
 from tmax.term import text
 
 
@@ -37,6 +36,10 @@ def analyze(corpus, jobs_, out) -> None:
     for name, c in stats["corpora"].items():
         bal = ", ".join(f"{a} {v['balance']:.3f}" for a, v in c["composition"].items())
         console.print(text(f"corpus {name}: {c['tasks']} tasks; balance: {bal}"), highlight=False)
+        d = c["diversity"]
+        console.print(text(f"  diversity: templates {d['templates']}, near-identical siblings "
+                           f"{d['near_identical_sibling_fraction']:.3f}, TF-IDF {d['tfidf_diversity']}, effective "
+                           f"clusters {d['effective_clusters']} (k={d['clusters_k']})"), highlight=False)
     for name, j in stats["jobs"].items():
         console.print(text(f"job {name}: " + ", ".join(f"{k} {v:.3f}" for k, v in j["pass_at_k"].items()
                                                      if v is not None)), highlight=False)
@@ -45,27 +48,25 @@ def analyze(corpus, jobs_, out) -> None:
 
 @main.command()
 @click.argument("corpus", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--against", type=click.Path(exists=True, file_okay=False, path_type=Path), required=True,
-              help="Benchmark instructions: task dirs (instruction.md / task.yaml) or .md/.txt/.json files.")
-@click.option("--fuzzy-threshold", default=0.5, show_default=True, help="MinHash Jaccard estimate that flags a task.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the report as JSON.")
-def decontam(corpus, against, fuzzy_threshold, out) -> None:
-    """Flag tasks whose instruction shares a word 13-gram with, or is fuzzily similar to, a benchmark's.
+@click.option("--against", type=click.Path(path_type=Path), required=True,
+              help="A benchmark: task dirs (instruction.md, task.yaml, tests, environment) or .md/.txt/.json/.jsonl files.")
+@click.option("--threshold", type=float, default=None,
+              help="TF-IDF coverage of a benchmark instruction that flags a paraphrase (default 0.2, calibrated).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=Path("decontam.json"), show_default=True,
+              help="The JSON report; drop.txt (the tasks to drop, one per line) is written beside it.")
+def decontam(corpus, against, threshold, out) -> None:
+    """Flag tasks that overlap a benchmark: a shared word 13-gram, a paraphrase (TF-IDF coverage of
+    the benchmark instruction), or a benchmark file's distinctive lines found in the task's
+    instruction, tests, environment or solution. Exit 0 if nothing is flagged, 1 if anything is,
+    2 on bad input (an empty or unreadable benchmark).
 
     \b
     Example:
-      tmax decontam corpus --against benchmarks/tb2-instructions --out decontam.json
+      tmax decontam corpus --against benchmarks/tb2 --out decontam/report.json
     """
-    from tmax.analysis.decontam import decontaminate
+    from tmax.analysis.decontam import decontam_main
 
-    report = decontaminate(expand_task_dirs(corpus), against, fuzzy_threshold)
-    for f in report["flagged"]:
-        console.print(text(f"flagged {f['task']}: 13-gram matches {f['ngram_matches'][:3]}, "
-                           f"closest {f['fuzzy_match']} ({f['fuzzy_similarity']})"), highlight=False)
-    console.print(f"{len(report['flagged'])}/{report['tasks']} tasks flagged "
-                  f"({100 * report['flagged_fraction']:.2f}%) against {report['benchmark_items']} benchmark items")
-    if out:
-        out.write_text(json.dumps(report, indent=1) + "\n")
+    sys.exit(decontam_main(list(corpus), against, out, threshold))
 
 
 @main.command()

@@ -40,7 +40,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     temperature: float = 1.0
     top_p: float = 1.0
-    max_prompt_tokens: int = 2048
+    max_prompt_tokens: int = 4096  # a first prompt (system + instruction) longer than this is cut as truncated
     max_tokens_per_turn: int = 16384
     max_total_tokens: int = 65536
     max_turns: int = 64
@@ -55,7 +55,7 @@ class TrainConfig:
     device: str = "cpu"
     engine: str = "hf"  # hf | vllm
     fp32_head: bool = True  # the engine's LM head in fp32 too (vLLM; the trainer's head is always fp32)
-    rollout_backend: str = "thread"  # thread (in this process) | ray (engine copies on Ray actors)
+    rollout_backend: str = "thread"  # thread (in this process) | ray (an engine of `engine`'s kind per Ray actor)
     ray_actors: int = 2
     backend: str = DEFAULT_BACKEND
     seed: int = 0
@@ -102,8 +102,6 @@ class TrainConfig:
              "truncated behaviour policy (which engines record differently) breaks the DPPO/GRPO ratio")
         need(self.engine in ("hf", "vllm"), "engine", "expected hf or vllm")
         need(self.rollout_backend in ("thread", "ray"), "rollout_backend", "expected thread or ray")
-        need(self.rollout_backend != "ray" or self.engine == "hf", "rollout_backend",
-             "Ray actors hold HF engines; use engine=hf with rollout_backend=ray")
         need(self.ray_actors >= 1, "ray_actors", "must be >= 1")
         need(self.lr > 0 and self.grad_clip > 0, "lr/grad_clip", "must be positive")
         need(self.warm_start_epochs >= 1 and self.warm_start_lr > 0, "warm_start_epochs/warm_start_lr",

@@ -152,13 +152,13 @@ def run_rollout(task: Task, engine: HFPolicy, harness: HarnessConfig, backend: s
 
 def collect_group(task: Task, engine: HFPolicy, size: int, harness: HarnessConfig, backend: str = DEFAULT_BACKEND,
                   workers: int = 1, max_total_tokens: int = 65536, seed: int | None = None,
-                  max_prompt_tokens: int | None = None) -> list[Rollout]:
+                  max_prompt_tokens: int | None = None, first: int = 0) -> list[Rollout]:
     """``size`` rollouts of one task. Sandboxes overlap across workers; the engine batches their turns.
-    With a ``seed``, rollout i samples under seeds derived from (seed, i), so the group is the same
-    however many workers run it."""
+    With a ``seed``, rollout i samples under seeds derived from (seed, first + i), so the group is the
+    same however many workers (or Ray actors, each given its share's ``first``) run it."""
     def one(i: int) -> Rollout:
         return run_rollout(task, engine, harness, backend, max_total_tokens,
-                           None if seed is None else derive_seed(seed, i), max_prompt_tokens)
+                           None if seed is None else derive_seed(seed, first + i), max_prompt_tokens)
 
     if workers <= 1:
         return [one(i) for i in range(size)]

@@ -9,7 +9,9 @@ shared with the other ranks, which only train.
 Asynchrony: with ``async_rollouts``, a rollout thread keeps filling a queue with groups produced by
 the engine while the learner trains; a group whose oldest token is more than ``max_staleness``
 versions behind is dropped. Weights are pushed to the engine after every step. Without it, rollouts
-and training alternate, which with one rollout worker is fully deterministic (exact resume).
+and training alternate, and every rollout samples under seeds derived from (seed, step, group,
+rollout, turn), so a run is deterministic however many rollout workers share the engine, and a
+resumed run redoes a step exactly (the engine's own process history does not enter).
 """
 
 from __future__ import annotations
@@ -267,25 +269,20 @@ class Trainer:
         return self.learner.model
 
     def _start_engines(self) -> None:
-        from tmax.agent.hf import HFPolicy, resolve_model
+        from tmax.agent.hf import resolve_model
+        from tmax.rl.engines import ChatTemplate, EngineSpec, build_engine
 
         cfg = self.cfg
-        path = resolve_model(cfg.model)
-        if cfg.engine == "vllm":  # its own venv and process; weights go by a process group
-            from tmax.agent.vllm_engine import VLLMEngine
-
-            self.engine = VLLMEngine(model_path=str(path), temperature=cfg.temperature, top_p=cfg.top_p,
-                                     seed=cfg.seed, dtype=cfg.dtype, fp32_head=cfg.fp32_head)
-        else:
-            self.engine = HFPolicy(model_path=str(path), device=cfg.device, temperature=cfg.temperature,
-                                   top_p=cfg.top_p, seed=cfg.seed, dtype=cfg.dtype)
+        spec = EngineSpec.from_config(cfg, resolve_model(cfg.model))
         self.harness = HarnessConfig(max_steps=cfg.max_turns, max_tokens_per_turn=cfg.max_tokens_per_turn,
                                      command_timeout=cfg.command_timeout)
-        if cfg.rollout_backend == "ray":  # rollouts on Ray actors, each with its own engine copy
+        if cfg.rollout_backend == "ray":  # each actor builds its own engine; here only the chat side
             from tmax.rl.ray_pool import RayRolloutPool
 
-            self.pool = RayRolloutPool(cfg.ray_actors, str(path), self.harness, cfg.backend, cfg.max_total_tokens,
-                                       cfg.temperature, cfg.top_p, cfg.seed, cfg.device)
+            self.engine = ChatTemplate(spec.model_path)
+            self.pool = RayRolloutPool(cfg.ray_actors, spec, self.harness, cfg.backend, cfg.max_total_tokens)
+        else:  # vLLM: its own venv and process; weights go by a process group
+            self.engine = build_engine(spec)
 
     def _pad_id(self) -> int:
         return self.engine.tokenizer.pad_token_id or 0
@@ -337,11 +334,14 @@ class Trainer:
     def _group(self, rng: random.Random) -> tuple[list[Rollout], bool]:
         cfg = self.cfg
         task = self.tasks[rng.randrange(len(self.tasks))]
+        seed = rng.randrange(2**31)  # the group's sampling seed: its tokens depend on (cfg.seed, step) only
         if self.pool is not None:
-            group = self.pool.collect_group(task, cfg.group_size, cfg.rollout_workers)
+            group = self.pool.collect_group(task, cfg.group_size, cfg.rollout_workers,
+                                            None if cfg.async_rollouts else seed, cfg.max_prompt_tokens)
         else:
             group = collect_group(task, self.engine, cfg.group_size, self.harness, cfg.backend, cfg.rollout_workers,
-                                  cfg.max_total_tokens)
+                                  cfg.max_total_tokens, seed=None if cfg.async_rollouts else seed,
+                                  max_prompt_tokens=cfg.max_prompt_tokens)
         usable = prepare_rewards([r.traj for r in group], cfg.never_submitted, cfg.truncated)
         keep = advantages(usable, cfg.advantage)
         return [r for r in group if r.traj in usable], keep

@@ -69,7 +69,7 @@ def warm_start_job(train_dir: Path, job: Path, n: int, shell_fraction: float, se
     import re
 
     from tmax.agent.policies import ScriptedPolicy
-    from tmax.runs import JobSpec, run_one
+    from tmax.jobs import JobSpec, run_one
     from tmax.task import load_task
 
     tasks = [load_task(d) for d in sorted(p for p in train_dir.iterdir() if p.is_dir())[:n]]
@@ -88,7 +88,7 @@ def warm_start_job(train_dir: Path, job: Path, n: int, shell_fraction: float, se
 
 
 def evaluate(policy: str, heldout: Path, job: Path, k: int, jobs: int, seed: int, args_turns: int = 2) -> dict:
-    from tmax.runs import JobSpec, solve
+    from tmax.jobs import JobSpec, solve
 
     spec = JobSpec(corpus=sorted(p for p in heldout.iterdir() if p.is_dir()), policy=policy, k=k, jobs=jobs,
                    max_steps=args_turns, max_tokens_per_turn=48)

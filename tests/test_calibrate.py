@@ -10,7 +10,7 @@ import pytest
 from tmax.calibrate import adjust, estimates, measure
 from tmax.families import load_all
 from tmax.generate import generate_corpus
-from tmax.runs import JobSpec, solve
+from tmax.jobs import JobSpec, solve
 from tmax.taxonomy import rng_for, sample
 
 

@@ -21,7 +21,7 @@ from conftest import backend_skip_reason, make_task
 
 from tmax.agent.harness import Reply, ToolCall
 from tmax.agent.policies import ScriptedPolicy
-from tmax.runs import JobSpec, episode_summary, load_results, solve
+from tmax.jobs import JobSpec, episode_summary, load_results, solve
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "tasks" / "fix-word-tally"

@@ -20,7 +20,7 @@ import pytest
 from tmax.interop.export import export_task
 from tmax.interop.hf_dataset import read_rows, task_row, write_dataset, write_task_tree
 from tmax.interop.importer import import_task
-from tmax.runs import JobSpec, solve
+from tmax.jobs import JobSpec, solve
 from tmax.sandbox import ExecResult
 from tmax.task import TaskError, write_task
 from tmax.trial import _save_logs, read_reward

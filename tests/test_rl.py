@@ -286,7 +286,7 @@ def two_habit_setup(tmp_path_factory):
     from tmax.agent.hf import HFPolicy
     from tmax.agent.policies import ScriptedPolicy
     from tmax.rl.sft import successful_conversations, warm_start
-    from tmax.runs import JobSpec, run_one
+    from tmax.jobs import JobSpec, run_one
     from tmax.task import load_task, write_task
 
     root = tmp_path_factory.mktemp("two-habits")

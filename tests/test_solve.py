@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tmax.runs import JobSpec, load_results, pass_at_k, solve
+from tmax.jobs import JobSpec, load_results, pass_at_k, solve
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 
@@ -64,7 +64,7 @@ def test_a_bug_is_an_error_with_its_traceback_not_a_retried_infra_error(task_fac
     records the trial as ``error`` once, with the traceback, and the other trials go on."""
     from tmax.agent import HarnessAgent
     from tmax.agent.harness import PolicyError
-    from tmax.runs import run_one
+    from tmax.jobs import run_one
     from tmax.task import load_task
     from tmax.trial import run_trial
 

@@ -14,7 +14,7 @@ import random
 from dataclasses import replace
 from pathlib import Path
 
-from tmax.runs import load_results
+from tmax.jobs import load_results
 from tmax.taxonomy import TASK_COMPLEXITIES, Axes
 
 

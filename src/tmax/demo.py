@@ -87,7 +87,7 @@ def generate_and_gate(cfg: DemoConfig, corpus: Path, view: DemoView) -> bool:
 
 def solve_some(cfg: DemoConfig, corpus: Path, view: DemoView) -> Path:
     from tmax.discover import corpus_task_dirs
-    from tmax.runs import JobSpec, solve
+    from tmax.jobs import JobSpec, solve
 
     kept = corpus_task_dirs(corpus)[:cfg.solve_n]
     view.step(f"4. solve {len(kept)} tasks with the embedded model (k=2)")

@@ -10,7 +10,7 @@ import tomllib
 from collections import Counter
 from pathlib import Path
 
-from tmax.runs import episode_summary, load_results, pass_at_k
+from tmax.jobs import episode_summary, load_results, pass_at_k
 from tmax.taxonomy import (COMMAND_COMPLEXITIES, DOMAINS, FIXTURE_KINDS, LANGUAGES, RECIPE_COMPLEXITIES,
                            VERIFIER_KINDS, balance)
 

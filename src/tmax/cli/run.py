@@ -12,7 +12,7 @@ from rich.table import Table
 
 from tmax.cli.common import backend_option, Bars, console, DemoScreen, log_line, main, print_error
 from tmax.discover import expand_task_dirs
-from tmax.runs import HARNESSES
+from tmax.jobs import HARNESSES
 from tmax.term import markup as _m
 from tmax.term import safe, text
 from tmax.trial import AGENTS
@@ -80,8 +80,8 @@ def solve(corpus, policy, k, jobs, job_dir, base_url, harness, backend, max_step
       tmax solve corpus --policy embedded -k 4 -j 2 --max-steps 16 --job jobs/smol
       tmax solve corpus --policy openai:my-model --base-url http://127.0.0.1:8000/v1 -k 8
     """
-    from tmax.runs import JobSpec
-    from tmax.runs import solve as run_solve
+    from tmax.jobs import JobSpec
+    from tmax.jobs import solve as run_solve
 
     dirs = expand_task_dirs(corpus)
     job_dir = job_dir or Path("jobs") / f"{policy.replace(':', '-').replace('/', '_')}-{time.strftime('%Y%m%d-%H%M%S')}"

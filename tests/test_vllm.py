@@ -36,6 +36,7 @@ def _trainer_logprobs(model, prompt: list[int], gen: list[int], dtype: str = "fl
         return sequence_logprobs(model, ids, torch.ones_like(ids))[0, len(prompt) - 1:]
 
 
+@pytest.mark.timeout(1200)  # a vLLM start on a busy 2-core machine can take minutes
 def test_vllm_logprobs_match_the_trainer_and_pushed_weights_take_effect(record_property):
     from transformers import AutoModelForCausalLM
 

@@ -224,8 +224,8 @@ class FileSignatureAudit(Family):
         if k.broken:
             add(place(f"cut_{rng.randrange(100, 999)}", "png"), b"\x89PN")  # truncated: not a PNG
             add(place(f"wrapped_{rng.randrange(100, 999)}", "pdf"), b"\n\n" + content("pdf"))  # not at byte 0
-            for p in rng.sample(sorted(files), 2):
-                links.append((f"link_{rng.randrange(100, 999)}.jpg", p))
+            for p, n in zip(rng.sample(sorted(files), 2), rng.sample(range(100, 999), 2)):  # two distinct names
+                links.append((f"link_{n}.jpg", p))
         return files, links
 
     def output_case(self, t: TaskBuilder) -> None:

@@ -10,7 +10,11 @@ No family is registered here.
 
 from __future__ import annotations
 
+import contextlib
 import re
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 from tmax.taxonomy import FamilyError
 
@@ -41,6 +45,19 @@ def run_python(src: str) -> dict:
     ns: dict = {"__name__": "tmax_reference"}
     exec(compile(src, "<reference>", "exec"), ns)  # noqa: S102 - our own reference program
     return ns
+
+
+@contextlib.contextmanager
+def host_files(files: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
+    """Fixture texts written to a temporary host directory, each under its base name, for a reference
+    to read as the oracle will: yields the directory and the files' paths in the order given."""
+    with tempfile.TemporaryDirectory(prefix="tmax-ref-") as d:
+        paths = []
+        for name, text in files.items():
+            path = Path(d) / Path(name).name
+            path.write_bytes(text.encode())
+            paths.append(str(path))
+        yield d, paths
 
 
 # -- C pieces (insert with fill: ``@C_TRIM@``) -------------------------------------------------------

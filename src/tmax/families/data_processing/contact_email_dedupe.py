@@ -7,12 +7,10 @@ googlemail.com alias and a BOM with CRLF."""
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
-from tmax.families.programs import fill, run_python
+from tmax.families.programs import fill, host_files, run_python
 from tmax.families.unseen import unseen
 
 REFERENCE = r'''
@@ -235,9 +233,5 @@ class ContactEmailDedupe(Family):
 
     @staticmethod
     def _report(ref, name, files):
-        with tempfile.TemporaryDirectory() as d:
-            paths = []
-            for p, text in sorted(files.items()):
-                (Path(d) / Path(p).name).write_bytes(text.encode())
-                paths.append(f"{d}/{Path(p).name}")
+        with host_files(dict(sorted(files.items()))) as (_, paths):
             return ref["report"](name, paths)

@@ -7,12 +7,10 @@ strings, then a layered configuration (defaults deep-merged with site overrides,
 from __future__ import annotations
 
 import json
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
-from tmax.families.programs import fill, run_python
+from tmax.families.programs import fill, host_files, run_python
 from tmax.families.unseen import unseen
 
 REFERENCE = r'''
@@ -203,10 +201,8 @@ class JsonConfigFlatten(Family):
 
     @staticmethod
     def _report(ref, app, texts):
-        with tempfile.TemporaryDirectory() as d:
-            for name, text in texts.items():
-                (Path(d) / name).write_text(text, encoding="utf-8")
-            return ref["report"](app, [f"{d}/{name}" for name in texts])
+        with host_files(texts) as (_, paths):
+            return ref["report"](app, paths)
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng

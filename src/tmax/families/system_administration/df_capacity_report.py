@@ -8,12 +8,10 @@ exports that count, 512-byte blocks and filesystems that report no inode figures
 from __future__ import annotations
 
 import math
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
-from tmax.families.programs import fill, run_python
+from tmax.families.programs import fill, host_files, run_python
 from tmax.families.unseen import unseen
 
 REFERENCE = r'''
@@ -215,9 +213,5 @@ class DfCapacityReport(Family):
 
     @staticmethod
     def _report(ref, host, files):
-        with tempfile.TemporaryDirectory() as d:
-            paths = []
-            for p, text in files.items():
-                (Path(d) / Path(p).name).write_text(text, encoding="utf-8")
-                paths.append(f"{d}/{Path(p).name}")
+        with host_files(files) as (_, paths):
             return ref["report"](host, *paths)

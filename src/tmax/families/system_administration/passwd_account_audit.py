@@ -8,12 +8,10 @@ then expired accounts and NIS compat lines that are not accounts."""
 from __future__ import annotations
 
 import datetime as dt
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
-from tmax.families.programs import fill, run_python
+from tmax.families.programs import fill, host_files, run_python
 from tmax.families.unseen import unseen
 
 REFERENCE = r'''
@@ -273,7 +271,5 @@ class PasswdAccountAudit(Family):
 
     @staticmethod
     def _report(ref, host, files):
-        with tempfile.TemporaryDirectory() as d:
-            for name, text in files.items():
-                (Path(d) / name).write_text(text, encoding="utf-8")
+        with host_files(files) as (d, _):
             return ref["report"](host, d)

@@ -400,7 +400,8 @@ class ConservationLogScreen(Family):
     primitive_skills = ("energy conservation checks", "momentum conservation checks", "tolerance-based comparison",
                         "measurement validation", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
-    levels = {1: Knobs(rules=("energy",), runs=8, reasons=False),
+    levels = {0: Knobs(rules=("energy",), runs=4, reasons=False),
+              1: Knobs(rules=("energy",), runs=8, reasons=False),
               2: Knobs(rules=("momentum", "energy"), runs=12, reasons=True),
               3: Knobs(rules=("time", "nonfinite", "momentum", "energy"), runs=16, reasons=True),
               4: Knobs(rules=ORDER, runs=20, reasons=True)}
@@ -474,7 +475,7 @@ class ConservationLogScreen(Family):
         near_bad = t.rng.choice([i for i, f in enumerate(kinds) if f == "energy"])
 
         def make(tol_ppb: int) -> tuple[dict, list[str]]:
-            r = Runs(t, ns, tol_ppb, small=False)
+            r = Runs(t, ns, tol_ppb, small=t.level == 0)
             named = {}
             for i, fault in enumerate(kinds):
                 name = f"run_{i + 1:02d}.csv"
@@ -490,6 +491,9 @@ class ConservationLogScreen(Family):
         desc, checks = self.texts(rules)
         for name, text in named.items():
             t.add_file(f"/app/runs/{name}", text)
+        if t.level == 0:
+            self.atomic(t, src, ns, tol_ppb, named)
+            return
         t.say(f"The last batch of our particle simulation wrote {k.runs} run logs to `/app/runs/`. " + desc)
         v = t.deliver(str(tol_ppb), WHAT)
         t.say(checks)
@@ -516,3 +520,28 @@ class ConservationLogScreen(Family):
         t.add_solution_file("screen.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/screen.py --dir /app/runs "{v}" {mode} > {out}')
         t.expect_output(out, ns["report"](named, tol_ppb, mode), what_out)
+
+    def atomic(self, t: TaskBuilder, src: str, ns: dict, tol_ppb: int, named: dict) -> None:
+        """Level 0: the energy drift of each log (one awk pass per log); the runs planted just inside and just
+        outside the tolerance still need the exact tolerance."""
+        t.say(f"Our particle simulation wrote {len(named)} run logs to `/app/runs/`. Each starts with "
+              "`# masses: m_0 m_1 ...` (one mass per particle id) and `# dt: ...`, then CSV rows "
+              "`step,t,id,x,y,vx,vy`. With E_s = sum of m_id * (vx^2 + vy^2) / 2 over the rows of step s, a run's "
+              "drift is the largest |E_s - E_0| / E_0; it is rejected when that exceeds the tolerance, given in ppb "
+              "(divide by one billion).")
+        v = t.deliver(str(tol_ppb), WHAT)
+        if t.partial_credit:  # a list of rejected names would score partly without the tolerance
+            mode, out = "margins", "/app/out/margins.txt"
+            t.say("For each run that is not rejected, sorted by file name, write a line to `/app/out/margins.txt`: the "
+                  "file name (e.g. `run_03.csv`), a space, and its drift divided by the tolerance, rounded to 4 "
+                  "decimals.")
+            truth, pick = ns["report"](named, tol_ppb, mode), ""
+        else:
+            mode, out = "names", "/app/out/rejected.txt"
+            t.say(f"Write the file names of the rejected runs (e.g. `run_03.csv`), one per line, sorted, to `{out}`.")
+            truth = "".join(f"{name}\n" for name in sorted(named) if ns["verdict"](named[name], tol_ppb))
+            pick = ' | awk \'$2 == "rejected" {print $1}\''
+        t.add_solution_file("screen.py", src)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/screen.py --dir /app/runs "{v}" {mode}{pick} '
+                f'> {out}')
+        t.expect_output(out, truth, "the rejected runs" if mode == "names" else "the margin report")

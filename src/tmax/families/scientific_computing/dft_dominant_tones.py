@@ -212,7 +212,8 @@ class DftDominantTones(Family):
                         "unit handling", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(sizes=(256, 512), tones=1, top=1, counts=False, segment=False, hann=False),
+    levels = {0: Knobs(sizes=(128,), tones=1, top=1, counts=False, segment=False, hann=False),
+              1: Knobs(sizes=(256, 512), tones=1, top=1, counts=False, segment=False, hann=False),
               2: Knobs(sizes=(512, 1024), tones=3, top=3, counts=False, segment=False, hann=False),
               3: Knobs(sizes=(512, 1024), tones=4, top=4, counts=True, segment=False, hann=False),
               4: Knobs(sizes=(512, 1024), tones=5, top=4, counts=True, segment=True, hann=True)}
@@ -244,6 +245,9 @@ class DftDominantTones(Family):
         text = d.signal(d.n)
         path = "/app/data/signal.csv" if t.knobs.counts else "/app/data/signal.txt"
         t.add_file(path, text)
+        if t.level == 0:
+            self.atomic(t, d, text, path)
+            return
         t.say(f"The vibration recorder on our test rig produced `{path}`: {fmt_in}. I need its dominant frequency "
               "components.")
         fs = int(unseen(t, lambda: str(d.rng.choice(d.rates(d.n))), method, fmt))
@@ -253,3 +257,17 @@ class DftDominantTones(Family):
         t.add_solution_file("tones.py", d.src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/tones.py "{v}" < {path} > /app/out/tones.txt')
         t.expect_output("/app/out/tones.txt", d.ns["report"](text, fs), "the peak list (format above)")
+
+    def atomic(self, t: TaskBuilder, d: Setup, text: str, path: str) -> None:
+        """Level 0: only the frequency of the strongest bin (one numpy FFT)."""
+        out = "/app/out/tone.txt"
+        ask = (f"Write the frequency of its strongest component to `{out}`: with X the N-point DFT of the samples, "
+               "take the bin k in 1..N/2-1 with the largest |X_k| and write k * fs / N in Hz with 3 decimals "
+               "(e.g. `1250.000`).")
+        t.say(f"`{path}` holds N = {d.n} samples of a vibration signal, one per line, taken at fs Hz.")
+        fs = int(unseen(t, lambda: str(d.rng.choice(d.rates(d.n))), ask))
+        v = t.deliver(str(fs), WHAT)
+        t.say(ask)
+        t.add_solution_file("tones.py", d.src)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/tones.py "{v}" < {path} | cut -d" " -f1 > {out}')
+        t.expect_output(out, "%.3f\n" % d.ns["peaks"](text, fs)[0][0], "the frequency")

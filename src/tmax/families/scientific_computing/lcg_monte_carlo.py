@@ -307,7 +307,8 @@ class LcgMonteCarlo(Family):
                         "standard error estimation", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(mode="pi", n=(10000, 20000, 25000, 40000), fields=("hits", "pi_estimate")),
+    levels = {0: Knobs(mode="pi", n=(10000, 20000, 25000, 40000), fields=("hits",)),
+              1: Knobs(mode="pi", n=(10000, 20000, 25000, 40000), fields=("hits", "pi_estimate")),
               2: Knobs(mode="integral", n=(10000, 20000, 25000), fields=("estimate", "std_error")),
               3: Knobs(mode="slab", n=(2000, 4000, 5000), cap=False,
                        fields=("transmitted", "reflected", "absorbed", "transmission")),

@@ -190,7 +190,8 @@ class PolynomialRootBracketing(Family):
                         "polynomial integration", "stability classification", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(polys=3, degree=(3, 3), roots=(1, 1), close=False, fields=()),
+    levels = {0: Knobs(polys=2, degree=(2, 2), roots=(1, 1), close=False, fields=()),  # a quadratic: one numpy.roots
+              1: Knobs(polys=3, degree=(3, 3), roots=(1, 1), close=False, fields=()),
               2: Knobs(polys=4, degree=(4, 5), roots=(2, 3), close=False, fields=()),
               3: Knobs(polys=5, degree=(5, 6), roots=(3, 4), close=False, fields=("stability",)),
               4: Knobs(polys=6, degree=(6, 7), roots=(4, 5), close=True, fields=("stability", "work"))}

@@ -225,7 +225,9 @@ class ResistorNetworkNodal(Family):
                         "unit handling", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(nodes=(3, 4), extra=1, isrc=0, prefixes=False, floating=False, comments=False, fields=()),
+    # Level 0: two nodes and three resistors, a voltage divider at most (one awk line).
+    levels = {0: Knobs(nodes=(2, 2), extra=1, isrc=0, prefixes=False, floating=False, comments=False, fields=()),
+              1: Knobs(nodes=(3, 4), extra=1, isrc=0, prefixes=False, floating=False, comments=False, fields=()),
               2: Knobs(nodes=(5, 7), extra=3, isrc=0, prefixes=True, floating=False, comments=False,
                        fields=("probe",)),
               3: Knobs(nodes=(7, 9), extra=4, isrc=2, prefixes=True, floating=False, comments=True,

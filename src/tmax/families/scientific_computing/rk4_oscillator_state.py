@@ -142,7 +142,8 @@ class Rk4OscillatorState(Family):
                         "linear interpolation", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(damped=False, driven=False, duffing=False, fields=("x_T", "v_T")),
+    levels = {0: Knobs(damped=False, driven=False, duffing=False, fields=("x_T",)),
+              1: Knobs(damped=False, driven=False, duffing=False, fields=("x_T", "v_T")),
               2: Knobs(damped=True, driven=False, duffing=False, fields=("x_T", "v_T", "energy_T")),
               3: Knobs(damped=True, driven=True, duffing=False, fields=("x_T", "v_T", "energy_T", "max_abs_x")),
               4: Knobs(damped=True, driven=True, duffing=True,

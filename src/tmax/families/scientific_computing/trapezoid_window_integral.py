@@ -194,7 +194,10 @@ class TrapezoidWindowIntegral(Family):
                         "unit handling", "duplicate sample removal", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(channels=2, span=300, step=1.0, irregular=False, shuffle=False, kw=False, dupes=False,
+    # Level 0: one channel sampled every second, window ends on samples: one awk trapezoid sum.
+    levels = {0: Knobs(channels=1, span=120, step=1.0, irregular=False, shuffle=False, kw=False, dupes=False,
+                       gaps=False, fields=("energy_kJ",)),
+              1: Knobs(channels=2, span=300, step=1.0, irregular=False, shuffle=False, kw=False, dupes=False,
                        gaps=False, fields=("energy_kJ",)),
               2: Knobs(channels=3, span=500, step=0.5, irregular=False, shuffle=True, kw=False, dupes=False,
                        gaps=False, fields=("energy_kJ", "mean_W")),

@@ -392,7 +392,8 @@ class BisectRegression(Family):
                         "comparing expected and actual output")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
     languages = ("Bash", "Python")
-    levels = {1: Knobs(commits=10, regressions=1, broken=0, format_change=False, rule_change=False, orders=30),
+    levels = {0: Knobs(commits=5, regressions=1, broken=0, format_change=False, rule_change=False, orders=8),
+              1: Knobs(commits=10, regressions=1, broken=0, format_change=False, rule_change=False, orders=30),
               2: Knobs(commits=28, regressions=1, broken=1, format_change=False, rule_change=True, orders=60),
               3: Knobs(commits=55, regressions=1, broken=2, format_change=True, rule_change=True, orders=120),
               4: Knobs(commits=90, regressions=2, broken=3, format_change=True, rule_change=True, orders=200)}
@@ -583,7 +584,11 @@ class BisectRegression(Family):
         t.say("Our invoicing tool lives in the git repository `/app/repo`; from the repository root it runs as "
               "`python3 -m invoicer /app/data/orders.csv --order <id>` and prints the order's subtotal, discount, "
               "tax and total. Release `v1.0` (a tag on `main`) priced every order correctly.")
-        if not others:
+        if t.level == 0:  # atomic: only reproduce the complaint on main, no bisecting
+            t.say("A customer complains about an order whose total on the current `main` is given below in cents "
+                  "(a total of `12.30` is `1230`); no other order has that total on `main`. Report the order id "
+                  "alone on one line.")
+        elif not others:
             t.say("A customer complains that on the current `main` the total of their order is not what v1.0 "
                   "computed, although nothing about the order changed. They could not tell us the order id, only "
                   "the total that the current `main` prints for their order, given below in cents (a total of "
@@ -598,11 +603,14 @@ class BisectRegression(Family):
                   "`main`). They may well be two separate problems. For each of the two orders, find the commit "
                   "on `main` that introduced the change: the first commit after v1.0 at which that order's total "
                   "differs from v1.0's.")
-        t.say("Report one line per order: the order id, a space, and the subject line of that commit exactly as "
-              "`git log --format=%s` prints it" + (", lines sorted by order id." if others else "."))
+        if t.level:
+            t.say("Report one line per order: the order id, a space, and the subject line of that commit exactly as "
+                  "`git log --format=%s` prints it" + (", lines sorted by order id." if others else "."))
         delivered_total = unseen(t, lambda: rng.choice(fit), *visible)
         picks = [by_total[delivered_total]] + others
         truth = "".join(f"{o[0]} {commits[c]['subject']}\n" for o, c in sorted(picks, key=lambda oc: int(oc[0][0])))
+        if t.level == 0:
+            truth = f"{picks[0][0][0]}\n"
 
         # Fixtures: the orders export and the repository, built at environment build time.
         rows = ["order_id,sku,qty,unit_price,category,coupon"]
@@ -621,6 +629,10 @@ class BisectRegression(Family):
         t.add_solution_file("total.py", TOTAL)
         t.add_solution_file("find.py", FIND)
         orders_arg = '"$first"' + "".join(f" {o[0]}" for o, _ in others)
+        if t.level == 0:
+            t.solve(f'mkdir -p /app/out\npython3 /solution/find.py "{var}" > /app/out/culprits.txt')
+            t.expect_output("/app/out/culprits.txt", truth, "the order id")
+            return
         t.solve("chmod +x /solution/*.sh 2>/dev/null || true\nmkdir -p /app/out\n"
                 f'first=$(python3 /solution/find.py "{var}")\n'
                 f"for o in {orders_arg}; do bash /solution/bisect.sh \"$o\"; done | sort -n > /app/out/culprits.txt")

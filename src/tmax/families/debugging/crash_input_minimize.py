@@ -429,13 +429,15 @@ class CrashInputMinimize(Family):
                         "classifying failure signatures", "reproducing a failure")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
     languages = ("Bash", "Python")
-    levels = {1: Knobs(lines=40, source=True, tail_traps=False, others=4),
+    levels = {0: Knobs(lines=12, source=True, tail_traps=False, others=2),
+              1: Knobs(lines=40, source=True, tail_traps=False, others=4),
               2: Knobs(lines=250, source=True, tail_traps=False, others=5),
               3: Knobs(lines=900, source=False, tail_traps=True, others=5),
               4: Knobs(lines=2500, source=False, tail_traps=True, others=6)}
 
     def output_case(self, t: TaskBuilder) -> None:
-        k, rng, level = t.knobs, t.rng, t.level
+        # Level 0 keeps level 1's crash (open, close, send) on a script short enough to read at a glance.
+        k, rng, level = t.knobs, t.rng, max(t.level, 1)
         lines, needed = make_script(rng, level, k.lines, k.tail_traps)
         # The truth, checked against the model: the full script segfaults at the crash line, the needed
         # lines alone segfault, and dropping any candidate line from the full script loses the crash.
@@ -492,7 +494,9 @@ class CrashInputMinimize(Family):
         t.say("Before anyone can debug this we need the smallest reproducer: a subset of that script's lines, "
               "unchanged and in their original order, that still makes txreplay crash with a segmentation fault, "
               "and from which no single line can be removed without losing that crash (there is exactly one such "
-              "subset). Write it as a script: one line per line, nothing else.")
+              "subset). Write it as a script: one line per line, nothing else."
+              + (" The script is short: the crash is a `send` into an account after it was closed." if t.level == 0
+                 else ""))
         var = t.deliver(ticket, "the ticket number")
         t.add_solution_file("ddmin.py", DDMIN)
         t.solve(f'mkdir -p /app/out\nh={key_cmd(var, 12)}\n'

@@ -874,7 +874,8 @@ class PlantedBugRepair(Family):
     programs = {lang: render(KERNELS["intervals"], lang, [], PARAM) for lang in KEY}
     languages = ("Python", "C", "Go", "Rust")
     command_complexities = ("bash+code",)
-    levels = {1: Knobs(bugs=1, cases=8, files=3, size=12), 2: Knobs(bugs=2, cases=10, files=4, size=25),
+    levels = {0: Knobs(bugs=0, cases=6, files=1, size=8),
+              1: Knobs(bugs=1, cases=8, files=3, size=12), 2: Knobs(bugs=2, cases=10, files=4, size=25),
               3: Knobs(bugs=3, cases=14, files=6, size=40), 4: Knobs(bugs=4, cases=18, files=8, size=60)}
 
     def draw(self, t: TaskBuilder):
@@ -916,9 +917,13 @@ class PlantedBugRepair(Family):
         where = " and ".join(f"`/app/{PROGRAM_FILES[lang]}`" for lang in langs)
         twice = " (two implementations that must behave identically)" if len(langs) == 2 else ""
         t.say(f"{where}{twice} is our little tool that {ker['what']}. {ker['spec']}")
-        t.say(f"Users report wrong output. The tool has bugs, and it also still hard-codes an outdated "
-              f"{ker['param_name']} ({stale}); use the correct value, given below. Find and fix the "
-              "defects so the tool does exactly what is described above, for any valid input.")
+        if t.level == 0:  # no planted defect: only the parameter is out of date
+            t.say(f"The tool is correct except that it still hard-codes an outdated {ker['param_name']} ({stale}); "
+                  "set it to the correct value, given below.")
+        else:
+            t.say(f"Users report wrong output. The tool has bugs, and it also still hard-codes an outdated "
+                  f"{ker['param_name']} ({stale}); use the correct value, given below. Find and fix the "
+                  "defects so the tool does exactly what is described above, for any valid input.")
         var = t.deliver(str(param), f"the {ker['param_name']}")
         progs = {lang: render(ker, lang, [], PARAM) for lang in KEY}
         t.expect_program("Fix the tool in place: the fixed file itself is what gets tested.", cases, progs)
@@ -963,10 +968,15 @@ class PlantedBugRepair(Family):
                "Go": f"build it with `go build -o /app/tool/{ker['base']} {tool}`",
                "Rust": f"build it with `rustc -O -o /app/tool/{ker['base']} {tool}`"}[lang]
         t.say(f"`{tool}` is our little tool that {ker['what']} ({how}). {ker['spec']}")
-        t.say(f"Users report wrong output. The tool has bugs, and it also still hard-codes an outdated "
-              f"{ker['param_name']} ({stale}); {value[0]} Fix it so it does exactly what is described above, then "
-              f"run the fixed tool on every file of our batch in {where}, in file name order, and combine the "
-              "results: for each file, a line `== <file name>` followed by the tool's output for that file.")
+        if t.level == 0:  # no planted defect: update the parameter and run the one file
+            t.say(f"The tool is correct except that it still hard-codes an outdated {ker['param_name']} ({stale}); "
+                  f"{value[0]} Update it, then run the tool on the file of our batch in {where}: write a line "
+                  "`== <file name>` followed by the tool's output for that file.")
+        else:
+            t.say(f"Users report wrong output. The tool has bugs, and it also still hard-codes an outdated "
+                  f"{ker['param_name']} ({stale}); {value[0]} Fix it so it does exactly what is described above, "
+                  f"then run the fixed tool on every file of our batch in {where}, in file name order, and combine "
+                  "the results: for each file, a line `== <file name>` followed by the tool's output for that file.")
         var = t.deliver(value[1], value[2])
         if t.partial_credit:
             t.add_solution_file("reference.py", render(ker, "Python", [], str(param)))

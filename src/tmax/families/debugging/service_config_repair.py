@@ -246,21 +246,28 @@ class ServiceConfigRepair(Family):
                         "type and unit mismatches in config", "reading a stack trace")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
     languages = ("Bash", "Python")
-    levels = {1: Knobs(startup=1, silent=0, accounts=4, rows=60), 2: Knobs(startup=2, silent=0, accounts=6, rows=150),
+    levels = {0: Knobs(startup=0, silent=0, accounts=3, rows=30),
+              1: Knobs(startup=1, silent=0, accounts=4, rows=60), 2: Knobs(startup=2, silent=0, accounts=6, rows=150),
               3: Knobs(startup=3, silent=1, accounts=8, rows=300), 4: Knobs(startup=5, silent=2, accounts=10, rows=600)}
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         ns = run_python(SERVICE)
         pseudonym = ns["pseudonym"]
-        t.say("`reportd` (in `/app/svc/`, see its `README.md`) serves per-account transaction reports over HTTP. "
-              "After a configuration change it no longer works on this machine. Its code is shared with other "
-              "teams and is fine: do not change `reportd.py` or the data; repair `/app/svc/reportd.ini` so that "
-              "the service starts and reports correctly, with the configuration that was clearly intended.")
-        extra = (" Finance confirms that the account had reportable activity, so a report of zero transactions "
-                 "is wrong." if k.silent else "")
-        t.say("Then get the report for the account given below from the running service (`GET /report?account=...`)"
-              f" and keep its body exactly as served.{extra}")
+        if t.level == 0:  # a sound configuration: start the service and ask it once
+            t.say("`reportd` (in `/app/svc/`, see its `README.md`) serves per-account transaction reports over "
+                  "HTTP; its configuration `/app/svc/reportd.ini` is correct. Start it, then get the report for the "
+                  "account given below (`GET /report?account=...`) and keep its body exactly as served.")
+        else:
+            t.say("`reportd` (in `/app/svc/`, see its `README.md`) serves per-account transaction reports over "
+                  "HTTP. After a configuration change it no longer works on this machine. Its code is shared with "
+                  "other teams and is fine: do not change `reportd.py` or the data; repair `/app/svc/reportd.ini` "
+                  "so that the service starts and reports correctly, with the configuration that was clearly "
+                  "intended.")
+            extra = (" Finance confirms that the account had reportable activity, so a report of zero transactions "
+                     "is wrong." if k.silent else "")
+            t.say("Then get the report for the account given below from the running service "
+                  f"(`GET /report?account=...`) and keep its body exactly as served.{extra}")
         # The account code must not be readable off anything but its channel: the export only holds
         # pseudonyms, and no code may occur (or be one easy decoding away) in the static texts.
         static = [SERVICE, README, ini({"host": "", "port": "", "log_file": "", "path": "", "delimiter": "",

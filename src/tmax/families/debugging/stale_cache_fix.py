@@ -177,7 +177,8 @@ class StaleCacheFix(Family):
     programs = {"Python": render([], PARAM, 5)}
     languages = ("Python",)
     command_complexities = ("bash+code",)
-    levels = {1: Knobs(bugs=1, cases=8, ops=25, sessions=3), 2: Knobs(bugs=2, cases=10, ops=50, sessions=4),
+    levels = {0: Knobs(bugs=0, cases=6, ops=20, sessions=1),
+              1: Knobs(bugs=1, cases=8, ops=25, sessions=3), 2: Knobs(bugs=2, cases=10, ops=50, sessions=4),
               3: Knobs(bugs=3, cases=14, ops=90, sessions=5), 4: Knobs(bugs=5, cases=18, ops=150, sessions=6)}
 
     def draw(self, t: TaskBuilder):
@@ -209,11 +210,15 @@ class StaleCacheFix(Family):
         capacity, stale, ttl, planted, ref, inputs = self.draw(t)
         t.add_file("/app/solution.py", render(planted, str(stale), ttl))
         cases = [(x, ref(x)) for x in inputs(t.knobs.cases, 2)]
-        t.say(f"`/app/solution.py` simulates the read-through cache that sits in front of our settings store. "
-              f"{spec(ttl)}")
-        t.say(f"Since the last refactor the simulator disagrees with production: stale values, odd hit counts. "
-              f"It also still hard-codes the old capacity C ({stale}); the capacity now deployed is given below. "
-              "Find and fix the defects so the simulator follows the description exactly.")
+        t.say(f"`/app/solution.py` simulates the read-through cache that sits in front of our settings store."
+              + (f" {spec(ttl)}" if t.level else ""))
+        if t.level == 0:  # no planted defect: only the capacity is out of date
+            t.say(f"The simulator is correct except that it still hard-codes the old capacity C ({stale}); the "
+                  "capacity now deployed is given below. Update it.")
+        else:
+            t.say(f"Since the last refactor the simulator disagrees with production: stale values, odd hit counts. "
+                  f"It also still hard-codes the old capacity C ({stale}); the capacity now deployed is given "
+                  "below. Find and fix the defects so the simulator follows the description exactly.")
         var = t.deliver(str(capacity), "the cache capacity")
         t.expect_program("Fix the simulator in place: the fixed file itself is what gets tested.", cases,
                          {"Python": render([], PARAM, ttl)})
@@ -250,11 +255,17 @@ class StaleCacheFix(Family):
             where = f"`{data}/`"
             value = ("the capacity now deployed is given below.", str(capacity), "the cache capacity")
         t.say(f"`/app/cachesim/readcache.py` simulates the read-through cache that sits in front of our settings "
-              f"store (it reads a script on standard input). {spec(ttl)}")
-        t.say(f"Since the last refactor the simulator disagrees with production: stale values, odd hit counts. "
-              f"It also still hard-codes the old capacity C ({stale}); {value[0]} Fix the simulator, then replay "
-              f"every session of our gateway in {where} (file name order), each on a fresh cache, and combine the "
-              "results: for each session, a line `== <file name>` followed by the simulator's output for it.")
+              f"store (it reads a script on standard input)." + (f" {spec(ttl)}" if t.level else ""))
+        if t.level == 0:  # no planted defect: update the capacity and replay the one session
+            t.say(f"The simulator is correct except that it still hard-codes the old capacity C ({stale}); "
+                  f"{value[0]} Update it, then replay the session of our gateway in {where}: write a line "
+                  "`== <file name>` followed by the simulator's output for it.")
+        else:
+            t.say(f"Since the last refactor the simulator disagrees with production: stale values, odd hit counts. "
+                  f"It also still hard-codes the old capacity C ({stale}); {value[0]} Fix the simulator, then "
+                  f"replay every session of our gateway in {where} (file name order), each on a fresh cache, and "
+                  "combine the results: for each session, a line `== <file name>` followed by the simulator's "
+                  "output for it.")
         var = t.deliver(value[1], value[2])
         if t.partial_credit:
             t.add_solution_file("readcache.py", render([], str(capacity), ttl))

@@ -332,10 +332,11 @@ class TracebackTriage(Family):
                         "correlating interleaved log lines", "separating application frames from library frames")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
     # Level 4 (warnings that carry tracebacks, re-queued ids) disagreed with its own oracle on about 3% of
-    # seeds in a 1000-task gate; until that is understood the sampler draws levels 1-3 only.
-    task_complexities = ("short", "moderate", "complex")
+    # seeds in a 1000-task gate; until that is understood the sampler draws levels 0-3 only.
+    task_complexities = ("atomic", "short", "moderate", "complex")
     languages = ("Bash", "Python")
-    levels = {1: Knobs(runs=2, jobs=6, faults=BASIC, vendor=False, retries=False, warnings=False),
+    levels = {0: Knobs(runs=3, jobs=4, faults=BASIC, vendor=False, retries=False, warnings=False),
+              1: Knobs(runs=2, jobs=6, faults=BASIC, vendor=False, retries=False, warnings=False),
               2: Knobs(runs=3, jobs=12, faults=BASIC + CHAINED, vendor=False, retries=False, warnings=False),
               3: Knobs(runs=4, jobs=18, faults=BASIC + CHAINED + ("tags",), vendor=True, retries=True, warnings=False),
               4: Knobs(runs=5, jobs=28, faults=BASIC + CHAINED + ("tags",), vendor=True, retries=True, warnings=True)}
@@ -445,6 +446,17 @@ class TracebackTriage(Family):
         t.add_setup(f"mkdir -p /app/logs && python3 /srv/scheduler/dispatch.py /tmp/tmax-dbg/queue.json {pkg} "
                     f"> /app/logs/worker.log 2>&1 && rm -rf /tmp/tmax-dbg /srv/scheduler")
 
+        if t.level == 0:  # atomic: which jobs failed, no traceback reading
+            t.say(f"Our ledger worker (the Python package `/app/{pkg}/`) processes jobs for the scheduler; everything "
+                  "it and the scheduler log goes to `/app/logs/worker.log`, which holds several scheduler runs. "
+                  "List the ids of the jobs that failed in the run whose number is given below, one per line, "
+                  "sorted.")
+            var = t.deliver(str(target), "the run number")
+            t.solve(f"mkdir -p /app/out\ngrep -E \" run {var}: job [0-9]+ attempt [0-9]+ failed\" "
+                    "/app/logs/worker.log | awk '{print $8}' | sort -n > /app/out/failures.txt")
+            t.expect_output("/app/out/failures.txt", "".join(f"{jid}\n" for jid, _ in sorted(truth_lines)),
+                            "the failed job ids")
+            return
         t.say(f"Our ledger worker (the Python package `/app/{pkg}/`) processes jobs for the scheduler; everything it "
               "and the scheduler log goes to `/app/logs/worker.log`, which holds several scheduler runs. For the run "
               "whose number is given below, I need a failure report: one line for every job of that run whose last "

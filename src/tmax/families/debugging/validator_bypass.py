@@ -239,7 +239,8 @@ class ValidatorBypass(Family):
     programs = {lang: render(lang, [], PARAM, 4, ("csv",)) for lang in ("Python", "C")}
     languages = ("Python", "C")
     command_complexities = ("bash+code",)
-    levels = {1: Knobs(bugs=2, clean=20, submissions=30), 2: Knobs(bugs=3, clean=30, submissions=60),
+    levels = {0: Knobs(bugs=0, clean=10, submissions=16),
+              1: Knobs(bugs=2, clean=20, submissions=30), 2: Knobs(bugs=3, clean=30, submissions=60),
               3: Knobs(bugs=4, clean=40, submissions=120), 4: Knobs(bugs=6, clean=60, submissions=200)}
 
     def draw(self, t: TaskBuilder) -> dict:
@@ -297,9 +298,13 @@ class ValidatorBypass(Family):
         where = " and ".join(f"`/app/{PROGRAM_FILES[lang]}`" for lang in langs)
         t.say(f"Our upload gateway checks every object key with {where} (exit status 0: accept, 1: reject; "
               "the key is the whole of standard input). " + d["policy"])
-        t.say("Keys that break the policy are getting through, and some customers say valid keys are refused. "
-              "The hard-coded MAX_LEN is also stale: use the value given below. Fix the validator so it "
-              "enforces the policy exactly.")
+        if t.level == 0:  # no planted defect: only the limit is out of date
+            t.say("The validator is correct except that its hard-coded MAX_LEN is stale: set it to the value given "
+                  "below.")
+        else:
+            t.say("Keys that break the policy are getting through, and some customers say valid keys are refused. "
+                  "The hard-coded MAX_LEN is also stale: use the value given below. Fix the validator so it "
+                  "enforces the policy exactly.")
         var = t.deliver(str(d["maxlen"]), "the maximum key length")
         progs = {lang: render(lang, [], PARAM, d["depth"], d["exts"]) for lang in ("Python", "C")}
         t.expect_classifier("Fix the validator in place: the fixed file itself is what gets tested.",
@@ -353,8 +358,9 @@ class ValidatorBypass(Family):
                      "below.", str(maxlen), "the maximum key length", "L (the maximum key length, given below)")
         t.say(f"Our upload gateway checks every object key with `/app/validator/keycheck.{ext}` (exit status 0: "
               "accept, 1: reject; the key is the whole of standard input). " + d["policy"].replace("MAX_LEN", value[3]))
-        t.say(f"The validator is buggy. Every submission of the last week to our gateway and the verdict it got are "
-              f"in {where} (one JSON object per line: `id`, `key`, `verdict`). Find every "
+        t.say(("Apart from its maximum key length the validator is correct." if t.level == 0 else
+               "The validator is buggy.") + " Every submission of the last week to our gateway and the verdict it "
+              f"got are in {where} (one JSON object per line: `id`, `key`, `verdict`). Find every "
               "submission whose verdict contradicts the policy and report one line per such submission: the id, "
               "a space, and the verdict it should have received (`accepted` or `rejected`), sorted by id. "
               + value[0])

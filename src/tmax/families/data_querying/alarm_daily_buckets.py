@@ -116,8 +116,8 @@ SELECT days.d, COALESCE(per.n, 0), COALESCE(per.devs, 0), COALESCE(peak.h, '-')
 FROM days LEFT JOIN per ON per.day = days.d LEFT JOIN peak ON peak.day = days.d
 ORDER BY days.d;
 """
-CUT = {1: "$2 > 0 {print $1\",\"$2}", 2: "$2 > 0 {print $1\",\"$2\",\"$3}", 3: "{print $1\",\"$2\",\"$3}",
-       4: "{print}"}
+CUT = {0: "$2 > 0 {print $1\",\"$2}", 1: "$2 > 0 {print $1\",\"$2}", 2: "$2 > 0 {print $1\",\"$2\",\"$3}",
+       3: "{print $1\",\"$2\",\"$3}", 4: "{print}"}
 OFFSETS = [330, -300, 60, 540, -210, 345, -420, 600, 120, -180, 480]
 KINDS = ["heartbeat", "heartbeat", "alarm", "alarm", "door_open", "battery_low"]
 
@@ -133,6 +133,8 @@ def gen(rng, lv: int, n_sites: int, n_events: int, start: datetime, days: int, s
     site_ids = [site_id] + rng.sample([i for i in range(11, 99) if i != site_id], n_sites - 1)
     rng.shuffle(site_ids)
     sites = [(sid, rng.choice(OFFSETS)) for sid in site_ids]
+    if lv == 0:  # every site on UTC: the day is the timestamp's date
+        sites = [(sid, 0) for sid, _ in sites]
     devices = []
     dev_ids = rng.sample(range(100, 999), n_sites * (2 + lv))
     for i, did in enumerate(dev_ids):
@@ -193,8 +195,9 @@ class AlarmDailyBuckets(Family):
                         "deduplication by key", "group-by aggregation", "window functions", "date range filtering",
                         "case-insensitive matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
-    levels = {1: Knobs(sites=3, events=150, days=5), 2: Knobs(sites=4, events=500, days=7),
-              3: Knobs(sites=5, events=1000, days=10), 4: Knobs(sites=6, events=2000, days=14)}
+    levels = {0: Knobs(sites=2, events=40, days=3), 1: Knobs(sites=3, events=150, days=5),
+              2: Knobs(sites=4, events=500, days=7), 3: Knobs(sites=5, events=1000, days=10),
+              4: Knobs(sites=6, events=2000, days=14)}
 
     programs = {"Python": REFERENCE}  # the task's own copy is filled in per level
 
@@ -211,6 +214,8 @@ class AlarmDailyBuckets(Family):
                  + "; ignore every other kind.",
                  f"Each site keeps a fixed local time, {offset} ahead of UTC (negative: behind); a "
                  "reading belongs to the local calendar day on which it happened at its site."]
+        if lv == 0:
+            rules[1] = "Every site keeps UTC: a reading belongs to the calendar day of its timestamp."
         if lv >= 3:
             rules.append("Devices retransmit: a reading from the same device at the same instant as another is a "
                          "duplicate and counts once"

@@ -289,8 +289,8 @@ class CsvOverdraftLedger(Family):
                         "case-insensitive matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(accounts=6, txns=80), 2: Knobs(accounts=12, txns=300), 3: Knobs(accounts=20, txns=700),
-              4: Knobs(accounts=30, txns=1400)}
+    levels = {0: Knobs(accounts=6, txns=30), 1: Knobs(accounts=6, txns=80), 2: Knobs(accounts=12, txns=300),
+              3: Knobs(accounts=20, txns=700), 4: Knobs(accounts=30, txns=1400)}
 
     def rules(self, lv: int, program: bool) -> tuple[str, str]:
         """(the ledger rules as a bullet list, the output format); ``program``: the rules for a tool that
@@ -370,6 +370,9 @@ class CsvOverdraftLedger(Family):
         k, rng, lv = t.knobs, t.rng, t.level
         branches = distinct(lambda: t.code(1), 3)
         branch = branches[0]
+        if lv == 0:
+            self.closing_case(t, branches, branch)
+            return
         ns = run_python(fill(REFERENCE, BRANCH=branch))
         bullets, fmt = self.rules(lv, program=False)
         for _ in range(50):  # some accounts of the branch overdrawn, and some not (else the last draw)
@@ -426,6 +429,43 @@ class CsvOverdraftLedger(Family):
                 "sys.path.insert(0, '/solution')\nfrom reference import overdrafts\n"
                 "want = overdrafts(open('/app/data/accounts.csv').read(), [open(f).read() for f in sys.argv[2:]], "
                 "fee=sys.argv[1])\nassert want == out, (want, out)\nEOF")
+        t.expect_output("/app/out/overdrafts.csv", truth, "the report")
+
+    def closing_case(self, t: TaskBuilder, branches: list[str], branch: str) -> None:
+        """Level 0: closing balances, one sum per account (no posting order), fee on those below zero."""
+        k, rng = t.knobs, t.rng
+        for _ in range(50):  # some accounts of the branch close below zero, and some not
+            accounts, txns = gen(rng, 0, k.accounts, k.txns, branches, rng.randrange(1, 10))
+            close = {a["account"]: a["opening_balance"] for a in accounts if a["branch"] == branch}
+            for tx in txns:
+                if tx["account"] in close:
+                    close[tx["account"]] += tx["amount"]
+            if 0 < sum(c < 0 for c in close.values()) < len(close):
+                break
+        else:
+            raise FamilyError("csv_overdraft_ledger: no branch with some accounts below zero in 50 draws")
+        atext, rendered = render(rng, 0, accounts, txns)
+        t.add_file("/app/data/accounts.csv", atext)
+        t.add_file("/app/data/ledger.csv", ledger_csv(rendered, COLS))
+        t.say("Our core banking export is in `/app/data/`: the accounts in `/app/data/accounts.csv` (`account`, "
+              "`branch`, `opening_balance`) and the transactions in `/app/data/ledger.csv` (`txn_id`, `account`, "
+              "`posted_at`, `amount`, `status`). An account's closing balance is its `opening_balance` plus the sum "
+              "of its transactions' `amount`s (signed: negative amounts are debits). An account that closes below "
+              "zero is charged the overdraft fee given below once (in cents; it is not in the export), which "
+              f"lowers its closing balance by that much. I need the accounts of branch `{branch}` that close "
+              "below zero.\n\nReport format: CSV without a header, `account,closing_balance` per such account, "
+              "the balance fee included, with exactly two decimals (e.g. `-1250.50`); sorted by account.")
+        fee = unseen(t, fee_draw(rng))
+        truth = "".join(f"{a},-{(fee_c := int(fee) - c) // 100}.{fee_c % 100:02d}\n"
+                        for a, c in sorted(close.items()) if c < 0)
+        v = t.deliver(fee, "the overdraft fee in cents")
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f"awk -F, -v fee=\"{v}\" -v br={branch} 'NR == FNR {{ if (FNR > 1 && $2 == br) "
+                'bal[$1] = sprintf("%.0f", $3 * 100) + 0; next } '
+                'FNR > 1 && ($2 in bal) { bal[$2] += sprintf("%.0f", $4 * 100) } '
+                'END { for (a in bal) if (bal[a] < 0) { c = -bal[a] + fee; '
+                'printf "%s,-%d.%02d\\n", a, int(c / 100), c % 100 } }\' '
+                "/app/data/accounts.csv /app/data/ledger.csv | LC_ALL=C sort > /app/out/overdrafts.csv")
         t.expect_output("/app/out/overdrafts.csv", truth, "the report")
 
 

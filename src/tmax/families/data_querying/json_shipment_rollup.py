@@ -168,8 +168,8 @@ class JsonShipmentRollup(Family):
                         "deduplication by key", "group-by aggregation", "case-insensitive matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "Bash": BASH_REFERENCE}
-    levels = {1: Knobs(orders=40, pages=1), 2: Knobs(orders=120, pages=1), 3: Knobs(orders=220, pages=3),
-              4: Knobs(orders=360, pages=4)}
+    levels = {0: Knobs(orders=12, pages=1), 1: Knobs(orders=40, pages=1), 2: Knobs(orders=120, pages=1),
+              3: Knobs(orders=220, pages=3), 4: Knobs(orders=360, pages=4)}
 
     def world(self, t: TaskBuilder) -> tuple[list[str], list[str], list[str]]:
         """(warehouse codes, the first being the one asked about; SKUs; bundle SKUs)."""

@@ -101,7 +101,7 @@ class SqlLapsedRecipients(Family):
     primitive_skills = ("anti-joins", "NULL semantics", "deduplication by key", "case-insensitive matching",
                         "multi-table joins", "timezone conversion", "date range filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(customers=40, traps=0), 2: Knobs(customers=90, traps=1),
+    levels = {0: Knobs(customers=15, traps=0), 1: Knobs(customers=40, traps=0), 2: Knobs(customers=90, traps=1),
               3: Knobs(customers=160, traps=2), 4: Knobs(customers=260, traps=3)}
 
     def output_case(self, t: TaskBuilder) -> None:

@@ -127,7 +127,8 @@ class SqlOrgRollup(Family):
     primitive_skills = ("recursive CTEs", "tree traversal", "subtree aggregation", "group-by aggregation",
                         "multi-table joins", "date range filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(employees=25), 2: Knobs(employees=60), 3: Knobs(employees=120), 4: Knobs(employees=220)}
+    levels = {0: Knobs(employees=12), 1: Knobs(employees=25), 2: Knobs(employees=60), 3: Knobs(employees=120),
+              4: Knobs(employees=220)}
 
     def output_case(self, t: TaskBuilder) -> None:
         rng, lv = t.rng, t.level
@@ -208,6 +209,9 @@ class SqlOrgRollup(Family):
         truth = run_python(REFERENCE)["rollup"](conn, root, asof, with_pay)
         conn.close()
         dbsql.ship(t, sql, "/app/db/hr.db")
+        if lv == 0:
+            self.members_case(t, root, truth)
+            return
 
         rules = ["The organisation of a manager is the manager and everyone below them, at any depth, through "
                  "`employees.manager_id`."]
@@ -246,3 +250,22 @@ class SqlOrgRollup(Family):
                 f'python3 /solution/reference.py /app/db/hr.db "{v}" {asof} {"pay" if with_pay else "nopay"} | '
                 "cmp - /app/out/org_rollup.csv")
         t.expect_output("/app/out/org_rollup.csv", truth, "the roll-up")
+
+    def members_case(self, t: TaskBuilder, root: int, rollup: str) -> None:
+        """Level 0: only who is in the organisation and how deep (one recursive query, no totals)."""
+        truth = "".join(",".join(line.split(",")[:2]) + "\n" for line in rollup.splitlines())
+        t.say("Our HR database is `/app/db/hr.db` (SQLite; table `employees`, each row's `manager_id` is the "
+              "`id` of their manager). I need everyone in one manager's organisation: the manager and everyone "
+              "below them, at any depth. The manager ID given below is the manager's `employees.id`.\n\n"
+              "Report format: CSV without a header, one line per person as `employee_id,depth`, where depth is "
+              "the number of reporting steps below the manager (the manager is 0). Sort by depth, then "
+              "employee_id.")
+        v = t.deliver(str(root), "the manager ID")
+        t.add_solution_file("rollup.sql", fill(QUERY, MANAGER="e.manager_id", ASOF="9999-12-31"))
+        t.add_solution_file("reference.py", REFERENCE)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'sed "s/@@ROOT@@/{v}/" /solution/rollup.sql | sqlite3 -batch -noheader -separator , /app/db/hr.db'
+                " | cut -d, -f1-2 > /app/out/org_rollup.csv\n"
+                f'python3 /solution/reference.py /app/db/hr.db "{v}" 9999-12-31 nopay | cut -d, -f1-2 | '
+                "cmp - /app/out/org_rollup.csv")
+        t.expect_output("/app/out/org_rollup.csv", truth, "the list")

@@ -443,15 +443,18 @@ class SqlQueryFirewall(Family):
     verifiers = ("adversarial_corpus", "exact_text", "metric_threshold", "multi_protocol")
     programs = {"Python": REFERENCE}
     # Many roles: the key names one of them, and a guess among the roles should rarely pay.
-    levels = {1: Knobs(items=14, roles=6), 2: Knobs(items=24, roles=7), 3: Knobs(items=36, roles=8),
-              4: Knobs(items=50, roles=10)}
+    levels = {0: Knobs(items=8, roles=6), 1: Knobs(items=14, roles=6), 2: Knobs(items=24, roles=7),
+              3: Knobs(items=36, roles=8), 4: Knobs(items=50, roles=10)}
 
     def corpus_case(self, t: TaskBuilder) -> None:
         shop = make_shop(t)
         clean, bad = corpus(t, shop, shop.role, t.knobs.items)
+        # Level 0 only ever sees plain reads and plain writes: the short policy covers them.
+        policy = POLICY if t.level else ("A submitted query is acceptable only if it is one read-only `SELECT` "
+                                         "and every table it reads is granted to the role in `access_grants`.")
         t.say(INTRO + "We are putting a firewall in front of it for one submitter, whose API key is given "
               "below: every SQL text it submits must be checked, against the grants of the role its key "
-              "names, before it reaches the database.\n\n" + POLICY)
+              "names, before it reaches the database.\n\n" + policy)
         v = deliver_key(t, shop)
         t.expect_classifier("The firewall program judges one submitted SQL text, read whole from standard "
                             "input, for the submitter whose API key is given above (hard-code the key or its "
@@ -462,6 +465,9 @@ class SqlQueryFirewall(Family):
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         shop = make_shop(t)
+        if t.level == 0:
+            self.grants_case(t, shop)
+            return
         entries = []
         for rl in shop.roles:
             n = k.items // 2 if rl == shop.role else max(3, k.items // 6)
@@ -491,3 +497,16 @@ class SqlQueryFirewall(Family):
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/firewall.py --audit /app/logs/query_log.jsonl "{v}" > /app/out/violations.txt')
         t.expect_output("/app/out/violations.txt", truth, "the list of ids")
+
+    def grants_case(self, t: TaskBuilder, shop: Shop) -> None:
+        """Level 0: only the lookup behind the audit, the tables the key's role may read."""
+        truth = "".join(f"{x}\n" for x in sorted(shop.grants[shop.role]))
+        t.say(INTRO + "I need to know which tables the role named by the API key given below may read.\n\n"
+              "Output: the role's granted table names, one per line, sorted (byte order), nothing else.")
+        v = deliver_key(t, shop)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'h=$(printf %s "{v}" | sha256sum | cut -d" " -f1)\n'
+                "sqlite3 -batch -noheader /app/db/analytics.db \"SELECT g.table_name FROM access_grants g JOIN "
+                "api_keys k ON k.owner = g.role WHERE k.key_hash = '$h' ORDER BY g.table_name\" "
+                "> /app/out/tables.txt")
+        t.expect_output("/app/out/tables.txt", truth, "the list of tables")

@@ -117,7 +117,8 @@ class SqlTopPerGroup(Family):
     primitive_skills = ("window functions", "top-N per group", "ranking with ties", "multi-table joins",
                         "group-by aggregation", "NULL semantics", "case-insensitive matching", "date range filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(categories=4, products=16, orders=60, top=1, traps=0),
+    levels = {0: Knobs(categories=3, products=9, orders=25, top=1, traps=0),
+              1: Knobs(categories=4, products=16, orders=60, top=1, traps=0),
               2: Knobs(categories=5, products=28, orders=180, top=3, traps=1),
               3: Knobs(categories=6, products=40, orders=350, top=3, traps=2),
               4: Knobs(categories=7, products=55, orders=600, top=3, traps=3)}
@@ -225,6 +226,9 @@ class SqlTopPerGroup(Family):
         sql = database()
         truth = ref_ns["top_products"](dbsql.in_memory(sql), month, k.top, region)
         dbsql.ship(t, sql, "/app/db/shop.db")
+        if t.level == 0:
+            self.category_case(t, month, ref_ns["top_products"](dbsql.in_memory(sql), month, 10**6))
+            return
 
         top = k.top
         which = "best-selling product" if top == 1 else f"top {top} products"
@@ -267,3 +271,33 @@ class SqlTopPerGroup(Family):
                 f'python3 /solution/reference.py /app/db/shop.db "{v}" {top}{" " + region if region else ""} | '
                 "cmp - /app/out/top_products.csv")
         t.expect_output("/app/out/top_products.csv", truth, fmt)
+
+    def category_case(self, t: TaskBuilder, month: str, every: str) -> None:
+        """Level 0: revenue per category (one joined GROUP BY, no ranking); ``every`` lists each product's."""
+        per: dict = {}
+        for line in every.splitlines():
+            cat, _, _, amount = line.split(",")
+            per[cat] = per.get(cat, 0) + int(amount.replace(".", ""))
+        truth = "".join(f"{c},{per[c] // 100}.{per[c] % 100:02d}\n" for c in sorted(per))
+        t.say("Our shop's SQLite database is `/app/db/shop.db` (tables `categories`, `products`, `stores`, "
+              "`orders`, `order_items`). I need the revenue of each category for one month, given below as YYYYMM "
+              "(202401 would be January 2024): the sum of `qty * unit_price_cents` over the order lines of its "
+              "products, counting only orders whose status is `paid` and that were placed in that month "
+              "(`orders.ordered_at`).\n\n"
+              "Report format: CSV without a header, one line per category with revenue as `category,revenue`, the "
+              "revenue in currency units with exactly two decimals (e.g. `1234.50`), sorted by category name.")
+        v = t.deliver(month, "the reporting month")
+        t.add_solution_file("categories.sql", CATEGORY_QUERY)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'sed "s/@@MONTH@@/{v}/" /solution/categories.sql | sqlite3 -batch -noheader -separator , '
+                "/app/db/shop.db > /app/out/category_revenue.csv")
+        t.expect_output("/app/out/category_revenue.csv", truth, "the report")
+
+
+CATEGORY_QUERY = """SELECT c.name, printf('%d.%02d', SUM(i.qty * i.unit_price_cents) / 100,
+                       SUM(i.qty * i.unit_price_cents) % 100)
+FROM orders o JOIN order_items i ON i.order_id = o.id JOIN products p ON p.id = i.product_id
+JOIN categories c ON c.id = p.category_id
+WHERE lower(o.status) = 'paid' AND strftime('%Y%m', o.ordered_at) = '@@MONTH@@'
+GROUP BY c.name ORDER BY c.name;
+"""

@@ -14,6 +14,7 @@ from conftest import ScriptAgent, all_pids, cmdline, descendants_of, identities,
 from tmax.images import Environment
 from tmax.sandbox import SandboxError, get_backend
 from tmax.sandbox import cgroups
+from tmax.errors import InfraError
 from tmax.trial import Outcome, run_trial
 
 
@@ -111,9 +112,19 @@ TAG = f"{os.getpid()}{time.monotonic_ns() % 10**6}"  # unique durations: only th
 
 
 class Crashing(ScriptAgent):
+    """Leaves a process behind, then fails as the infrastructure does (its model server went away)."""
+
     def run(self, task, sandbox, timeout):
         sandbox.exec(f"echo work > /app/answer.txt; sleep 300.{TAG} &")
-        raise RuntimeError("agent bug")
+        raise InfraError("agent bug: the model server went away")
+
+
+class Buggy(ScriptAgent):
+    """Leaves a process behind, then hits a bug of its own: run_trial raises it, and still cleans up."""
+
+    def run(self, task, sandbox, timeout):
+        sandbox.exec(f"echo work > /app/answer.txt; sleep 300.{TAG} &")
+        raise RuntimeError("a bug in the agent")
 
 
 def test_trials_leave_nothing(task_factory, backend, run_dir, tmp_path, monkeypatch):
@@ -125,6 +136,8 @@ def test_trials_leave_nothing(task_factory, backend, run_dir, tmp_path, monkeypa
         res = run_trial(task, agent, backend=backend)
         assert res.outcome in (Outcome.PASSED, Outcome.INFRA_ERROR)
     assert res.outcome == Outcome.INFRA_ERROR and "agent bug" in res.reason and res.reward is None
+    with pytest.raises(RuntimeError, match="a bug in the agent"):
+        run_trial(task, Buggy(), backend=backend)
     assert list(scratch.iterdir()) == []
     assert_nothing_left(run_dir, set())
     assert not [p for p in all_pids() if f"sleep 500.{TAG}" in cmdline(p) or f"sleep 300.{TAG}" in cmdline(p)]

@@ -12,6 +12,7 @@ from conftest import REWARD_IF_ANSWER, ScriptAgent, make_task
 from tmax.gate import check_many, check_task
 from tmax.images import Environment
 from tmax.task import load_task
+from tmax.errors import InfraError
 from tmax.trial import NopAgent, OracleAgent, Outcome, read_reward, run_trial
 
 
@@ -140,7 +141,7 @@ def test_infra_error_setup_fails(task_factory, backend):
 def test_infra_error_agent_crash(task_factory, backend):
     class Broken(ScriptAgent):
         def run(self, task, sandbox, timeout):
-            raise ValueError("model server unreachable")
+            raise InfraError("model server unreachable")
 
     r = run_trial(task_factory(), Broken(), backend=backend)
     assert r.outcome == Outcome.INFRA_ERROR and r.reward is None

@@ -40,7 +40,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     temperature: float = 1.0
     top_p: float = 1.0
-    max_prompt_tokens: int = 4096  # a first prompt (system + instruction) longer than this is cut as truncated
+    max_prompt_tokens: int = 2048  # a first prompt (system + instruction) longer than this is cut as truncated
     max_tokens_per_turn: int = 16384
     max_total_tokens: int = 65536
     max_turns: int = 64

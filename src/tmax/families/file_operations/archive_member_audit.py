@@ -394,7 +394,7 @@ class _Gen:
             return ("symlink", name, "../" * up + src)
         if lv >= 2 and roll < 0.2 and files:
             return ("hardlink", f"{r.choice(TOPS)}/copy_{r.randrange(100)}.bak", r.choice(files))
-        if roll < 0.35:  # look-alikes: names that merely contain dots
+        if roll < 0.35 and lv:  # look-alikes: names that merely contain dots (none at the atomic level)
             top = r.choice(TOPS)
             form = r.randrange(5)
             if form == 0:
@@ -415,7 +415,7 @@ class _Gen:
         if reason == "absolute":
             return ("file", r.choice(["/etc/cron.d/", "/root/.ssh/", "/usr/local/bin/", "/tmp/"]) + self.fname(), None)
         if reason == "traversal":
-            form = r.randrange(3)
+            form = r.randrange(3) if self.level else 0  # atomic: only a leading `../`
             if form == 0:
                 return ("file", "../" * r.randrange(1, 4) + self.fname(), None)
             if form == 1:
@@ -497,7 +497,8 @@ class ArchiveMemberAudit(Family):
     primitive_skills = ("archive listing", "archive extraction", "path traversal prevention", "path normalisation",
                         "symlink resolution", "compressed stream handling", "handling special characters in filenames")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
-    levels = {1: Knobs(archives=1, members=14, checks=(), kinds=("tgz",), nested=False),
+    levels = {0: Knobs(archives=1, members=6, checks=(), kinds=("tgz",), nested=False),
+              1: Knobs(archives=1, members=14, checks=(), kinds=("tgz",), nested=False),
               2: Knobs(archives=2, members=22, checks=("link-escape",), kinds=("tgz", "zip"), nested=False),
               3: Knobs(archives=3, members=30, checks=("link-escape", "through-link", "special"),
                        kinds=("tgz", "zip", "tar"), nested=False),
@@ -594,6 +595,19 @@ class ArchiveMemberAudit(Family):
             t.add_setup(f"python3 /tmp/fo-fixture/archiver.py /tmp/fo-fixture/upload{u}.json "
                         f"/app/incoming/{key_of(tickets[u])}")
         finish_setup(t)
+        if t.level == 0:  # atomic: one archive, list the names that start with `/` or `../`
+            t.say("Uploads land in `/app/incoming/<KEY>/`, where KEY is the first 16 hex digits of the SHA-256 of the "
+                  "upload's ticket number (`printf %s <ticket> | sha256sum`). The upload named below holds one "
+                  "`.tar.gz` archive.")
+            num_var = t.deliver(tickets[0], "the upload ticket number")
+            t.say("Write to `/app/out/unsafe.txt` the names of its members that start with `/` or with `../`, as "
+                  "stored in the archive, one per line, in archive order.")
+            t.add_solution_file("audit.py", audit_src)
+            t.solve(f'mkdir -p /app/out\nkey={key_cmd(num_var)}\n'
+                    'python3 /solution/audit.py "/app/incoming/$key" | cut -f2 > /app/out/unsafe.txt')
+            t.expect_output("/app/out/unsafe.txt", "".join(line.split("\t")[1] + "\n"
+                                                           for line in truth.splitlines()), "the unsafe names")
+            return
         t.say("External uploads land in `/app/incoming/<KEY>/`, one folder per upload ticket, holding that "
               "upload's archives (`.tar`, `.tar.gz` or `.zip`). The gateway keeps ticket numbers off the disk: KEY is "
               "the first 16 hex digits of the SHA-256 of the ticket number (of its decimal digits alone, no newline: "

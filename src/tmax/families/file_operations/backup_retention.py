@@ -280,7 +280,8 @@ class BackupRetention(Family):
                         "glob and pattern matching", "recursive directory traversal", "disk usage accounting",
                         "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
-    levels = {1: Knobs(policy=(10, 0, 0, 0), sets=1, span=30, hosts=False, traps=0),
+    levels = {0: Knobs(policy=(7, 0, 0, 0), sets=1, span=20, hosts=False, traps=0),
+              1: Knobs(policy=(10, 0, 0, 0), sets=1, span=30, hosts=False, traps=0),
               2: Knobs(policy=(0, 7, 4, 0), sets=1, span=70, hosts=False, traps=0),
               3: Knobs(policy=(0, 7, 5, 3), sets=3, span=130, hosts=False, traps=1),
               4: Knobs(policy=(0, 7, 5, 6), sets=3, span=240, hosts=True, traps=2)}
@@ -349,6 +350,19 @@ class BackupRetention(Family):
             truth = ref["report"](root, today, account, k.traps >= 2)
         ship_tree(t, spec, "/app/backups", "backups")
         finish_setup(t)
+        if t.level == 0:  # atomic: the window's first day is stated, so one comparison on the name decides
+            first = today - dt.timedelta(days=keep_days - 1)
+            t.say(f"Backups in `/app/backups/` are named `<set>-<YYYYMMDD>-<HHMM>.tar.gz` or `.sql.xz`. Every "
+                  f"backup whose name dates it before {first:%Y-%m-%d} is pruned. `/app/backups` mirrors the bucket "
+                  "`backups-<ACCOUNT>`, where ACCOUNT is the storage account id given below.")
+            acct_var = t.deliver(account, "the storage account id")
+            t.say("List the pruned backups, one per line as `s3://backups-<ACCOUNT>/<file name>`, sorted in byte "
+                  "order. Do not delete anything.")
+            t.add_solution_file("retention.py", src)
+            t.solve(f'mkdir -p /app/out\npython3 /solution/retention.py /app/backups {_fmt(today)} "{acct_var}" '
+                    "> /app/out/prune.txt")
+            t.expect_output("/app/out/prune.txt", truth, "the prune list")
+            return
         where = ("Backups are in `/app/backups/<host>/`; a backup set is one set name within one host directory, "
                  "and each set is rotated on its own." if k.hosts else
                  "Backups are in `/app/backups/`" + ("; each set is rotated on its own." if k.sets > 1 else "."))

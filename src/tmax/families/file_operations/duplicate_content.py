@@ -120,7 +120,8 @@ class DuplicateContent(Family):
                         "handling special characters in filenames", "hidden file handling",
                         "hard link identification", "symlink loop detection", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(files=18, groups=3, spaces=False, traps=0, decoys=3),
+    levels = {0: Knobs(files=6, groups=1, spaces=False, traps=0, decoys=2),
+              1: Knobs(files=18, groups=3, spaces=False, traps=0, decoys=3),
               2: Knobs(files=45, groups=5, spaces=True, traps=1, decoys=3),
               3: Knobs(files=90, groups=8, spaces=True, traps=2, decoys=3),
               4: Knobs(files=160, groups=12, spaces=True, traps=3, decoys=3)}

@@ -261,6 +261,8 @@ class _Gen:
     def name(self, t):
         r, lv = self.rng, self.level
         forms = ["img", "plain"] + (["pxl", "dropbox"] if lv >= 2 else []) + (["vid", "shot"] if lv >= 3 else [])
+        if not lv:  # atomic: one scheme, one extension, so the name alone gives the new name
+            return f"IMG_{t:%Y%m%d_%H%M%S}.jpg"
         form = r.choice(forms)
         ext = r.choice(["jpg", "jpg", "JPG", "jpeg"] + (["png", "HEIC"] if lv >= 2 else []))
         if form == "img":
@@ -338,7 +340,8 @@ class MediaRenamePlan(Family):
                         "glob and pattern matching", "hidden file handling",
                         "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
-    levels = {1: Knobs(files=15, split=False, existing=0),
+    levels = {0: Knobs(files=8, split=False, existing=0),
+              1: Knobs(files=15, split=False, existing=0),
               2: Knobs(files=40, split=False, existing=0),
               3: Knobs(files=80, split=True, existing=0),
               4: Knobs(files=140, split=True, existing=12)}
@@ -346,6 +349,9 @@ class MediaRenamePlan(Family):
 
     def _rules(self, t, code_text):
         k, lv = t.knobs, t.level
+        if not lv:
+            return (f"Every file is a photo named `IMG_YYYYMMDD_HHMMSS.jpg`; its new name is "
+                    f"`YYYY/MM/YYYYMMDD_HHMMSS_{code_text}.jpg`, with the same timestamp.")
         schemes = ["`IMG_YYYYMMDD_HHMMSS.ext` (optionally with a `_N` burst counter before the extension)"]
         if lv >= 2:
             schemes += ["`PXL_YYYYMMDD_HHMMSSmmm.ext` (milliseconds are dropped)", "`YYYY-MM-DD HH.MM.SS.ext`"]

@@ -182,7 +182,8 @@ class SplitTransferReassembly(Family):
     primitive_skills = ("splitting and joining files", "checksum verification", "natural sort ordering",
                         "compressed stream handling", "archive extraction", "recursive directory traversal")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(parts=4, rows=60, bad=1, pad=True, gz=0, attempts=False, tar=False),
+    levels = {0: Knobs(parts=3, rows=20, bad=0, pad=True, gz=0, attempts=False, tar=False),
+              1: Knobs(parts=4, rows=60, bad=1, pad=True, gz=0, attempts=False, tar=False),
               2: Knobs(parts=11, rows=160, bad=3, pad=False, gz=0, attempts=False, tar=False),
               3: Knobs(parts=12, rows=260, bad=4, pad=False, gz=3, attempts=True, tar=False),
               4: Knobs(parts=14, rows=380, bad=6, pad=False, gz=4, attempts=True, tar=True)}
@@ -264,6 +265,12 @@ class SplitTransferReassembly(Family):
               f"of the whole `<NAME>.csv.enc` and of the decrypted `<NAME>.csv`. Rebuild and decrypt `{target}.csv`; "
               "its passphrase was sent separately.")
         var = t.deliver(passphrases[0], "the passphrase")
+        if t.level == 0:  # atomic: every part arrived once and intact, so one join and one decrypt do it
+            t.say("Every part arrived once, intact. Deliver the decrypted file, byte-for-byte the original export.")
+            t.solve(f'mkdir -p /app/out\ncat /app/transfer/{target}.csv.enc.part* | openssl enc -d -chacha20 -pbkdf2 '
+                    f'-pass "pass:{var}" -out /app/out/restored.csv')
+            t.expect_output("/app/out/restored.csv", truth, "the rebuilt export")
+            return
         hints = ["Some parts arrived more than once and not every copy is intact: use, for each part, a copy that "
                  "matches the manifest."]
         if not k.pad:

@@ -178,7 +178,8 @@ class GitLeakForensics(Family):
     primitive_skills = ("git history search", "git log filtering", "commit message parsing", "text report formatting",
                         "regular expressions")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(commits=8, windows=1, moves=0, decoys=0, end_present=True, others=1),
+    levels = {0: Knobs(commits=5, windows=1, moves=0, decoys=0, end_present=True, others=1),
+              1: Knobs(commits=8, windows=1, moves=0, decoys=0, end_present=True, others=1),
               2: Knobs(commits=16, windows=1, moves=0, decoys=1, end_present=False, others=1),
               3: Knobs(commits=26, windows=2, moves=1, decoys=2, end_present=False, others=2),
               4: Knobs(commits=42, windows=3, moves=2, decoys=3, end_present=None, others=2)}
@@ -272,6 +273,13 @@ class GitLeakForensics(Family):
         t.add_file("/tmp/tmax-git/build.py", BUILDER)
         t.add_setup("python3 /tmp/tmax-git/build.py /tmp/tmax-git/plan.json /app/repo && rm -rf /tmp/tmax-git")
         var = t.deliver(token, "the leaked string")
+        if t.level == 0:  # one window, never removed: only the commit that added it (one `git log -S`)
+            t.say("`/app/repo` is a bare git clone (branch `main`, linear history). Which commit added the exact "
+                  "string given above to the tracked files? Give its full 40-character hash.")
+            t.solve(f'mkdir -p /app/out\ngit -C /app/repo log --reverse --format=%H -S "{var}" main | head -n 1 '
+                    "> /app/out/commit.txt")
+            t.expect_output("/app/out/commit.txt", truth.split()[0] + "\n", "the commit hash")
+            return
         t.say(SAY)
         t.say(FORMAT)
         t.add_solution_file("windows.py", ORACLE)

@@ -87,7 +87,8 @@ class MakeRebuildPlan(Family):
     primitive_skills = ("makefile dependency graphs", "file timestamp comparison", "incremental rebuild analysis",
                         "conditional build configuration", "graph traversal and dependency resolution")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(core=3, net=0, bins=1, extras=2, edits=1, gen=False, missing=0, dir_trap=False, backdated=0),
+    levels = {0: Knobs(core=2, net=0, bins=1, extras=2, edits=1, gen=False, missing=0, dir_trap=False, backdated=0),
+              1: Knobs(core=3, net=0, bins=1, extras=2, edits=1, gen=False, missing=0, dir_trap=False, backdated=0),
               2: Knobs(core=4, net=3, bins=2, extras=3, edits=2, gen=False, missing=1, dir_trap=False, backdated=0),
               3: Knobs(core=5, net=4, bins=2, extras=4, edits=3, gen=True, missing=1, dir_trap=True, backdated=1),
               4: Knobs(core=6, net=5, bins=3, extras=6, edits=4, gen=True, missing=2, dir_trap=True, backdated=2)}
@@ -268,6 +269,14 @@ class MakeRebuildPlan(Family):
         if visible(t, key):  # only fingerprints are written: this would be a bug, not bad luck
             raise FamilyError("make_rebuild_plan: the licence key is visible in the tree")
         var = t.deliver(key, "the customer's licence key")
+        if t.level == 0:  # one lookup: the key's fingerprint, then the bundle the Makefile maps it to
+            t.say("`/app/build/Makefile` picks a bundle from a licence key by the key's fingerprint: the first 16 "
+                  "hex digits of the SHA-256 of the key (`printf '%s' <key> | sha256sum`). Which bundle (the value "
+                  "of `BUNDLE`) does the key given above select? Write just the bundle name.")
+            t.solve(f'mkdir -p /app/out\nfp=$(printf %s "{var}" | sha256sum | cut -c1-16)\n'
+                    'grep -A1 "$fp" /app/build/Makefile | sed -n "s/^BUNDLE := //p" > /app/out/bundle.txt')
+            t.expect_output("/app/out/bundle.txt", chosen + "\n", "the bundle name")
+            return
         t.say(SAY)
         t.say("The answer lists one target per line, exactly as make names it (for example "
               "`out/<bundle>/obj/util.o`), in the order make would run their recipes; phony targets are not "

@@ -297,6 +297,42 @@ int main(void) {
 NAMES = ["left-pad", "fastjson", "httpkit", "logtail", "yamlish", "cryptbox", "tinyorm", "queuelet", "ratelimit",
          "uuidgen", "datefmt", "colorize", "argkit", "mimetypes", "zipstream", "retrykit", "pathutil", "csvtool",
          "eventbus", "cachelib", "templar", "minihttp", "sockpool", "textwrap2", "bytesize", "globber"]
+# Level 0: the newest release in one major (one version per input line).
+NEWEST = r'''
+import sys
+
+APPROVED_MAJOR = @MAJOR@
+
+
+def newest(text, major=None):
+    major = APPROVED_MAJOR if major is None else major
+    got = [tuple(int(x) for x in v.split(".")) for v in text.split() if int(v.split(".")[0]) == major]
+    return ".".join(str(x) for x in max(got)) + "\n" if got else "NONE\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(newest(sys.stdin.read()))
+'''
+C_NEWEST = r'''
+#include <stdio.h>
+
+#define APPROVED_MAJOR @@MAJOR@@
+
+int main(void) {
+    long a, b, c, bb = -1, bc = -1;
+    char line[256];
+    while (fgets(line, sizeof line, stdin))
+        if (sscanf(line, "%ld.%ld.%ld", &a, &b, &c) == 3 && a == APPROVED_MAJOR && (b > bb || (b == bb && c > bc))) {
+            bb = b;
+            bc = c;
+        }
+    if (bb < 0)
+        printf("NONE\n");
+    else
+        printf("%d.%ld.%ld\n", APPROVED_MAJOR, bb, bc);
+    return 0;
+}
+'''
 APPROVED = ["corelib", "authz", "platform-sdk", "telemetry"]
 SERVICES = ["billing", "gateway", "search", "notifier", "ledger", "checkout"]
 
@@ -422,7 +458,8 @@ class SemverResolve(Family):
                         "lockfile analysis", "JSON traversal", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(pkgs=4, versions=8, ops=("^", "~", "exact"), pre=False, yank=False, services=False),
+    levels = {0: Knobs(pkgs=2, versions=6, ops=("^",), pre=False, yank=False, services=False),
+              1: Knobs(pkgs=4, versions=8, ops=("^", "~", "exact"), pre=False, yank=False, services=False),
               2: Knobs(pkgs=7, versions=12, ops=("^", "~", "exact", "range", "x", "lt"), pre=False, yank=False,
                        services=False),
               3: Knobs(pkgs=10, versions=16, ops=("^", "~", "exact", "range", "x", "lt", "or"), pre=True,
@@ -440,6 +477,8 @@ class SemverResolve(Family):
         k, rng = t.knobs, t.rng
         approved = rng.choice(APPROVED)
         major = rng.randint(1, 4)
+        if t.level == 0:
+            return self._atomic_program(t, approved, major)
         # The worked examples resolve for a demo major named in the instruction: they would show ours.
         demo = rng.choice([m for m in range(1, 6) if m != major])
         resolve = run_python(fill(REFERENCE, PKG=approved, MAJOR=major))["resolve"]
@@ -490,6 +529,17 @@ class SemverResolve(Family):
             t.add_file("/app/deps.txt", "# package constraints\n" + "\n".join(f"{p} {c}" for _, p, c in cons) + "\n")
             where = "Our dependencies are declared in `/app/deps.txt` (lines `<package> <constraint>`)."
             cat = "grep -v '^#' /app/deps.txt"
+        if t.level == 0:  # one lookup: the newest release of one package in the approved major
+            var = t.deliver(str(major), f"the approved major version of {approved}")
+            t.say(f"The local registry mirror is `/app/registry/` (one JSON file per package; the keys of "
+                  f"`versions` are its published versions). What is the highest published version of `{approved}` "
+                  "whose major version is the one given above? Versions compare numerically part by part.")
+            t.solve(f"mkdir -p /app/out\njq -r '.versions | keys[]' /app/registry/{approved}.json | "
+                    f'grep "^{var}\\." | sort -V | tail -n 1 > /app/out/version.txt')
+            t.expect_output("/app/out/version.txt", run_python(fill(NEWEST, MAJOR=major))["newest"](
+                " ".join(reg[approved][0])),
+                            "the version")
+            return
         truth = run_python(fill(REFERENCE, PKG=approved, MAJOR=major))["resolve"](stdin_text(reg, cons))
         var = t.deliver(str(major), f"the approved major version of {approved}")
         fmt, tag = FMT, ""
@@ -509,3 +559,23 @@ class SemverResolve(Family):
                 "end)] | join(\" \"))' \"$f\"; done; } | "
                 f'python3 /solution/resolve.py "{var}"{tag} > /app/out/resolved.txt')
         t.expect_output("/app/out/resolved.txt", truth, "the resolution report")
+
+    def _atomic_program(self, t: TaskBuilder, approved: str, major: int) -> None:
+        """Level 0 as a program: the newest release in the hard-coded major, from a list of versions."""
+        k, rng = t.knobs, t.rng
+        demo = rng.choice([m for m in range(1, 6) if m != major])
+        newest = run_python(fill(NEWEST, MAJOR=major))["newest"]
+        cases = []
+        for i in range(10):
+            m = demo if i < 2 else major
+            _, reg, _ = fixture_world(rng, k, approved, m)
+            text = "".join(v + "\n" for v in reg[approved][0])
+            cases.append((text, newest(text, m)))
+        var = t.deliver(str(major), f"the approved major version of {approved}")
+        t.say(f"I want a tiny helper: its input is the published versions of `{approved}`, one `X.Y.Z` per line; it "
+              "prints the highest one whose major version (X) is the approved major given above, or `NONE` if "
+              "there is none. Versions compare numerically part by part (1.10.0 is newer than 1.9.0). The worked "
+              f"examples use a demo approved major of {demo}.")
+        t.expect_program("Hard-code the approved major version in the program.", cases,
+                         {"Python": fill(NEWEST, MAJOR="@@MAJOR@@"), "C": C_NEWEST})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@MAJOR@@/{var}/" "$f"; done')

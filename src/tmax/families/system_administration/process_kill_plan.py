@@ -61,6 +61,29 @@ if __name__ == "__main__":
     sys.stdout.write(kill_plan(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
 '''
 
+# Level 0: only the lookup, the supervisor's PID from its start time.
+FIND = r'''
+import sys
+from datetime import datetime, timezone
+
+STARTED_AT = "@@VALUE@@"
+
+
+def find(text, started=None):
+    stamp = datetime.fromtimestamp(int(started or STARTED_AT), timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    lines = text.splitlines()
+    col = lines[0].split()
+    for line in lines[1:]:
+        parts = line.split(None, len(col) - 1)
+        if len(parts) == len(col) and parts[col.index("STARTED")] == stamp:
+            return parts[col.index("PID")] + "\n"
+    return ""
+
+
+if __name__ == "__main__":
+    sys.stdout.write(find(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
+'''
+
 EPOCH_LO, EPOCH_HI = 1_700_000_000, 1_760_000_000
 
 SUPERVISORS = ["gunicorn", "php-fpm", "celery", "uwsgi", "puma", "node", "postgres", "httpd"]
@@ -201,7 +224,7 @@ class ProcessKillPlan(Family):
                         "zombie process handling", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(size=6), 2: Knobs(size=12), 3: Knobs(size=20), 4: Knobs(size=32)}
+    levels = {0: Knobs(size=3), 1: Knobs(size=6), 2: Knobs(size=12), 3: Knobs(size=20), 4: Knobs(size=32)}
 
     def rules(self, level: int) -> tuple[str, str]:
         """(the rules as a bullet list, the report format): both cases state them alike."""
@@ -225,6 +248,8 @@ class ProcessKillPlan(Family):
 
     def program_case(self, t: TaskBuilder) -> None:
         k, rng, level = t.knobs, t.rng, t.level
+        if level == 0:
+            return self._atomic_program(t)
         ns = run_python(REFERENCE)
         rules_txt, fmt = self.rules(level)
         # The worked examples are for a demo start time stated in the instruction: they show the format,
@@ -260,6 +285,14 @@ class ProcessKillPlan(Family):
         else:
             raise FamilyError(f"family {self.name}: every snapshot drawn shows the supervisor's start time")
         t.add_file("/app/snapshot/ps.txt", text)
+        if level == 0:  # one lookup: the date of the delivered instant, then its line
+            v = t.deliver(str(started), "a process start time")
+            t.say("`/app/snapshot/ps.txt` is a `ps` snapshot; its STARTED column is a UTC date and time. Exactly one "
+                  "process started at the Unix time given above: what is its PID?")
+            t.solve(f'mkdir -p /app/out\ngrep -F " $(date -u -d "@{v}" +%Y-%m-%dT%H:%M:%S) " /app/snapshot/ps.txt '
+                    "| awk '{print $1}' > /app/out/pid.txt")
+            t.expect_output("/app/out/pid.txt", run_python(FIND)["find"](text, str(started)), "the PID")
+            return
         truth = ns["kill_plan"](text, str(started))
         v = t.deliver(str(started), WHAT)
         t.say("A supervisor process on one of our app servers ran away and is eating memory. Our memory alert "
@@ -270,3 +303,21 @@ class ProcessKillPlan(Family):
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/kill_plan.py "{v}" < /app/snapshot/ps.txt > /app/out/kill_plan.txt')
         t.expect_output("/app/out/kill_plan.txt", truth, "the report")
+
+    def _atomic_program(self, t: TaskBuilder) -> None:
+        """Level 0 as a program: print the PID of the process that started at the hard-coded instant."""
+        k, rng = t.knobs, t.rng
+        find = run_python(FIND)["find"]
+        demo = rng.randrange(EPOCH_LO, EPOCH_HI)
+        started = alert_time(t, str(demo), near=86400)
+        cases = []
+        for i in range(10):
+            at, avoid = (demo, (started,)) if i < 2 else (started, (demo,))
+            text = snapshot(rng, 0, at, rng.randint(2, k.size), avoid)
+            cases.append((text, find(text, str(at))))
+        t.deliver(str(started), "a process start time")
+        t.say("I want a helper that reads a `ps` snapshot (a header line, then one process per line; STARTED is a "
+              "UTC date and time) on standard input and prints the PID of the one process that started at the "
+              f"Unix time given above. The worked examples are for a demo start time, Unix time {demo}.")
+        t.expect_program("Hard-code the start time.", cases, {"Python": FIND})
+        t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')

@@ -90,7 +90,7 @@ class ServiceDowntimeReport(Family):
     skill_types = ("Service Management",)
     primitive_skills = ("service health checking", "log correlation across hosts", "time window arithmetic")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(hosts=1, units=3, events=30, dups=0), 2: Knobs(hosts=2, units=4, events=80, dups=3),
+    levels = {0: Knobs(hosts=1, units=2, events=16, dups=0), 1: Knobs(hosts=1, units=3, events=30, dups=0), 2: Knobs(hosts=2, units=4, events=80, dups=3),
               3: Knobs(hosts=3, units=6, events=200, dups=8), 4: Knobs(hosts=5, units=8, events=500, dups=20)}
 
     def output_case(self, t: TaskBuilder) -> None:
@@ -104,6 +104,8 @@ class ServiceDowntimeReport(Family):
                 break
         else:
             raise FamilyError(f"family {self.name}: every journal drawn shows the window's end")
+        if t.level == 0:
+            return self._atomic(t, lines, hosts, units, start, end)
         ns = run_python(fill(REFERENCE, START=start, END=end))
         text = "\n".join(lines) + "\n"
         truth = ns["downtime"](text)
@@ -129,3 +131,20 @@ class ServiceDowntimeReport(Family):
         t.solve('mkdir -p /app/out\npython3 /solution/downtime.py "$V1" < /app/journal/events.log '
                 "> /app/out/downtime.txt")
         t.expect_output("/app/out/downtime.txt", truth, "the downtime report")
+
+    def _atomic(self, t: TaskBuilder, lines, hosts, units, start, end) -> None:
+        """One awk pass: how long before the window's end the last failure came. The answer moves with the
+        end itself, so no timestamp read off the journal stands in for it."""
+        # A failure inside and one after the window: ignoring the delivered end gives another answer.
+        lines.append(f"{start + 60} {hosts[0]} {units[0]} failed")
+        lines.append(f"{end + 120} {hosts[0]} {units[-1]} failed")
+        lines.sort()
+        last = max(int(ln.split()[0]) for ln in lines if ln.split()[3] == "failed" and int(ln.split()[0]) < end)
+        t.deliver(str(end), "a Unix timestamp")
+        t.add_file("/app/journal/events.log", "\n".join(lines) + "\n")
+        t.say("`/app/journal/events.log` has one service event per line: `<unix time> <host> <unit> <event>`. "
+              "Take the last `failed` event with a time before the timestamp given above: how many seconds "
+              "before that timestamp did it happen?")
+        t.solve('mkdir -p /app/out\nawk -v e="$V1" \'$4 == "failed" && $1 < e { t = $1 } END { print e - t }\' '
+                '/app/journal/events.log > /app/out/gap.txt')
+        t.expect_output("/app/out/gap.txt", f"{end - last}\n", "the number of seconds")

@@ -211,7 +211,7 @@ class SshdConfigPolicy(Family):
                         "default value reasoning", "Match block scoping", "input validation")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(hosts=6, items=20, checks=3), 2: Knobs(hosts=10, items=30, checks=4),
+    levels = {0: Knobs(hosts=5, items=16, checks=3), 1: Knobs(hosts=6, items=20, checks=3), 2: Knobs(hosts=10, items=30, checks=4),
               3: Knobs(hosts=14, items=40, checks=6), 4: Knobs(hosts=20, items=60, checks=6)}
 
     def baseline(self, level: int, checks: int, max_tries: int, port: str) -> tuple[str, str]:
@@ -280,6 +280,8 @@ class SshdConfigPolicy(Family):
         gen = _Gen(rng, level, port, max_tries, checks)
         hosts = sorted(rng.sample([f"{p}-{i:02d}" for p in ("web", "db", "cache", "batch", "edge") for i in
                                    range(1, 13)], k.hosts))
+        if level == 0:
+            return self._atomic(t, gen, hosts)
         lines = []
         for i, h in enumerate(hosts):
             text = gen.config(i == 0 or rng.random() < 0.55)
@@ -305,3 +307,26 @@ class SshdConfigPolicy(Family):
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/sshd_audit.py "{v}" /app/fleet > /app/out/sshd_audit.txt')
         t.expect_output("/app/out/sshd_audit.txt", truth, "the report")
+
+    def _atomic(self, t: TaskBuilder, gen: _Gen, hosts: list[str]) -> None:
+        """One grep and a numbering: the hosts that turn password logins on, each with its ticket."""
+        rng = t.rng
+        texts = [gen.config(i == 0 or rng.random() < 0.55) for i in range(len(hosts))]
+
+        def flagged(text):
+            return any(ln.split() == ["PasswordAuthentication", "yes"] for ln in text.splitlines())
+        if not any(flagged(x) for x in texts):  # never an empty answer
+            texts[0] = "PasswordAuthentication yes\n" + texts[0]
+        bad = [h for h, x in zip(hosts, texts) if flagged(x)]
+        for h, x in zip(hosts, texts):
+            t.add_file(f"/app/fleet/{h}.conf", x)
+        fmt = "one line per such host, sorted by host name, as `<ticket> <host>` (for example `40117 web-01`)"
+        first = int(unseen(t, lambda: str(rng.randrange(10000, 99000)), fmt, near=len(bad) + 5))
+        v = t.deliver(str(first), "the first free ticket number")
+        t.say("Each host's `sshd_config` is `/app/fleet/<host>.conf`. Every host whose config has the line "
+              "`PasswordAuthentication yes` gets a ticket: the first such host (by name) takes the ticket number "
+              f"given above, the next one the number after it, and so on. Write {fmt}.")
+        t.solve(f'mkdir -p /app/out\ncd /app/fleet && grep -lE "^\\s*PasswordAuthentication yes\\s*$" *.conf '
+                f'| sort | sed "s/\\.conf$//" | awk -v n="{v}" \'{{print n++, $0}}\' > /app/out/tickets.txt')
+        t.expect_output("/app/out/tickets.txt", "".join(f"{first + i} {h}\n" for i, h in enumerate(bad)),
+                        "the ticket list")

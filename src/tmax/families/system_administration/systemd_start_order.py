@@ -161,7 +161,8 @@ class SystemdStartOrder(Family):
     primitive_skills = ("systemd unit ordering", "dependency graph traversal", "topological sorting with tie-breaks",
                         "failure propagation", "drop-in override merging")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(services=5, extra=False, dropins=False, missing=False, unrelated=0),
+    levels = {0: Knobs(services=3, extra=False, dropins=False, missing=False, unrelated=0),
+              1: Knobs(services=5, extra=False, dropins=False, missing=False, unrelated=0),
               2: Knobs(services=8, extra=True, dropins=False, missing=False, unrelated=1),
               3: Knobs(services=11, extra=True, dropins=False, missing=True, unrelated=2),
               4: Knobs(services=14, extra=True, dropins=True, missing=True, unrelated=3)}
@@ -264,6 +265,8 @@ class SystemdStartOrder(Family):
         failed = rng.choice(required or in_trans)
         for path, text in files.items():
             t.add_file(path, text)
+        if t.level == 0:
+            return self._atomic(t, target, d[target]["Wants"][0])
         rules = [f"The transaction starts from `{target}` and pulls in, repeatedly, every unit named in `Requires=` "
                  "or `Wants=` of a unit already in it. Units whose file does not exist are not part of it."]
         if k.extra:
@@ -299,3 +302,16 @@ class SystemdStartOrder(Family):
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/start_order.py /app/units "{v}" > /app/out/start_order.txt')
         t.expect_output("/app/out/start_order.txt", truth, "the report")
+
+    def _atomic(self, t: TaskBuilder, target: str, wants: list[str]) -> None:
+        """One line read and numbered: the target's `Wants=` units with their job IDs."""
+        fmt = "one line per unit as `<job> <unit>` (for example `47113 falcon.service`)"
+        first = int(unseen(t, lambda: str(t.rng.randrange(10000, 99000)), fmt, near=20))
+        v = t.deliver(str(first), "the first job ID")
+        t.say(f"Our unit files are in `/app/units/`. The journal gave the units on the `Wants=` line of "
+              f"`/app/units/{target}` job IDs in the order that line lists them: the first gets the job ID given "
+              f"above, the next that ID + 1, and so on. Write {fmt}, in that order.")
+        t.solve(f'mkdir -p /app/out\nsed -n "s/^Wants=//p" /app/units/{target} | tr " " "\\n" '
+                f'| awk -v n="{v}" \'NF {{print n++, $1}}\' > /app/out/jobs.txt')
+        t.expect_output("/app/out/jobs.txt", "".join(f"{first + i} {u}\n" for i, u in enumerate(wants)),
+                        "the job list")

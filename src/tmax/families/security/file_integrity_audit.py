@@ -151,7 +151,8 @@ class FileIntegrityAudit(Family):
     primitive_skills = ("checksum verification", "file integrity monitoring", "permission and setuid auditing",
                         "glob-based exclusions", "timeline reconstruction")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(files=14, changes=4, baselines=2, modes=False, ignore=False, spaces=False),
+    levels = {0: Knobs(files=5, changes=1, baselines=1, modes=False, ignore=False, spaces=False),
+              1: Knobs(files=14, changes=4, baselines=2, modes=False, ignore=False, spaces=False),
               2: Knobs(files=28, changes=7, baselines=3, modes=True, ignore=False, spaces=False),
               3: Knobs(files=55, changes=10, baselines=3, modes=True, ignore=True, spaces=False),
               4: Knobs(files=110, changes=16, baselines=4, modes=True, ignore=True, spaces=True)}
@@ -280,18 +281,26 @@ class FileIntegrityAudit(Family):
                "exactly as the baseline writes them; unchanged files are not listed")
         ign = (" Paths matching any shell-style pattern in `/app/integrity/ignore.txt` (matched against the whole "
                "relative path; `*` also matches `/`) are volatile and must be left out on both sides." if ignore else "")
-        t.say(f"We think someone got into the web server. `/app/srv/www` is the live web root, and "
-              f"`/app/integrity/` holds integrity baselines from several snapshots (`<snapshot>.baseline`, one "
-              f"line per regular file: `<mode> <digest> <path>`, `#` lines are comments; paths may contain "
-              f"spaces). So that an intruder cannot forge entries, each digest is the HMAC-SHA256 (lowercase hex) of "
-              f"the file's content keyed with the site integrity key given above (its ASCII bytes), and the "
-              f"`# key check:` line holds the HMAC of the empty string under that key. Compare the live tree with "
-              f"the baseline of snapshot `{codes[chosen]}` (the last one we trust), and only that one. Modification "
-              f"times mean nothing here; only content and permission bits count.{ign}")
+        if t.level == 0:  # one baseline, one edited file: a single HMAC loop finds it
+            t.say(f"`/app/integrity/{codes[chosen]}.baseline` lists every file of the web root `/app/srv/www` as "
+                  f"`<mode> <digest> <path>` (`#` lines are comments), where the digest is the HMAC-SHA256 "
+                  f"(lowercase hex) of the file's content keyed with the site integrity key given above. Write "
+                  f"`MODIFIED <path>` (path as the baseline writes it), one line per file whose content no longer "
+                  f"matches its digest, sorted by path, to `/app/out/integrity.txt`.")
+        else:
+            t.say(f"We think someone got into the web server. `/app/srv/www` is the live web root, and "
+                  f"`/app/integrity/` holds integrity baselines from several snapshots (`<snapshot>.baseline`, one "
+                  f"line per regular file: `<mode> <digest> <path>`, `#` lines are comments; paths may contain "
+                  f"spaces). So that an intruder cannot forge entries, each digest is the HMAC-SHA256 (lowercase hex) of "
+                  f"the file's content keyed with the site integrity key given above (its ASCII bytes), and the "
+                  f"`# key check:` line holds the HMAC of the empty string under that key. Compare the live tree with "
+                  f"the baseline of snapshot `{codes[chosen]}` (the last one we trust), and only that one. Modification "
+                  f"times mean nothing here; only content and permission bits count.{ign}")
         sol = fill(REFERENCE, IGNORE=[])
         t.add_solution_file("integrity.py", sol)
         t.solve(f'test -n "{key_var}"\nmkdir -p /app/out\n'
                 f'python3 /solution/integrity.py "{key_var}" "/app/integrity/{codes[chosen]}.baseline" /app/srv/www '
                 f'{"/app/integrity/ignore.txt" if ignore else ""} > /app/out/integrity.txt')
-        t.say(f"Report format: {fmt}.")
+        if t.level > 0:
+            t.say(f"Report format: {fmt}.")
         t.expect_output("/app/out/integrity.txt", truth, "the findings report")

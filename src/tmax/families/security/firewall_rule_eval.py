@@ -142,6 +142,35 @@ if __name__ == "__main__":
         sys.stdout.write(evaluate(rules, probes, JOB))
 '''
 
+# Level 0 asks only which probes are the job's: one hash, one grep.
+SELECT = r'''
+import hashlib
+import sys
+
+TAG_LEN = @TAG_LEN@
+JOB = "@@JOB@@"  # the delivered scan job number, put in at solve time
+
+
+def select(probes_text, job):
+    salt, out = None, []
+    for line in probes_text.splitlines():
+        if line.startswith("# salt "):
+            salt = line.split()[2]
+            continue
+        parts = line.split(",")
+        if salt and len(parts) > 1 and parts[0] == hashlib.sha256(f"{salt}:{job}".encode()).hexdigest()[:TAG_LEN]:
+            out.append(parts[1])
+    return "".join(i + "\n" for i in out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3:  # PROBES JOB
+        with open(sys.argv[1]) as f:
+            sys.stdout.write(select(f.read(), sys.argv[2]))
+    else:
+        sys.stdout.write(select(sys.stdin.read(), JOB))
+'''
+
 IFACES = ["eth0", "eth1", "lo", "wg0"]
 SERVICE_PORTS = [22, 25, 53, 80, 110, 123, 143, 443, 993, 3306, 5432, 6379, 8080, 8443, 9090, 9100]
 
@@ -285,7 +314,8 @@ class FirewallRuleEval(Family):
                         "chain jumps and default policies", "CIDR and IP range matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(rules=6, chains=0, probes=12, runs=4), 2: Knobs(rules=9, chains=1, probes=25, runs=5),
+    levels = {0: Knobs(rules=3, chains=0, probes=6, runs=4),
+              1: Knobs(rules=6, chains=0, probes=12, runs=4), 2: Knobs(rules=9, chains=1, probes=25, runs=5),
               3: Knobs(rules=12, chains=2, probes=40, runs=6), 4: Knobs(rules=16, chains=3, probes=60, runs=6)}
 
     def texts(self, t: TaskBuilder) -> tuple[str, str, str]:
@@ -314,7 +344,7 @@ class FirewallRuleEval(Family):
     def program_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         fmt, sem, tags = self.texts(t)
-        ref_src = fill(REFERENCE, SHOW_RULE=t.level >= 3)
+        ref_src = fill(SELECT, TAG_LEN=12) if t.level == 0 else fill(REFERENCE, SHOW_RULE=t.level >= 3)
         ns = run_python(ref_src)
         # Everything but the job first: the job number is then drawn so that no number of the worked
         # examples spells it (the run tags are hex hashes: checked too).
@@ -335,17 +365,23 @@ class FirewallRuleEval(Family):
                 probes = [f"# salt {salt}"] + [f"{tag(salt, jobs[o])},p{i + 1:03d},{row}"
                                               for i, (o, row) in enumerate(zip(owners, rows))]
                 probes_text = "".join(p + "\n" for p in probes)
-                cases.append((text + "---\n" + probes_text, ns["evaluate"](text, probes_text, job)))
+                want = ns["select"](probes_text, job) if t.level == 0 else ns["evaluate"](text, probes_text, job)
+                cases.append((text + "---\n" + probes_text, want))
             if int(job) not in visible_numbers(*(x for c in cases[:2] for x in c)):
                 break
         else:
             raise FamilyError("firewall_rule_eval: every job number drawn showed in the worked examples")
         who = t.deliver(job, "the scan job number")
-        t.say("We are replacing our firewall review spreadsheet with a tool. Input on standard input: an "
-              "`iptables-save` dump of the filter table, then a line `---`, then a line `# salt <salt>`, then "
-              "one test packet per line as `<run tag>,<id>,<in-interface>,<proto>,<source address>,<destination "
-              f"port or ->,<conntrack state>`. {tags}. Only the packets of the scan job given above are to be "
-              f"evaluated; skip the others. {sem} Output {fmt}.")
+        if t.level == 0:
+            t.say("Input on standard input: an `iptables-save` dump, then a line `---`, then a line `# salt <salt>`, "
+                  "then one test packet per line as `<run tag>,<id>,...`. "
+                  f"{tags}. Output the ids of the packets of the scan job given above, one per line, in input order.")
+        else:
+            t.say("We are replacing our firewall review spreadsheet with a tool. Input on standard input: an "
+                  "`iptables-save` dump of the filter table, then a line `---`, then a line `# salt <salt>`, then "
+                  "one test packet per line as `<run tag>,<id>,<in-interface>,<proto>,<source address>,<destination "
+                  f"port or ->,<conntrack state>`. {tags}. Only the packets of the scan job given above are to be "
+                  f"evaluated; skip the others. {sem} Output {fmt}.")
         t.expect_program("Hard-code the scan job number. The destination address is always this host.", cases,
                          {"Python": ref_src})
         # The oracle's program gets the delivered job number, not a copy with it baked in.
@@ -371,7 +407,8 @@ class FirewallRuleEval(Family):
             order = list(range(len(rows)))
             rng.shuffle(order)
             owner, rows = [owner[i] for i in order], [rows[i] for i in order]
-        t.add_file("/app/firewall/rules.v4", text)
+        if t.level > 0:  # level 0 never looks at the rules
+            t.add_file("/app/firewall/rules.v4", text)
         # Our job number is drawn so that no visible number spells it (the run tags are hex hashes: checked
         # too); the other runs' numbers show nowhere.
         for _ in range(20):
@@ -384,9 +421,12 @@ class FirewallRuleEval(Family):
                 break
         else:
             raise FamilyError("firewall_rule_eval: every job number drawn showed in the probe file")
+        t.add_file("/app/firewall/probes.csv", probes_text)
+        if t.level == 0:
+            self._select_case(t, probes_text, chosen, tags)
+            return
         ref_src = fill(REFERENCE, SHOW_RULE=t.level >= 3)
         ns = run_python(ref_src)
-        t.add_file("/app/firewall/probes.csv", probes_text)
         truth = ns["evaluate"](text, probes_text, chosen)
         who = t.deliver(chosen, "the scan job number")
         t.say("Before we push this ruleset to the edge hosts I want to know what it really lets in. "
@@ -400,3 +440,15 @@ class FirewallRuleEval(Family):
                 '> /app/out/verdicts.txt')
         t.say(f"Report format: {fmt}.")
         t.expect_output("/app/out/verdicts.txt", truth, "the verdict report")
+
+    def _select_case(self, t: TaskBuilder, probes_text: str, chosen: str, tags: str) -> None:
+        src = fill(SELECT, TAG_LEN=12)
+        truth = run_python(src)["select"](probes_text, chosen)
+        who = t.deliver(chosen, "the scan job number")
+        t.say("`/app/firewall/probes.csv` lists test packets from several scanner runs (`run,id,iface,proto,src,"
+              f"dport,state`; `run` is the run tag). {tags}. List the ids of the probes of the scan job given "
+              "above, one per line, in file order.")
+        t.add_solution_file("select.py", src)
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                f'python3 /solution/select.py /app/firewall/probes.csv "{who}" > /app/out/probes.txt')
+        t.expect_output("/app/out/probes.txt", truth, "the probe ids")

@@ -217,7 +217,7 @@ class FixedWidthRecords(Family):
                         "CSV quoting and escaping")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(files=1, records=25), 2: Knobs(files=1, records=80), 3: Knobs(files=2, records=200),
+    levels = {0: Knobs(files=1, records=8), 1: Knobs(files=1, records=25), 2: Knobs(files=1, records=80), 3: Knobs(files=2, records=200),
               4: Knobs(files=4, records=400)}
 
     def setup(self, t: TaskBuilder):
@@ -319,6 +319,8 @@ class FixedWidthRecords(Family):
             texts.append(gen.file(chunk, accts[:(i + 1) * per] + accts[-3:], corrupt=i == corrupt_at))
         for i, text in enumerate(texts):
             t.add_file(f"/app/data/extract_{i + 1:02d}.dat", text)
+        if lv == 0:
+            return self.atomic(t, salt, texts[0], ns)
         truth = ns["convert"](texts, salt)
         if truth.count("\n") < 3:  # cannot happen with 45% weight and >= 25 records
             raise FamilyError(f"family {self.name}: too few accounts for the branch")
@@ -334,3 +336,22 @@ class FixedWidthRecords(Family):
                 '> /app/out/accounts.csv')
         t.say(f"Format: {fmt}.")
         t.expect_output("/app/out/accounts.csv", truth, "the CSV")
+
+    def atomic(self, t: TaskBuilder, salt: str, text: str, ns: dict) -> None:
+        """One account looked up by its holder's name (unique in the file) and its pseudonym computed."""
+        if salt in text.upper():  # codes of two words: cannot happen
+            raise FamilyError(f"family {self.name}: the salt occurs in a generated extract")
+        recs = ns["parse"](text)[0]
+        names = [r["name"] for r in recs]
+        pick = t.rng.choice([r for r in recs if names.count(r["name"]) == 1])
+        start, width = next((s, w) for n, s, w, _ in ns["LAYOUT"] if n == "account")
+        v = t.deliver(salt, "the pseudonymisation salt")
+        t.say("`/app/data/extract_01.dat` holds fixed-width account records, one per line, laid out as in "
+              f"`/app/docs/layout.txt` (positions are 1-based). Find the account of `{pick['name']}` and write its "
+              "`account_ref` to `/app/out/ref.txt`: the first 12 hex digits (lowercase) of the SHA-256 of the text "
+              "`<salt>:<account>`, with the salt given above and the account number without leading zeros "
+              "(`0000000042` gives `<salt>:42`).")
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'acct=$(grep -F "{pick["name"]} " /app/data/extract_01.dat | cut -c{start}-{start + width - 1})\n'
+                f'printf "%s:%d" "{v}" "$((10#$acct))" | sha256sum | cut -c1-12 > /app/out/ref.txt')
+        t.expect_output("/app/out/ref.txt", ns["pseudonym"](pick["account"], salt) + "\n", "the account_ref")

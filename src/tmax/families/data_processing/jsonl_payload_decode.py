@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
 from tmax.families.programs import fill, run_python
-from tmax.families.unseen import distinct, unseen
+from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
 REFERENCE = r'''
 import base64
@@ -87,7 +87,7 @@ if __name__ == "__main__":
         sys.stdout.write(extract([sys.stdin.read()]))
 '''
 
-ENCODINGS = {1: ["hex", "b64"], 2: ["hex", "b64"], 3: ["hex", "b64", "b64url"], 4: ["hex", "b64", "b64url", "b64gz"]}
+ENCODINGS = {0: ["hex"], 1: ["hex", "b64"], 2: ["hex", "b64"], 3: ["hex", "b64", "b64url"], 4: ["hex", "b64", "b64url", "b64gz"]}
 
 
 def crypt(data: bytes, key: str, mid: int) -> bytes:
@@ -188,7 +188,7 @@ class JsonlPayloadDecode(Family):
                         "deduplication", "field extraction", "filtering by field")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(files=1, messages=30), 2: Knobs(files=1, messages=120), 3: Knobs(files=3, messages=300),
+    levels = {0: Knobs(files=1, messages=8), 1: Knobs(files=1, messages=30), 2: Knobs(files=1, messages=120), 3: Knobs(files=3, messages=300),
               4: Knobs(files=4, messages=600)}
 
     def rules(self, t: TaskBuilder, device: str) -> tuple[str, str, str]:
@@ -252,6 +252,8 @@ class JsonlPayloadDecode(Family):
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng, lv = t.knobs, t.rng, t.level
+        if lv == 0:
+            return self.atomic(t)
         for _ in range(50):
             devices, key = names(t)
             src, bullets, fmt = self.rules(t, devices[0])
@@ -276,3 +278,28 @@ class JsonlPayloadDecode(Family):
                 '> /app/out/readings.csv')
         t.say(f"Format: {fmt}.")
         t.expect_output("/app/out/readings.csv", truth, "the CSV")
+
+    def atomic(self, t: TaskBuilder) -> None:
+        """One device's single message, found by a hash of its name and base64-decoded: no encryption."""
+        k, rng = t.knobs, t.rng
+        gen = Gen(rng, 0, [], "")
+        readings = [gen.reading() for _ in range(k.messages)]
+        ids = rng.sample(range(1000, 999999), k.messages)
+        bodies = [base64.b64encode(r.encode()).decode() for r in readings]
+        name = unseen(t, lambda: t.code(2), *readings, *bodies)
+        # Devices are stored by a hash of their name, and each sent one message: only the name picks it.
+        owners = [key_of(n) for n in [name, *distinct(lambda: t.code(2), k.messages - 1, [name])]]
+        rng.shuffle(owners)
+        text = "".join(json.dumps({"id": i, "device": d, "payload": b}) + "\n" for i, d, b in zip(ids, owners, bodies))
+        t.add_file("/app/data/messages/relay-01.jsonl", text)
+        truth = readings[owners.index(key_of(name))] + "\n"
+        t.say("`/app/data/messages/relay-01.jsonl` holds telemetry as JSON Lines: each object has the message `id`, "
+              "the `device` (the first 16 hex digits of the SHA-256 of the device's name, `printf %s <name> | "
+              "sha256sum | cut -c1-16`) and the `payload` (standard base64).")
+        v = t.deliver(name, "the device name")
+        t.say("Each device sent one message. Write the named device's decoded payload (text like "
+              "`temp=21.5;hum=40;bat=87`) as one line to `/app/out/payload.txt`.")
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'{{ jq -r --arg d "{key_cmd(v)}" \'select(.device == $d) | .payload\' '
+                '/app/data/messages/relay-01.jsonl | base64 -d; echo; } > /app/out/payload.txt')
+        t.expect_output("/app/out/payload.txt", truth, "the decoded payload")

@@ -53,6 +53,33 @@ if __name__ == "__main__":
     sys.stdout.write(report(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
 '''
 
+# Level 0's program: one day's log in, the client's server-error count out.
+ATOMIC_REFERENCE = r'''
+import hashlib
+import re
+import sys
+
+CLIENT = "@@CLIENT@@"
+LINE = re.compile(r'^\S+ \S+ \S+ \[(\d\d)/(\w{3})/(\d{4}):[^\]]*\] "[^"]*" (\d{3}) .* client=(\S+)$')
+MONTHS = {m: i + 1 for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())}
+
+
+def count(text, client=None):
+    client = client or CLIENT
+    n = 0
+    for line in text.splitlines():
+        m = LINE.match(line)
+        if not m or int(m.group(4)) < 500:
+            continue
+        date = f"{m.group(3)}-{MONTHS[m.group(2)]:02d}-{m.group(1)}"
+        n += m.group(5) == hashlib.sha256(f"{client}:{date}".encode()).hexdigest()[:12]
+    return f"{n}\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(count(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
+'''
+
 PATHS = ["/api/v1/orders", "/api/v1/users", "/api/v1/cart", "/login", "/logout", "/search", "/static/app.js",
          "/api/v2/payments", "/api/v2/invoices", "/healthz", "/metrics", "/api/v1/products", "/checkout"]
 AGENTS = ["curl/8.4.0", "Mozilla/5.0 (X11; Linux x86_64)", "python-requests/2.31", "Go-http-client/1.1"]
@@ -66,11 +93,11 @@ def pseudonym(client: str, when: datetime.date) -> str:
     return key_of(f"{client}:{when.isoformat()}", 12)
 
 
-def log_lines(rng, n, clients, start: datetime.date = FIRST):
+def log_lines(rng, n, clients, start: datetime.date = FIRST, days: int = DAYS):
     out = []
     for i in range(n):
         ip = f"10.{rng.randrange(256)}.{rng.randrange(256)}.{rng.randrange(1, 255)}"
-        day = start + datetime.timedelta(days=i * DAYS // max(n, 1))
+        day = start + datetime.timedelta(days=i * days // max(n, 1))
         ts = (f"{day.day:02d}/{MONTHS[day.month - 1]}/{day.year}:{rng.randrange(24):02d}:{rng.randrange(60):02d}:"
               f"{rng.randrange(60):02d} +0000")
         path = rng.choice(PATHS) + (f"?page={rng.randrange(9)}" if rng.random() < 0.2 else "")
@@ -121,13 +148,16 @@ class LogErrorPaths(Family):
                         "regular expressions", "streaming large files")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(lines=60, files=1, gzip=False, min_status=500),
+    levels = {0: Knobs(lines=30, files=1, gzip=False, min_status=500),
+              1: Knobs(lines=60, files=1, gzip=False, min_status=500),
               2: Knobs(lines=400, files=2, gzip=False, min_status=500),
               3: Knobs(lines=1500, files=3, gzip=True, min_status=400),
               4: Knobs(lines=5000, files=5, gzip=True, min_status=400)}
 
     def program_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
+        if t.level == 0:
+            return self.atomic_program(t)
         src = fill(REFERENCE, MIN_STATUS=k.min_status)
         ns = run_python(src)
         for _ in range(20):
@@ -163,6 +193,8 @@ class LogErrorPaths(Family):
         k, rng = t.knobs, t.rng
         src = fill(REFERENCE, MIN_STATUS=k.min_status)
         ns = run_python(src)
+        if t.level == 0:
+            return self.atomic(t, ns)
         # Fixtures first; the truth is derived from them (a client with no failure at all is redrawn).
         per_file = max(20, k.lines // k.files)
         for _ in range(50):
@@ -191,3 +223,53 @@ class LogErrorPaths(Family):
                 'for f in /app/logs/*; do case $f in *.gz) zcat "$f";; *) cat "$f";; esac; done | '
                 f'python3 /solution/report.py "{who}" > /app/out/error_paths.txt')
         t.expect_output("/app/out/error_paths.txt", truth, f"the report ({FMT})")
+
+    def atomic(self, t: TaskBuilder, ns: dict) -> None:
+        """One day's log, so the client has one token: a single count of its server errors."""
+        k, rng = t.knobs, t.rng
+        for _ in range(50):
+            ids = clients(t)
+            text = "\n".join(log_lines(rng, k.lines, ids, days=1)) + "\n"
+            n = sum(int(line.split()[0]) for line in ns["report"](text, ids[0]).splitlines())
+            if n >= 2 and ids[0] not in text.upper():
+                break
+        else:
+            raise FamilyError(f"family {self.name}: no day with two server errors of the client")
+        t.add_file("/app/logs/access.log", text)
+        day = FIRST.isoformat()
+        who = t.deliver(ids[0], "the client ID")
+        t.say(f"`/app/logs/access.log` is our gateway's access log of {day}. Its `client=` field holds the first 12 "
+              f"hex digits of the SHA-256 of the text `<client ID>:{day}` (`printf %s <client ID>:{day} | sha256sum "
+              "| cut -c1-12`). How many requests of the client whose ID is given above got a server error (status "
+              "500 or above: the number right after the quoted request)? Write the count to `/app/out/count.txt`.")
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\ntok=$(printf %s "{who}:{day}" | sha256sum | cut -c1-12)\n'
+                'grep "client=$tok$" /app/logs/access.log | awk \'$9 >= 500\' | wc -l > /app/out/count.txt')
+        t.expect_output("/app/out/count.txt", f"{n}\n", "the count")
+
+    def atomic_program(self, t: TaskBuilder) -> None:
+        """Level 0's program: count the client's server errors in one day's log (every case another day)."""
+        k, rng = t.knobs, t.rng
+        small = run_python(ATOMIC_REFERENCE)
+        for _ in range(20):
+            ids = clients(t)
+            cases = []
+            for day in rng.sample(range(700), 60):
+                if len(cases) == 10:
+                    break
+                start = datetime.date(2025, 1, 1) + datetime.timedelta(days=day)
+                text = "\n".join(log_lines(rng, rng.randrange(20, 40), ids, start, days=1)) + "\n"
+                out = small["count"](text, ids[0])
+                if out != "0\n":  # a count of zero would reward a program that matches nothing
+                    cases.append((text, out))
+            if len(cases) == 10 and not any(ids[0] in inp.upper() for inp, _ in cases):
+                break
+        else:
+            raise FamilyError(f"family {self.name}: no ten daily logs with server errors of the client")
+        who = t.deliver(ids[0], "the client ID")
+        t.say("Our gateway writes access logs in the format of the examples. The `client=` field holds the first 12 "
+              "hex digits of the SHA-256 of the text `<client ID>:<date>`, with the request's date as `YYYY-MM-DD`. "
+              "We need a tool: given one day's log on standard input, print how many requests of the client whose "
+              "ID is given above got a server error (status 500 or above: the number right after the quoted "
+              "request). Lines that do not parse are skipped.")
+        t.expect_program("Hard-code the client ID given above.", cases, {"Python": ATOMIC_REFERENCE})
+        t.solve(f'sed -i "s/@@CLIENT@@/{who}/" /app/solution.py')

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
 from tmax.families.programs import fill, run_python
-from tmax.families.unseen import distinct, key_of, unseen
+from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
 REFERENCE = r'''
 import hashlib
@@ -118,13 +118,16 @@ class MixedEncodingSurvey(Family):
     primitive_skills = ("character encoding conversion", "byte order mark detection", "Unicode normalisation",
                         "line ending normalisation", "filtering by field", "group-by counting")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(files=3, lines=15, codecs=("utf-8", "cp1252")),
+    levels = {0: Knobs(files=3, lines=6, codecs=("cp1252",)),
+              1: Knobs(files=3, lines=15, codecs=("utf-8", "cp1252")),
               2: Knobs(files=4, lines=40, codecs=("utf-8", "cp1252", "utf-16le")),
               3: Knobs(files=6, lines=80, codecs=("utf-8", "cp1252", "utf-16le", "utf-8-bom")),
               4: Knobs(files=8, lines=150, codecs=("utf-8", "cp1252", "utf-16le", "utf-8-bom", "utf-16be"))}
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng, lv = t.knobs, t.rng, t.level
+        if lv == 0:
+            return self.atomic(t)
         # The delivered batch code occurs nowhere in the data: a response carries only a tag derived from its
         # batch's code and its text, so the batch cannot be guessed from the files (nor by frequency), and
         # any other code recognises no response at all. It is drawn unseen in the instruction; the files, whose
@@ -215,3 +218,31 @@ class MixedEncodingSurvey(Family):
                "comments of those responses")
         t.say(f"Format: {fmt}.")
         t.expect_output("/app/out/encoding_report.csv", truth, "the summary")
+
+    def atomic(self, t: TaskBuilder) -> None:
+        """One batch's file, named by a hash of its code, converted from Windows-1252 to UTF-8."""
+        k, rng = t.knobs, t.rng
+        batch = unseen(t, lambda: t.code(2))
+        batches = [batch, *distinct(lambda: t.code(2), k.files - 1, [batch])]
+        # Every line has an accented city, so a copy of the raw bytes matches no line of the answer.
+        cities = [c for c in CITIES if not c.isascii()]
+        t.add_file("/tmp/tmax-enc/convert.py", CONVERT)
+        t.add_setup("mkdir -p /app/data/responses")
+        texts = []
+        for b in batches:
+            text = "".join(f"{rng.choice(cities)};{rng.choice(COMMENTS)}\n" for _ in range(k.lines))
+            texts.append(text)
+            t.add_file(f"/tmp/tmax-enc/{key_of(b)}.txt", text)
+            t.add_setup(f"python3 /tmp/tmax-enc/convert.py /tmp/tmax-enc/{key_of(b)}.txt "
+                        f"/app/data/responses/{key_of(b)}.txt cp1252 0")
+        t.add_setup("rm -rf /tmp/tmax-enc")
+        if any(batch in x.upper() for x in texts):  # cities and comments only: cannot happen
+            raise FamilyError(f"family {self.name}: the batch code occurs in a generated file")
+        t.say("Each survey batch's responses are in `/app/data/responses/<KEY>.txt`, where KEY is the first 16 hex "
+              "digits of the SHA-256 of the batch code (`printf %s <code> | sha256sum | cut -c1-16`). The files are "
+              "encoded in Windows-1252.")
+        v = t.deliver(batch, "the batch code")
+        t.say("Write that batch's file, converted to UTF-8 and otherwise unchanged, to `/app/out/responses.txt`.")
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'iconv -f CP1252 -t UTF-8 "/app/data/responses/{key_cmd(v)}.txt" > /app/out/responses.txt')
+        t.expect_output("/app/out/responses.txt", texts[0], "the converted file")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
 from tmax.families.programs import fill, run_python
-from tmax.families.unseen import distinct, key_of, unseen
+from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
 REFERENCE = r'''
 import csv
@@ -78,7 +78,7 @@ if __name__ == "__main__":
     sys.stdout.write(pivot(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
 '''
 
-OFFSETS = {1: ["+00:00"], 2: ["+00:00", "+01:00", "+02:00", "-05:00"],
+OFFSETS = {0: ["+00:00"], 1: ["+00:00"], 2: ["+00:00", "+01:00", "+02:00", "-05:00"],
            3: ["+00:00", "+01:00", "+02:00", "-05:00", "+05:30", "-03:30", "+09:00"],
            4: ["+00:00", "+01:00", "+02:00", "-05:00", "+05:30", "-03:30", "+09:00", "+05:45", "-09:30"]}
 EPOCH0 = datetime.datetime(2026, 3, 14, tzinfo=datetime.timezone.utc)
@@ -166,7 +166,7 @@ class SensorLongToWide(Family):
                         "CSV parsing", "filtering by field")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(rows=40, hours=6), 2: Knobs(rows=150, hours=18), 3: Knobs(rows=400, hours=36),
+    levels = {0: Knobs(rows=16, hours=3), 1: Knobs(rows=40, hours=6), 2: Knobs(rows=150, hours=18), 3: Knobs(rows=400, hours=36),
               4: Knobs(rows=900, hours=60)}
 
     def rules(self, t: TaskBuilder) -> tuple[str, str, str]:
@@ -225,6 +225,8 @@ class SensorLongToWide(Family):
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng, lv = t.knobs, t.rng, t.level
+        if lv == 0:
+            return self.atomic(t)
         src, bullets, fmt = self.rules(t)
         ns = run_python(src)
         for _ in range(50):
@@ -244,3 +246,33 @@ class SensorLongToWide(Family):
                 '> /app/out/hourly.csv')
         t.say(f"Format: {fmt}.")
         t.expect_output("/app/out/hourly.csv", truth, "the table")
+
+    def atomic(self, t: TaskBuilder) -> None:
+        """The site's highest temperature: rows carry a constant hash of the station code, all in Celsius."""
+        k, rng = t.knobs, t.rng
+        for _ in range(50):
+            codes = sites(t)
+            gen = Gen(rng, 0, codes)
+            rows = []
+            for _ in range(k.rows):
+                when = EPOCH0 + datetime.timedelta(seconds=rng.randrange(k.hours * 3600))
+                rows.append([when.strftime("%Y-%m-%dT%H:%M:%SZ"), key_of(rng.choice(codes)), *gen.reading()])
+            temps = [(float(r[3]), r[3]) for r in rows if r[2] == "temp"]
+            ours = [(float(r[3]), r[3]) for r in rows if r[2] == "temp" and r[1] == key_of(codes[0])]
+            # The site's maximum must not be the feed's: ignoring the station must not give the answer.
+            if len(ours) >= 2 and max(ours) < max(temps):
+                break
+        else:
+            raise FamilyError(f"family {self.name}: no feed with two temperatures of the site")
+        text = "timestamp,station,metric,value,unit\n" + "".join(",".join(r) + "\n" for r in rows)
+        t.add_file("/app/data/readings.csv", text)
+        t.say("`/app/data/readings.csv` holds weather readings, one per row (`timestamp,station,metric,value,unit`, "
+              "temperatures in Celsius). `station` is the first 16 hex digits of the SHA-256 of the station's code "
+              "(`printf %s <code> | sha256sum | cut -c1-16`).")
+        v = t.deliver(codes[0], "the site code")
+        t.say("Write the highest `temp` reading of that site, exactly as written in the file, to "
+              "`/app/out/max_temp.txt`.")
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'grep ",{key_cmd(v)},temp," /app/data/readings.csv | cut -d, -f4 | sort -g | tail -n1 '
+                '> /app/out/max_temp.txt')
+        t.expect_output("/app/out/max_temp.txt", max(ours)[1] + "\n", "the highest temperature")

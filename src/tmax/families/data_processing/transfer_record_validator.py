@@ -119,6 +119,13 @@ if __name__ == "__main__":
     main()
 '''
 
+# Level 0: one tag per bank (of its code alone), so a single grep tells our bank's records apart.
+ATOMIC = REFERENCE.replace('hashlib.sha256(bank + b":" + num)', "hashlib.sha256(bank)")
+ATOMIC_INTRO = ("A partner bank sends us payment transfers as pipe-delimited records "
+                "`TXN|id|date|account|amount|currency|memo`. Every record is well formed; `account` is 6 digits, a "
+                "`-`, then the tag of the account's bank: the first 4 hex digits of the SHA-256 of the bank's code "
+                "(`printf %s <code> | sha256sum | cut -c1-4`). A record is valid only if its account is of our "
+                "bank, whose code is given above.")
 MEMOS = ["invoice 4471", "rent april", "net 30 + fees", "ref a-b-c", "x=y adjustment", "payroll", "", "refund",
          "q2 bonus", "consulting hours", "deposit @ branch", "see email", "transfer to savings"]
 BAD_MEMOS = {1: ["memo\twith tab", "caf\u00e9 order", "x" * 41, "bell\x07ring", "esc\x1b[0m"],
@@ -207,6 +214,18 @@ class Gen:
         return "|".join(f)
 
 
+class AtomicGen(Gen):
+    """Level 0: every record well formed; only the bank's tag (of its code alone) tells them apart."""
+
+    def fields(self, bank: str = "") -> list[str]:
+        f = super().fields()
+        f[3] = f"{f[3][:6]}-{key_of(bank or self.bank, 4)}"
+        return f
+
+    def bad(self) -> str:
+        return "|".join(self.fields(self.rng.choice(self.others)))
+
+
 @dataclass(frozen=True)
 class Knobs:
     items: int  # records per corpus (clean and malicious each)
@@ -222,13 +241,16 @@ class TransferRecordValidator(Family):
                         "field extraction", "date and time normalisation", "regular expressions")
     verifiers = ("adversarial_corpus", "fuzz_equivalence", "exact_text", "metric_threshold")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(items=24, lines=40), 2: Knobs(items=40, lines=120), 3: Knobs(items=60, lines=250),
+    levels = {0: Knobs(items=8, lines=12), 1: Knobs(items=24, lines=40), 2: Knobs(items=40, lines=120), 3: Knobs(items=60, lines=250),
               4: Knobs(items=90, lines=500)}
 
     def setup(self, t: TaskBuilder, mode: str, list_valid: bool = False):
         """(bank code, generator, filled reference, validity check, the rules intro): what every case shares.
         The bank code is the delivered value; the other banks' codes only make wrong tags."""
         rng, lv = t.rng, t.level
+        # The batch filter's worked examples would show our bank's one tag: it keeps level 1's rules.
+        if lv == 0 and mode != "batch":
+            return self.atomic_setup(t, mode, list_valid)
         intro = self.intro(lv)
         bank = unseen(t, lambda: t.code(2), intro)
         gen = Gen(rng, lv, bank, distinct(lambda: t.code(2), 3, [bank]))
@@ -238,6 +260,22 @@ class TransferRecordValidator(Family):
         def check(rec: str) -> bool:
             return ns["valid"](rec.encode(), bank.encode())
         return bank, gen, src, check, intro
+
+    def atomic_setup(self, t: TaskBuilder, mode: str, list_valid: bool):
+        """As :meth:`setup`, for level 0: five other banks, all with different tags."""
+        bank = unseen(t, lambda: t.code(2), ATOMIC_INTRO)
+        for _ in range(20):
+            others = distinct(lambda: t.code(2), 5, [bank])
+            if len({key_of(b, 4) for b in [bank, *others]}) == 6:
+                break
+        else:
+            raise FamilyError(f"family {self.name}: no six banks with different tags")
+        src = fill(ATOMIC, LEVEL=0, MODE=mode, LIST_VALID=list_valid)
+        ns = run_python(src)
+
+        def check(rec: str) -> bool:
+            return ns["valid"](rec.encode(), bank.encode())
+        return bank, AtomicGen(t.rng, 0, bank, others), src, check, ATOMIC_INTRO
 
     def intro(self, lv: int) -> str:
         rules = [
@@ -307,7 +345,8 @@ class TransferRecordValidator(Family):
         k, rng = t.knobs, t.rng
         listed = "valid" if t.partial_credit else "invalid"
         bank, gen, src, check, intro = self.setup(t, "audit", t.partial_credit)
-        recs = [gen.clean() if rng.random() < 0.7 else gen.bad() for _ in range(k.lines)]
+        share = 1 / 6 if t.level == 0 else 0.7  # level 0: our bank's tag must not stand out by frequency
+        recs = [gen.clean() if rng.random() < share else gen.bad() for _ in range(k.lines)]
         if all(check(r) for r in recs):
             recs[rng.randrange(len(recs))] = gen.bad()
         if all(check(r) for r in recs):

@@ -65,6 +65,23 @@ if __name__ == "__main__":
     sys.stdout.write(plan(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
 '''
 
+# Level 0's program: only the VNI numbering of the requests.
+ATOMIC_REFERENCE = r'''
+import sys
+
+VNI_BASE = "@@VALUE@@"
+
+
+def vnis(text, base=None):
+    base = int(base or VNI_BASE)
+    names = [line.split()[1] for line in text.splitlines() if line.split()[:1] == ["subnet"]]
+    return "".join(f"{name} {base + i}\n" for i, name in enumerate(names))
+
+
+if __name__ == "__main__":
+    sys.stdout.write(vnis(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
+'''
+
 NAMES = ["web", "db", "cache", "mgmt", "voip", "guest", "iot", "backup", "storage", "dmz", "lab", "printers",
          "cameras", "kubernetes", "payments", "vpn", "wifi", "build", "monitoring", "hr"]
 EDGE_HOSTS = [2, 6, 14, 30, 62, 126, 254, 510, 3, 7, 15, 31, 63, 127, 255]
@@ -142,7 +159,7 @@ class CidrSubnetPlan(Family):
                         "capacity planning")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(requests=4, reserved=0), 2: Knobs(requests=6, reserved=1),
+    levels = {0: Knobs(requests=4, reserved=0), 1: Knobs(requests=4, reserved=0), 2: Knobs(requests=6, reserved=1),
               3: Knobs(requests=8, reserved=3), 4: Knobs(requests=10, reserved=5)}
 
     def rules(self, level: int) -> tuple[str, str]:
@@ -173,6 +190,8 @@ class CidrSubnetPlan(Family):
     def program_case(self, t: TaskBuilder) -> None:
         k, rng, level = t.knobs, t.rng, t.level
         ns = run_python(REFERENCE)
+        if level == 0:
+            return self.atomic_program(t, ns)
         rules_txt, fmt = self.rules(level)
         texts = [plan_text(rng, level, rng.randint(max(2, k.requests - 2), k.requests + 2), k.reserved, ns)
                  for _ in range(10)]
@@ -192,6 +211,8 @@ class CidrSubnetPlan(Family):
     def output_case(self, t: TaskBuilder) -> None:
         k, rng, level = t.knobs, t.rng, t.level
         ns = run_python(REFERENCE)
+        if level == 0:
+            return self.atomic(t, ns)
         rules_txt, fmt = self.rules(level)
         text = plan_text(rng, level, k.requests, k.reserved, ns)
         t.add_file("/app/net/plan.txt", text)
@@ -206,3 +227,37 @@ class CidrSubnetPlan(Family):
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/subnet_plan.py "{v}" < /app/net/plan.txt > /app/out/subnets.txt')
         t.expect_output("/app/out/subnets.txt", truth, "the report")
+
+    def atomic(self, t: TaskBuilder, ns: dict) -> None:
+        """Only the VNI numbering: each request's VNI is the base plus its position among the requests."""
+        k = t.knobs
+        text = plan_text(t.rng, 0, k.requests, k.reserved, ns)
+        t.add_file("/app/net/plan.txt", text)
+        ask = ("Each `subnet <name> <hosts>` line is its own VXLAN segment: the first `subnet` line gets the VNI "
+               "base itself, the next one base + 1, and so on. Write one line per subnet, in plan order, as `name vni` "
+               "(for example `web 120300`) to `/app/out/vnis.txt`.")
+        base = vni_base(t, [ask])
+        truth = "".join(" ".join(line.split()[:2]) + "\n" for line in ns["plan"](text, str(base)).splitlines())
+        t.say("The address plan for our new site is `/app/net/plan.txt`.")
+        v = t.deliver(str(base), VALUE)
+        t.say(ask)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'awk -v b="{v}" \'$1 == "subnet" {{print $2, b + n++}}\' /app/net/plan.txt > /app/out/vnis.txt')
+        t.expect_output("/app/out/vnis.txt", truth, "the VNI list")
+
+    def atomic_program(self, t: TaskBuilder, ns: dict) -> None:
+        """Level 0's program: print each request's VNI (the base plus its position among the requests)."""
+        k, rng = t.knobs, t.rng
+        texts = [plan_text(rng, 0, rng.randint(2, k.requests + 2), k.reserved, ns) for _ in range(10)]
+        demo = rng.choice([10000, 20000, 50000, 100000])
+        ask = ("We want a small tool that numbers the VXLAN segments of an address plan. It reads a plan on "
+               "standard input and prints one line per `subnet <name> <hosts>` line, in plan order, as `name vni`: "
+               "the first subnet gets our site's VNI base, given above, the next one base + 1, and so on. The "
+               f"worked examples were produced with a demo VNI base of {demo}; your program must use our site's base.")
+        base = vni_base(t, texts[:2] + [ask])
+        small = run_python(ATOMIC_REFERENCE)
+        cases = [(text, small["vnis"](text, str(demo if i < 2 else base))) for i, text in enumerate(texts)]
+        t.deliver(str(base), VALUE)
+        t.say(ask)
+        t.expect_program("Hard-code the VNI base.", cases, {"Python": ATOMIC_REFERENCE})
+        t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')

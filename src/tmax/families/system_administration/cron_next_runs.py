@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.base import Family, FamilyError, TaskBuilder, register
 from tmax.families.programs import fill, run_python
 from tmax.families.unseen import unseen
 
@@ -129,6 +129,34 @@ def next_runs(text, start=None):
 
 if __name__ == "__main__":
     sys.stdout.write(next_runs(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
+'''
+
+# Level 0's program: daily jobs only, the runs still to come on the start's day.
+ATOMIC_REFERENCE = r'''
+import sys
+
+START = "@@VALUE@@"
+
+
+def today(text, start=None):
+    s = start or START
+    day, now = f"{s[:4]}-{s[4:6]}-{s[6:8]}", int(s[8:10]) * 60 + int(s[10:12])
+    runs = []
+    for line in text.splitlines():
+        f = line.split()
+        if not f or f[0].startswith("#"):
+            continue
+        m, h = int(f[0]), int(f[1])
+        name = f[5].rsplit("/", 1)[-1]
+        if name.endswith(".sh"):
+            name = name[:-3]
+        if h * 60 + m > now:
+            runs.append(f"{day} {h:02d}:{m:02d} {name}")
+    return "".join(r + "\n" for r in sorted(runs))
+
+
+if __name__ == "__main__":
+    sys.stdout.write(today(sys.stdin.read(), sys.argv[1] if len(sys.argv) > 1 else None))
 '''
 
 NAMES = ["backup-db", "rotate-logs", "sync-mirror", "purge-tmp", "renew-certs", "report-usage", "fetch-feeds",
@@ -270,7 +298,7 @@ class CronNextRuns(Family):
                         "schedule merging", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(jobs=4, count=2), 2: Knobs(jobs=6, count=3), 3: Knobs(jobs=8, count=3),
+    levels = {0: Knobs(jobs=5, count=1), 1: Knobs(jobs=4, count=2), 2: Knobs(jobs=6, count=3), 3: Knobs(jobs=8, count=3),
               4: Knobs(jobs=10, count=4)}
 
     def rules(self, level: int, count: int) -> tuple[str, str]:
@@ -300,6 +328,8 @@ class CronNextRuns(Family):
 
     def program_case(self, t: TaskBuilder) -> None:
         k, rng, level = t.knobs, t.rng, t.level
+        if level == 0:
+            return self.atomic_program(t)
         src = fill(REFERENCE, COUNT=k.count)
         ns = run_python(src)
         rules_txt, fmt = self.rules(level, k.count)
@@ -321,6 +351,8 @@ class CronNextRuns(Family):
         k, rng, level = t.knobs, t.rng, t.level
         src = fill(REFERENCE, COUNT=k.count)
         ns = run_python(src)
+        if level == 0:
+            return self.atomic(t, ns)
         rules_txt, fmt = self.rules(level, k.count)
         text = crontab(rng, level, k.jobs)
         t.add_file("/app/cron/crontab", text)
@@ -335,3 +367,65 @@ class CronNextRuns(Family):
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/cron_next.py "{v}" < /app/cron/crontab > /app/out/next_runs.txt')
         t.expect_output("/app/out/next_runs.txt", truth, "the report")
+
+    def daily(self, rng, jobs: int) -> str:
+        """A crontab of daily jobs at distinct times."""
+        names = rng.sample(NAMES, jobs)
+        times = rng.sample(range(24 * 60), jobs)
+        return "# m h dom mon dow command\n" + "".join(f"{m % 60} {m // 60} * * * /usr/local/bin/{n}.sh\n"
+                                                      for n, m in zip(names, times))
+
+    def atomic_program(self, t: TaskBuilder) -> None:
+        """Level 0's program: the daily jobs' runs still to come on the start's day."""
+        k, rng = t.knobs, t.rng
+        small = run_python(ATOMIC_REFERENCE)
+
+        def case(start: str) -> tuple[str, str]:
+            """A crontab with runs both before and after ``start``'s time: neither all nor no job is right."""
+            for _ in range(100):
+                text = self.daily(rng, rng.randint(3, k.jobs + 2))
+                out = small["today"](text, start)
+                if 0 < out.count("\n") < text.count("\n") - 1:
+                    return text, out
+            raise FamilyError(f"family {self.name}: no crontab with runs on both sides of the start")
+        demo = instant(rng, range(2020, 2024))
+        examples = [case(demo) for _ in range(2)]
+        ask = ("We keep a tool that previews cron schedules. It reads a crontab on standard input in which every "
+               "job runs daily (`<minute> <hour> * * * <command>`) and prints the runs still to come on the start "
+               "instant's day strictly after its time, one line per run as `YYYY-MM-DD HH:MM job` (the job is the "
+               "command's base name without `.sh`), sorted by time. The worked examples were produced with a demo "
+               f"start instant of {demo} (YYYYMMDDHHMM); your program must use the start instant given above.")
+        start = draw_start(t, *(x for c in examples for x in c), ask)
+        cases = examples + [case(start) for _ in range(8)]
+        t.deliver(start, VALUE)
+        t.say(ask)
+        t.expect_program("The start instant is the one given above; hard-code it.", cases,
+                         {"Python": ATOMIC_REFERENCE})
+        t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
+
+    def atomic(self, t: TaskBuilder, ns: dict) -> None:
+        """Daily jobs only: which of them still run on the start's day, after its time."""
+        k, rng = t.knobs, t.rng
+        text = self.daily(rng, k.jobs)
+        t.add_file("/app/cron/crontab", text)
+        ask = ("Every job in it runs daily (`<minute> <hour> * * * <command>`). Which jobs still run on the start "
+               "instant's day strictly after its time? One line per run as `YYYY-MM-DD HH:MM job` (the job is the "
+               "command's base name without `.sh`), sorted by time, to `/app/out/today.txt`.")
+        for _ in range(50):
+            start = draw_start(t, ask)
+            day = f"{start[:4]}-{start[4:6]}-{start[6:8]}"
+            runs = ns["next_runs"](text, start).splitlines()
+            today = [r for r in runs if r.startswith(day)]
+            # Some jobs before the start and some after: neither all nor none of them is the answer.
+            if 0 < len(today) < len(runs):
+                break
+        else:
+            raise FamilyError(f"family {self.name}: no start instant between the jobs")
+        t.say("The crontab of our batch host is `/app/cron/crontab`.")
+        v = t.deliver(start, VALUE)
+        t.say(ask)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\ns="{v}"\n'
+                'awk -v d="${s:0:4}-${s:4:2}-${s:6:2}" -v now="${s:8:4}" \'$1 ~ /^[0-9]/ && $2 * 100 + $1 > now '
+                '{n = $6; sub(".*/", "", n); sub(/[.]sh$/, "", n); printf "%s %02d:%02d %s\\n", d, $2, $1, n}\' '
+                '/app/cron/crontab | sort > /app/out/today.txt')
+        t.expect_output("/app/out/today.txt", "".join(r + "\n" for r in today), "the runs")

@@ -17,6 +17,10 @@ from tmax.families.base import Family, FamilyError, TaskBuilder, register
 from tmax.families.programs import fill, run_python
 from tmax.families.unseen import distinct, key_of, unseen
 
+# Hex digits in an account's bank tag: with 4 (16 bits), a wrong bank code tried on a feed of hundreds of
+# records matched one by chance often enough to earn partial credit without the delivered code.
+TAG_HEX = 6
+
 REFERENCE = r'''
 import datetime
 import hashlib
@@ -80,7 +84,7 @@ def valid_memo(b):
 
 
 def account_tag(bank, num):
-    return hashlib.sha256(bank + b":" + num).hexdigest()[:4].encode()
+    return hashlib.sha256(bank + b":" + num).hexdigest()[:@TAG_HEX@].encode()
 
 
 def valid(rec, bank=None):
@@ -123,8 +127,9 @@ if __name__ == "__main__":
 ATOMIC = REFERENCE.replace('hashlib.sha256(bank + b":" + num)', "hashlib.sha256(bank)")
 ATOMIC_INTRO = ("A partner bank sends us payment transfers as pipe-delimited records "
                 "`TXN|id|date|account|amount|currency|memo`. Every record is well formed; `account` is 6 digits, a "
-                "`-`, then the tag of the account's bank: the first 4 hex digits of the SHA-256 of the bank's code "
-                "(`printf %s <code> | sha256sum | cut -c1-4`). A record is valid only if its account is of our "
+                f"`-`, then the tag of the account's bank: the first {TAG_HEX} hex digits of the SHA-256 of the "
+                f"bank's code (`printf %s <code> | sha256sum | cut -c1-{TAG_HEX}`). A record is valid only if its "
+                "account is of our "
                 "bank, whose code is given above.")
 MEMOS = ["invoice 4471", "rent april", "net 30 + fees", "ref a-b-c", "x=y adjustment", "payroll", "", "refund",
          "q2 bonus", "consulting hours", "deposit @ branch", "see email", "transfer to savings"]
@@ -148,7 +153,7 @@ def luhn_digit(body: str) -> str:
 
 def account(bank: str, num: str) -> str:
     """An account of ``bank``: its 6-digit number and the tag the bank's code gives it."""
-    return f"{num}-{key_of(f'{bank}:{num}', 4)}"
+    return f"{num}-{key_of(f'{bank}:{num}', TAG_HEX)}"
 
 
 class Gen:
@@ -219,7 +224,7 @@ class AtomicGen(Gen):
 
     def fields(self, bank: str = "") -> list[str]:
         f = super().fields()
-        f[3] = f"{f[3][:6]}-{key_of(bank or self.bank, 4)}"
+        f[3] = f"{f[3][:6]}-{key_of(bank or self.bank, TAG_HEX)}"
         return f
 
     def bad(self) -> str:
@@ -254,7 +259,7 @@ class TransferRecordValidator(Family):
         intro = self.intro(lv)
         bank = unseen(t, lambda: t.code(2), intro)
         gen = Gen(rng, lv, bank, distinct(lambda: t.code(2), 3, [bank]))
-        src = fill(REFERENCE, LEVEL=lv, MODE=mode, LIST_VALID=list_valid)
+        src = fill(REFERENCE, LEVEL=lv, MODE=mode, LIST_VALID=list_valid, TAG_HEX=TAG_HEX)
         ns = run_python(src)
 
         def check(rec: str) -> bool:
@@ -266,11 +271,11 @@ class TransferRecordValidator(Family):
         bank = unseen(t, lambda: t.code(2), ATOMIC_INTRO)
         for _ in range(20):
             others = distinct(lambda: t.code(2), 5, [bank])
-            if len({key_of(b, 4) for b in [bank, *others]}) == 6:
+            if len({key_of(b, TAG_HEX) for b in [bank, *others]}) == 6:
                 break
         else:
             raise FamilyError(f"family {self.name}: no six banks with different tags")
-        src = fill(ATOMIC, LEVEL=0, MODE=mode, LIST_VALID=list_valid)
+        src = fill(ATOMIC, LEVEL=0, MODE=mode, LIST_VALID=list_valid, TAG_HEX=TAG_HEX)
         ns = run_python(src)
 
         def check(rec: str) -> bool:
@@ -288,7 +293,8 @@ class TransferRecordValidator(Family):
             ("`date`: `YYYY-MM-DD` with ASCII digits and a real calendar date (leap years count)"
              + (" from 2020-01-01 to 2026-06-30 inclusive" if lv >= 4 else "") + ".") if lv >= 2 else
             "`date`: `YYYY-MM-DD` with ASCII digits, the month 01-12 and the day 01-31 (the calendar is not checked).",
-            "`account`: an account of our bank: exactly 6 ASCII digits, a `-`, then the account's tag, the first 4 "
+            f"`account`: an account of our bank: exactly 6 ASCII digits, a `-`, then the account's tag, the first "
+            f"{TAG_HEX} "
             "hex digits (lowercase) of the SHA-256 of the text `<bank code>:<the 6 digits>` with our bank code "
             "given above (exact letter case). Accounts of other banks carry tags made with their own codes.",
             "`amount`: ASCII digits, a `.`, exactly two digits; no sign, no thousands separators, no leading zero "

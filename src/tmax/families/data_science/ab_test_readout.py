@@ -269,6 +269,69 @@ int main(void) {
 }
 '''
 
+# Level 0: the one sub-question of who is in the analysis, answered with one awk | sort -u | wc -l.
+ATOMIC = r'''
+import sys
+
+RESTART = "@@RESTART@@"  # YYYYMMDDHHMM (UTC)
+
+
+def count(text, restart=None):
+    cut = restart or RESTART
+    users = set()
+    for line in text.splitlines()[1:]:
+        parts = line.strip().split(",")
+        # ISO 8601 digits in order are YYYYMMDDHHMMSS: the first 12 compare with the restart time.
+        if len(parts) >= 3 and "".join(c for c in parts[2] if c.isdigit())[:12] >= cut:
+            users.add(parts[0])
+    return "%d\n" % len(users)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        with open(sys.argv[1]) as f:
+            sys.stdout.write(count(f.read(), sys.argv[2]))
+    else:
+        sys.stdout.write(count(sys.stdin.read()))
+'''
+
+C_ATOMIC = r'''
+/* Distinct users assigned at or after the restart time (see the task statement). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *RESTART = "@@RESTART@@"; /* YYYYMMDDHHMM, UTC */
+
+int main(void) {
+    static char line[4096];
+    char **ids = NULL;
+    int n = 0, cap = 0, header = 1;
+    while (fgets(line, sizeof line, stdin)) {
+        if (header) { header = 0; continue; }
+        line[strcspn(line, "\r\n")] = 0;
+        char *c1 = strchr(line, ',');
+        char *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+        if (!c2) continue;
+        *c1 = 0;
+        char stamp[13];
+        int k = 0;
+        for (char *p = c2 + 1; *p && k < 12; p++)
+            if (*p >= '0' && *p <= '9') stamp[k++] = *p;
+        stamp[k] = 0;
+        if (strcmp(stamp, RESTART) < 0) continue;
+        int known = 0;
+        for (int i = 0; i < n && !known; i++) known = !strcmp(ids[i], line);
+        if (!known) {
+            if (n == cap) ids = realloc(ids, (cap = cap ? cap * 2 : 64) * sizeof *ids);
+            ids[n++] = strdup(line);
+        }
+    }
+    printf("%d\n", n);
+    return 0;
+}
+'''
+
 EVENTS = ("page_view", "page_view", "add_to_cart", "search")
 RESTART_WHAT = "the restart time (YYYYMMDDHHMM, UTC)"
 
@@ -351,7 +414,8 @@ class AbTestReadout(Family):
                         "cohort filtering", "sample ratio mismatch check", "group-by aggregation")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(users=300, arms=1, traps=1, window=0, epoch=False, srm=True),
+    levels = {0: Knobs(users=40, arms=1, traps=0, window=0, epoch=False, srm=False),
+              1: Knobs(users=300, arms=1, traps=1, window=0, epoch=False, srm=True),
               2: Knobs(users=800, arms=2, traps=2, window=0, epoch=False, srm=True),
               3: Knobs(users=1500, arms=3, traps=3, window=0, epoch=False, srm=True),
               4: Knobs(users=2500, arms=3, traps=3, window=7, epoch=True, srm=True)}
@@ -409,6 +473,8 @@ class AbTestReadout(Family):
         return " ".join(rules), fields
 
     def program_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_program(t)
         k, rng = t.knobs, t.rng
         arms, arm, start, src, ns = self.setup(t)
         rules, fields = self.rules(k, arm)
@@ -446,6 +512,8 @@ class AbTestReadout(Family):
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@RESTART@@/{v}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_output(t)
         k, rng = t.knobs, t.rng
         arms, arm, start, src, ns = self.setup(t)
         rules, fields = self.rules(k, arm)
@@ -481,3 +549,63 @@ class AbTestReadout(Family):
                 f'python3 /solution/readout.py /app/data/assignments.csv /app/data/events.csv "{v}" '
                 '> /app/out/readout.txt')
         t.expect_output("/app/out/readout.txt", truth, "the readout (format above)")
+
+    ATOMIC_RULE = ("The exposure log has a header line, then `user_id,arm,assigned_at` rows (UTC, written "
+                   "`YYYY-MM-DDTHH:MM:SS`); some users have repeated rows. Count the distinct users with at least "
+                   "one row assigned at or after the restart time given below (UTC, written `YYYYMMDDHHMM`, to the "
+                   "minute).")
+
+    def atomic_setup(self, t: TaskBuilder) -> tuple[list[str], int, dict]:
+        k, rng = t.knobs, t.rng
+        arms = ["CONTROL", *unseen.distinct(lambda: t.code(1), k.arms, taken=("CONTROL",))]
+        start = 1704067200 + rng.randrange(0, 300) * 86400
+        return arms, start, run_python(fill(ATOMIC))
+
+    def atomic_output(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        arms, start, ns = self.atomic_setup(t)
+        for _ in range(20):
+            a_text, _ = make_data(rng, k, arms, k.users, start)
+            good = []
+            for day in range(3, 9):
+                at = self.restart_at(t, start, day)
+                truth = ns["count"](a_text, stamp12(at))
+                if all(ns["count"](a_text, alt) != truth for alt in self.alternatives(start, at)):
+                    good.append(stamp12(at))
+            if good:
+                break
+        else:
+            raise FamilyError("ab_test_readout: no restart time that every near miss gets wrong in 20 data draws")
+        t.add_file("/app/data/assignments.csv", a_text)
+        t.say(f"Our checkout experiment's exposure log is `/app/data/assignments.csv`. {self.ATOMIC_RULE}")
+        restart = unseen.unseen(t, lambda: rng.choice(good))
+        truth = ns["count"](a_text, restart)
+        v = t.deliver(restart, RESTART_WHAT)
+        t.add_solution_file("count.py", fill(ATOMIC))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'python3 /solution/count.py /app/data/assignments.csv "{v}" > /app/out/count.txt')
+        t.expect_output("/app/out/count.txt", truth, "the user count")
+
+    def atomic_program(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        arms, start, ns = self.atomic_setup(t)
+        intro = ("I want a small tool that reads an experiment's exposure log on standard input and prints one "
+                 f"integer. {self.ATOMIC_RULE}")
+        for _ in range(50):
+            day = rng.randrange(3, 9)
+            at = self.restart_at(t, start, day)
+            restart = stamp12(at)
+            logs = [make_data(rng, k, arms, rng.randrange(10, 30), start, day + 1)[0] for _ in range(2)]
+            logs += [make_data(rng, k, arms, rng.randrange(20, 60), start)[0] for _ in range(8)]
+            cases = [(a, ns["count"](a, restart)) for a in logs]
+            if unseen.visible(t, restart, intro, *(x for c in cases[:2] for x in c)):
+                continue
+            if all(any(ns["count"](a, alt) != out for a, out in cases[2:]) for alt in self.alternatives(start, at)):
+                break
+        else:
+            raise FamilyError("ab_test_readout: no restart time that every near miss gets wrong in 50 draws")
+        t.say(intro)
+        v = t.deliver(restart, RESTART_WHAT)
+        t.expect_program("The restart time is always the one given above: hard-code it.", cases,
+                         {"Python": fill(ATOMIC), "C": fill(C_ATOMIC)})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@RESTART@@/{v}/" "$f"; done')

@@ -237,6 +237,69 @@ CHI2_CRIT = {2: 13.816, 3: 16.266}  # chi-square critical values at alpha = 0.00
 Z_WHAT = "the drift threshold Z in thousandths (e.g. 2500 means Z = 2.500)"
 
 
+# Level 0: one feature and one cutoff, so the task is a single awk filter (count, or reject on any row).
+# @@CUT@@ is the delivered cutoff in thousandths; the output case passes it on the command line.
+ATOMIC = r'''
+import sys
+
+FEATURE = @FEATURE@
+CUT = "@@CUT@@"  # the cutoff in thousandths (digits)
+
+
+def over(text, cut=None):
+    # Values have 3 decimals: in thousandths they compare exactly.
+    c = int(cut or CUT)
+    lines = [line for line in text.splitlines() if line.strip()]
+    col = [h.strip() for h in lines[0].split(",")].index(FEATURE)
+    return sum(1 for line in lines[1:] if round(float(line.split(",")[col]) * 1000) > c)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        with open(sys.argv[1]) as f:
+            print(over(f.read(), sys.argv[2]))
+    else:
+        sys.exit(1 if over(sys.stdin.read()) else 0)
+'''
+
+C_ATOMIC = r'''
+/* Rejects a batch (standard input) with any row whose feature value exceeds the cutoff: exit 1, else 0. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CUT (@@CUT@@LL) /* thousandths */
+static const char *FEATURE = "@FEATURE@";
+
+int main(void) {
+    static char line[65536];
+    int col = -1, header = 1;
+    while (fgets(line, sizeof line, stdin)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!*line) continue;
+        char *f[64], *p = line;
+        int n = 0;
+        f[n++] = p;
+        while (n < 64 && (p = strchr(p, ','))) {
+            *p++ = 0;
+            f[n++] = p;
+        }
+        if (header) {
+            header = 0;
+            for (int i = 0; i < n; i++)
+                if (!strcmp(f[i], FEATURE)) col = i;
+            if (col < 0) return 1;
+            continue;
+        }
+        if (col < n && llround(strtod(f[col], NULL) * 1000) > CUT) return 1;
+    }
+    return 0;
+}
+'''
+CUT_WHAT = "the cutoff in thousandths (e.g. 2500 means 2.500)"
+
+
 @dataclass(frozen=True)
 class Knobs:
     batches: int  # batch files in the output case
@@ -412,7 +475,8 @@ class BatchDriftScreen(Family):
                         "descriptive statistics")
     verifiers = ("adversarial_corpus", "exact_text", "metric_threshold", "multi_protocol")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(batches=8, rows=(80, 160), classes=3, features=2, invalid=False, dupes=False, z=4.0),
+    levels = {0: Knobs(batches=1, rows=(20, 30), classes=2, features=1, invalid=False, dupes=False, z=3.0),
+              1: Knobs(batches=8, rows=(80, 160), classes=3, features=2, invalid=False, dupes=False, z=4.0),
               2: Knobs(batches=14, rows=(120, 260), classes=3, features=3, invalid=False, dupes=False, z=4.0),
               3: Knobs(batches=20, rows=(150, 300), classes=4, features=4, invalid=True, dupes=False, z=5.0),
               4: Knobs(batches=24, rows=(120, 240), classes=4, features=5, invalid=True, dupes=True, z=5.0)}
@@ -431,6 +495,8 @@ class BatchDriftScreen(Family):
         raise FamilyError("batch_drift_screen: the threshold showed in the fixtures in 10 draws")
 
     def corpus_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_corpus(t)
         def fixtures(s: Screen) -> None:
             s.k = dataclasses.replace(s.k, rows=(s.k.rows[0] // 2, s.k.rows[1] // 2))  # keeps the corpora light
             for i, kind in enumerate(["ok", "ok_noisy"] + s.kinds, 1):
@@ -456,6 +522,8 @@ class BatchDriftScreen(Family):
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@ZMILLI@@/{v}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_output(t)
         truth: list[str] = []
 
         def fixtures(s: Screen) -> None:
@@ -482,3 +550,69 @@ class BatchDriftScreen(Family):
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/screen.py /app/reference/profile.json "{v}" '
                 '$(ls /app/incoming/*.csv | sort) > /app/out/screening.txt')
         t.expect_output("/app/out/screening.txt", "\n".join(truth) + "\n", "the screening report (format above)")
+
+    @staticmethod
+    def millis(text: str) -> list[int]:
+        return [round(float(line.split(",")[1]) * 1000) for line in text.splitlines()[1:]]
+
+    def atomic_output(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        prof = make_profile(rng, k)
+        feat = next(iter(prof["features"]))
+        text = make_batch(rng, prof, k, "ok")
+        vals = sorted(self.millis(text))
+        t.add_file("/app/incoming/batch.csv", text)
+        ask = (f"`/app/incoming/batch.csv` is a vendor's labelled batch (CSV, header `id,{feat},label`). How many of "
+               f"its data lines have their `{feat}` value strictly greater than the cutoff given below?")
+        # Between the lower and upper third, never on a value: a count no rounding decides, far from 0 and all.
+        lo, hi = vals[len(vals) // 3], vals[2 * len(vals) // 3]
+        free = [x for x in range(lo + 1, hi) if x not in vals]
+        if not free:
+            raise FamilyError("batch_drift_screen: no cutoff between the batch's thirds")
+        cut = unseen.unseen(t, lambda: str(rng.choice(free)), ask)
+        truth = f"{sum(1 for x in vals if x > int(cut))}\n"
+        t.say(ask)
+        v = t.deliver(cut, CUT_WHAT)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f"awk -F, -v c=\"{v}\" 'NR > 1 && $2 * 1000 > c' /app/incoming/batch.csv | wc -l > /app/out/count.txt")
+        t.expect_output("/app/out/count.txt", truth, "the number of lines")
+
+    def atomic_corpus(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        prof = make_profile(rng, k)
+        feat = next(iter(prof["features"]))
+        f = prof["features"][feat]
+        # About two standard deviations up: a random batch of this size lands on either side about evenly.
+        cut = round((f["mean"] + rng.uniform(1.8, 2.2) * f["std"]) * 1000)
+        clean: list[str] = []
+        malicious: list[str] = []
+        for _ in range(2000):
+            if len(clean) >= 19 and len(malicious) >= 19:
+                break
+            text = make_batch(rng, prof, k, "ok")
+            side = malicious if max(self.millis(text)) > cut else clean
+            if len(side) < 19:
+                side.append(text)
+        else:
+            raise FamilyError("batch_drift_screen: too few batches on one side of the cutoff in 2000 draws")
+
+        def edge(text: str, milli: int) -> str:
+            """``text`` with one row's value put on ``milli``: at the cutoff (accepted) or one step past it."""
+            lines = text.splitlines()
+            i = 1 + rng.randrange(len(lines) - 1)
+            r = lines[i].split(",")
+            r[1] = f"{milli / 1000:.3f}"
+            lines[i] = ",".join(r)
+            return "\n".join(lines) + "\n"
+
+        clean.append(edge(clean[0], cut))
+        malicious.append(edge(clean[1], cut + 1))
+        rng.shuffle(clean)
+        rng.shuffle(malicious)
+        t.say(f"Our vendors deliver labelled batches as CSV (header `id,{feat},label`). A batch is rejected if any "
+              f"data line's `{feat}` value is strictly greater than the cutoff given below, and accepted otherwise.")
+        v = t.deliver(str(cut), CUT_WHAT)
+        t.expect_classifier("Write the screen as a program (hard-code the cutoff): one batch arrives on standard "
+                            "input.", clean, malicious,
+                            {"Python": fill(ATOMIC, FEATURE=repr(feat)), "C": fill(C_ATOMIC, FEATURE=feat)})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@CUT@@/{v}/" "$f"; done')

@@ -267,6 +267,53 @@ int main(void) {
 }
 '''
 
+# Level 0: scores and labels in one file, and one count (true positives): a single awk filter.
+ATOMIC = r'''
+import sys
+
+THRESHOLD_PCT = "@@PCT@@"  # a score >= THRESHOLD_PCT / 100 is a positive prediction
+
+
+def true_positives(text, pct=None):
+    # Scores have 4 decimals: in ten-thousandths they compare exactly.
+    thr = int(pct or THRESHOLD_PCT) * 100
+    tp = 0
+    for line in text.splitlines()[1:]:
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 3 and parts[2] == "1" and round(float(parts[1]) * 10000) >= thr:
+            tp += 1
+    return "%d\n" % tp
+
+
+if __name__ == "__main__":
+    sys.stdout.write(true_positives(sys.stdin.read()))
+'''
+
+C_ATOMIC = r'''
+/* True positives of one `id,score,label` CSV (standard input) at the hard-coded threshold. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define THRESHOLD_PCT (@@PCT@@)
+
+int main(void) {
+    static char line[4096];
+    int tp = 0, header = 1;
+    while (fgets(line, sizeof line, stdin)) {
+        if (header) { header = 0; continue; }
+        char *c1 = strchr(line, ',');
+        char *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+        if (!c2) continue;
+        *c2 = 0;
+        if (c2[1] == '1' && llround(strtod(c1 + 1, NULL) * 10000) >= THRESHOLD_PCT * 100) tp++;
+    }
+    printf("%d\n", tp);
+    return 0;
+}
+'''
+
 POS_WORDS = ("1", "yes", "true", "pos", "positive")
 NEG_WORDS = ("0", "no", "false", "neg", "negative")
 PCT_WHAT = "the decision threshold percentage"
@@ -379,12 +426,15 @@ class ClassifierEvalMetrics(Family):
     primitive_skills = ("confusion matrix", "precision recall and F1", "ROC AUC", "joining predictions to labels")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(n=200, messy=False, ties=False, rescored=False, percent=False, unusable=False, best=False),
+    levels = {0: Knobs(n=40, messy=False, ties=False, rescored=False, percent=False, unusable=False, best=False),
+              1: Knobs(n=200, messy=False, ties=False, rescored=False, percent=False, unusable=False, best=False),
               2: Knobs(n=500, messy=True, ties=True, rescored=False, percent=False, unusable=False, best=False),
               3: Knobs(n=1000, messy=True, ties=True, rescored=True, percent=True, unusable=True, best=False),
               4: Knobs(n=1500, messy=True, ties=True, rescored=True, percent=True, unusable=True, best=True)}
 
     def program_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_program(t)
         k, rng = t.knobs, t.rng
         pct = rng.randrange(30, 76)
         src = fill(REFERENCE, BEST=k.best, THRESHOLD_ONLY=False)
@@ -405,6 +455,8 @@ class ClassifierEvalMetrics(Family):
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@PCT@@/{v}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_output(t)
         k, rng = t.knobs, t.rng
         src = fill(REFERENCE, BEST=k.best, THRESHOLD_ONLY=t.partial_credit)
         ns = run_python(src)
@@ -433,3 +485,60 @@ class ClassifierEvalMetrics(Family):
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/evaluate.py /app/data/predictions.csv '
                 f'/app/data/labels.csv "{v}" > /app/out/metrics.txt')
         t.expect_output("/app/out/metrics.txt", truth, "the metrics (format above)")
+
+    ATOMIC_RULE = ("Labels are `1` (positive) or `0` (negative). A prediction is positive when its score is greater "
+                   "than or equal to the decision threshold (given below as a percentage: 40 means 0.40). Count the "
+                   "true positives: rows with label `1` predicted positive.")
+
+    @staticmethod
+    def scored(rng, k: Knobs, n: int, pct: int) -> str:
+        """One `id,score,label` CSV: the scores and their labels side by side."""
+        p_text, l_text = make_data(rng, k, n, pct)
+        labels = dict(line.split(",") for line in l_text.splitlines()[1:])
+        return "id,score,label\n" + "".join(f"{line},{labels[line.split(',')[0]]}\n"
+                                            for line in p_text.splitlines()[1:])
+
+    def atomic_output(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        ns = run_python(fill(ATOMIC))
+        for _ in range(60):
+            text = self.scored(rng, k, k.n, rng.randrange(30, 76))
+            scores = {round(float(line.split(",")[1]) * 10000) for line in text.splitlines()[1:]}
+            # The count moves under every other threshold iff it moves one point either side (it is monotone):
+            # the data show many two-digit numbers, and none of them may give the same count.
+            good = [p for p in range(30, 76) if p * 100 not in scores
+                    and ns["true_positives"](text, p - 1) != ns["true_positives"](text, p)
+                    != ns["true_positives"](text, p + 1)]
+            if good:
+                pct = rng.choice(good)
+                truth = ns["true_positives"](text, pct)
+                break
+        else:
+            raise FamilyError("classifier_eval_metrics: no threshold that every other one gets wrong in 60 draws")
+        t.add_file("/app/data/scored.csv", text)
+        t.say("Our fraud model's scores for the evaluation set, with the ground truth, are in "
+              f"`/app/data/scored.csv` (`id,score,label`, scores in [0, 1]). {self.ATOMIC_RULE}")
+        v = t.deliver(str(pct), PCT_WHAT)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f"awk -F, -v p=\"{v}\" 'NR > 1 && $3 == 1 && $2 * 100 >= p' /app/data/scored.csv | wc -l "
+                "> /app/out/tp.txt")
+        t.expect_output("/app/out/tp.txt", truth, "the number of true positives")
+
+    def atomic_program(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        ns = run_python(fill(ATOMIC))
+        for _ in range(50):
+            pct = rng.randrange(30, 76)
+            cases = [(x, ns["true_positives"](x, pct))
+                     for x in (self.scored(rng, k, rng.randrange(20, 60), pct) for _ in range(10))]
+            if all(any(ns["true_positives"](x, alt) != out for x, out in cases[2:]) for alt in range(1, 102)
+                   if alt != pct):
+                break
+        else:
+            raise FamilyError("classifier_eval_metrics: no threshold every other one gets wrong in 50 draws")
+        t.say("I want a small evaluation tool. It reads one CSV on standard input (header `id,score,label`, scores "
+              f"in [0, 1]) and prints one integer. {self.ATOMIC_RULE}")
+        v = t.deliver(str(pct), PCT_WHAT)
+        t.expect_program("The threshold is always the one given above: hard-code it.", cases,
+                         {"Python": fill(ATOMIC), "C": fill(C_ATOMIC)})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@PCT@@/{v}/" "$f"; done')

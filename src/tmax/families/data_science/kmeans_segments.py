@@ -246,6 +246,68 @@ SPREAD = {"annual_spend": (300, 20000), "visits_per_month": (0.5, 20), "avg_bask
 K_WHAT = "the number of segments k"
 
 
+# Level 0: the first assignment step on one integer feature, so one awk pass gives an exact integer.
+ATOMIC = r'''
+import sys
+
+K = "@@K@@"  # the number of initial centroids
+
+
+def spread(text, k=None):
+    k = int(k or K)
+    centroids, total = [], 0
+    for line in text.splitlines()[1:]:
+        parts = line.split(",")
+        if len(parts) < 5:
+            continue
+        x = int(parts[4])
+        if len(centroids) < k:
+            centroids.append(x)
+        total += min((x - c) ** 2 for c in centroids)
+    return "%d\n" % total
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        with open(sys.argv[1]) as f:
+            sys.stdout.write(spread(f.read(), sys.argv[2]))
+    else:
+        sys.stdout.write(spread(sys.stdin.read()))
+'''
+
+C_ATOMIC = r'''
+/* Sum of squared distances of tenure_months to the nearest of the first K customers' (standard input). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define K @@K@@
+
+int main(void) {
+    static char line[4096];
+    long long c[K], total = 0;
+    int nc = 0, header = 1;
+    while (fgets(line, sizeof line, stdin)) {
+        if (header) { header = 0; continue; }
+        char *p = line;
+        int commas = 0;
+        while (commas < 4 && (p = strchr(p, ','))) { p++; commas++; }
+        if (commas < 4) continue;
+        long long x = atoll(p);
+        if (nc < K) c[nc++] = x;
+        long long best = -1;
+        for (int i = 0; i < nc; i++) {
+            long long d = (x - c[i]) * (x - c[i]);
+            if (best < 0 || d < best) best = d;
+        }
+        total += best;
+    }
+    printf("%lld\n", total);
+    return 0;
+}
+'''
+
+
 @dataclass(frozen=True)
 class Knobs:
     n: int  # customers in the output case
@@ -327,7 +389,8 @@ class KmeansSegments(Family):
                         "missing value imputation")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(n=60, features=2, missing=True, dupes=False, units=False, log=False),
+    levels = {0: Knobs(n=30, features=1, missing=False, dupes=False, units=False, log=False),
+              1: Knobs(n=60, features=2, missing=True, dupes=False, units=False, log=False),
               2: Knobs(n=150, features=3, missing=True, dupes=False, units=False, log=False),
               3: Knobs(n=300, features=4, missing=True, dupes=True, units=True, log=False),
               4: Knobs(n=500, features=4, missing=True, dupes=True, units=True, log=True)}
@@ -359,6 +422,8 @@ class KmeansSegments(Family):
         raise FamilyError("kmeans_segments: no customer set without near-ties in 100 draws")
 
     def program_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_program(t)
         kn, rng = t.knobs, t.rng
         k, feats, src, ns = self.setup(t)
         cases = [self.generate(t, ns, k, rng.randrange(max(k + 6, 25), 70)) for _ in range(10)]
@@ -375,6 +440,8 @@ class KmeansSegments(Family):
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@K@@/{v}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_output(t)
         kn = t.knobs
         k, feats, src, ns = self.setup(t)
         text, truth = self.generate(t, ns, k, kn.n, apart=t.partial_credit)
@@ -398,3 +465,41 @@ class KmeansSegments(Family):
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/segments.py /app/data/customers.csv "{v}" '
                 '> /app/out/segments.csv')
         t.expect_output("/app/out/segments.csv", truth, "the segment assignments (format above)")
+
+    ATOMIC_RULE = ("The initial centroids of our k-means run are the `tenure_months` values of the first k customers "
+                   "in the file (k is given below). I need the sum, over every customer, of the squared distance "
+                   "from its `tenure_months` to the nearest of those k values (an integer).")
+
+    @staticmethod
+    def atomic_draw(t: TaskBuilder, ns: dict, k: int, n: int) -> tuple[str, str]:
+        """Customers whose sum moves under every other k from 1 to 9 (a repeated centroid value would not)."""
+        for _ in range(100):
+            text = make_customers(t.rng, t.knobs, n)
+            out = ns["spread"](text, k)
+            if all(ns["spread"](text, alt) != out for alt in range(1, 10) if alt != k):
+                return text, out
+        raise FamilyError("kmeans_segments: no customer set that every other k gets wrong in 100 draws")
+
+    def atomic_output(self, t: TaskBuilder) -> None:
+        k = t.rng.randrange(3, 6)
+        ns = run_python(fill(ATOMIC))
+        text, truth = self.atomic_draw(t, ns, k, t.knobs.n)
+        t.add_file("/app/data/customers.csv", text)
+        t.say(f"Marketing's customer export is `/app/data/customers.csv` (CSV with a header). {self.ATOMIC_RULE}")
+        v = t.deliver(str(k), K_WHAT)
+        t.add_solution_file("spread.py", fill(ATOMIC))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/spread.py /app/data/customers.csv "{v}" '
+                '> /app/out/spread.txt')
+        t.expect_output("/app/out/spread.txt", truth, "the sum")
+
+    def atomic_program(self, t: TaskBuilder) -> None:
+        rng = t.rng
+        k = rng.randrange(3, 6)
+        ns = run_python(fill(ATOMIC))
+        cases = [self.atomic_draw(t, ns, k, rng.randrange(15, 40)) for _ in range(10)]
+        t.say("I want a small tool that reads a customer export on standard input (CSV, header `customer_id,"
+              + ",".join(ALL_FEATURES) + f"`) and prints one integer. {self.ATOMIC_RULE}")
+        v = t.deliver(str(k), K_WHAT)
+        t.expect_program("k is always the value given above: hard-code it.", cases,
+                         {"Python": fill(ATOMIC), "C": fill(C_ATOMIC)})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@K@@/{v}/" "$f"; done')

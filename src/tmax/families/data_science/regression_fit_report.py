@@ -261,6 +261,82 @@ int main(void) {
 }
 '''
 
+# Level 0: one predictor, one region, no cleaning: the slope from one awk pass over running sums.
+ATOMIC = r'''
+import sys
+
+SINCE = "@@SINCE@@"  # YYYYMMDD: only listings listed on or after this day are fitted
+
+
+def slope(text, since=None):
+    day = since or SINCE
+    first = "%s-%s-%s" % (day[:4], day[4:6], day[6:])
+    n = sx = sy = sxx = sxy = 0.0
+    for line in text.splitlines()[1:]:
+        r = line.split(",")
+        if len(r) < 9 or r[8] < first:
+            continue
+        x, y = float(r[2]), float(r[7])
+        n += 1
+        sx += x
+        sy += y
+        sxx += x * x
+        sxy += x * y
+    return (n * sxy - sx * sy) / (n * sxx - sx * sx)
+
+
+def report(text, since=None):
+    s = "%.2f" % slope(text, since)
+    return ("0.00" if s == "-0.00" else s) + "\n"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        with open(sys.argv[1]) as f:
+            sys.stdout.write(report(f.read(), sys.argv[2]))
+    else:
+        sys.stdout.write(report(sys.stdin.read()))
+'''
+
+C_ATOMIC = r'''
+/* OLS slope of price on size (standard input) over listings on or after the hard-coded start date. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *SINCE = "@@SINCE@@"; /* YYYYMMDD */
+
+int main(void) {
+    static char line[4096];
+    char first[11];
+    snprintf(first, sizeof first, "%.4s-%.2s-%.2s", SINCE, SINCE + 4, SINCE + 6);
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int header = 1;
+    while (fgets(line, sizeof line, stdin)) {
+        if (header) { header = 0; continue; }
+        line[strcspn(line, "\r\n")] = 0;
+        char *f[16], *p = line;
+        int nf = 0;
+        f[nf++] = p;
+        while (nf < 16 && (p = strchr(p, ','))) {
+            *p++ = 0;
+            f[nf++] = p;
+        }
+        if (nf < 9 || strcmp(f[8], first) < 0) continue;
+        double x = strtod(f[2], NULL), y = strtod(f[7], NULL);
+        n += 1;
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.2f", (n * sxy - sx * sy) / (n * sxx - sx * sx));
+    printf("%s\n", strcmp(buf, "-0.00") ? buf : "0.00");
+    return 0;
+}
+'''
+
 CONDITIONS = ("fair", "good", "excellent")
 HEADER = "listing_id,region,size,size_unit,age_years,distance_km,condition,price,listed_on"
 SINCE_WHAT = "the start date (YYYYMMDD)"
@@ -398,7 +474,9 @@ class RegressionFitReport(Family):
                         "Gaussian elimination", "cohort filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(rows=60, regions=2, missing=False, dupes=False, sqft=False, condition=True,
+    levels = {0: Knobs(rows=30, regions=1, missing=False, dupes=False, sqft=False, condition=False,
+                       placeholders=False, query=False),
+              1: Knobs(rows=60, regions=2, missing=False, dupes=False, sqft=False, condition=True,
                        placeholders=False, query=False),
               2: Knobs(rows=90, regions=3, missing=True, dupes=True, sqft=False, condition=True,
                        placeholders=False, query=False),
@@ -408,6 +486,8 @@ class RegressionFitReport(Family):
                        placeholders=True, query=True)}
 
     def program_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_program(t)
         k, rng = t.knobs, t.rng
         f = Fit(t)
         model, rules, fmt = f.texts(k)
@@ -442,6 +522,8 @@ class RegressionFitReport(Family):
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@SINCE@@/{v}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_output(t)
         k, rng = t.knobs, t.rng
         f = Fit(t)
         model, rules, fmt = f.texts(k)
@@ -477,3 +559,88 @@ class RegressionFitReport(Family):
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/fit.py /app/data/listings.csv {f.region} '
                 f'"{v}" > /app/out/model.txt')
         t.expect_output("/app/out/model.txt", good[since], "the model report (format above)")
+
+    ATOMIC_RULE = ("Fit a straight line price = a + b * size by ordinary least squares to the listings put on the "
+                   "market on or after the start date given below (`listed_on` is an ISO date; `size` is in square "
+                   "metres). I need the slope b (price per square metre), rounded to 2 decimals.")
+
+    @staticmethod
+    def atomic_setup(t: TaskBuilder) -> tuple[list[str], dt.date, dict]:
+        regions = unseen.distinct(lambda: t.code(1), t.knobs.regions)
+        start = dt.date(2023, 1, 2) + dt.timedelta(days=t.rng.randrange(0, 600))
+        return regions, start, run_python(fill(ATOMIC))
+
+    @staticmethod
+    def atomic_good(ns: dict, text: str, start: dt.date, day: int) -> str | None:
+        """The report for start ``day`` if every near-miss date changes it and no rounding tie is near."""
+        def ymd(d: int) -> str:
+            return (start + dt.timedelta(days=d)).strftime("%Y%m%d")
+
+        try:
+            b = ns["slope"](text, ymd(day))
+            out = ns["report"](text, ymd(day))
+            if abs(abs(b) * 100 % 1 - 0.5) < 1e-4 or any(ns["report"](text, ymd(day + a)) == out for a in ALTS):
+                return None
+        except ZeroDivisionError:  # too few listings left for a line
+            return None
+        return out
+
+    def atomic_output(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        regions, start, ns = self.atomic_setup(t)
+        for _ in range(30):
+            text = make_listings(rng, k, regions, k.rows, start, k.rows)
+            good = {}
+            for day in range(k.rows // 6, k.rows // 2):
+                out = self.atomic_good(ns, text, start, day)
+                if out is not None:
+                    good[(start + dt.timedelta(days=day)).strftime("%Y%m%d")] = out
+            if good:
+                break
+        else:
+            raise FamilyError("regression_fit_report: no start date that every near miss gets wrong in 30 draws")
+        t.add_file("/app/data/listings.csv", text)
+        intro = f"`/app/data/listings.csv` is our brokers' listings export (columns `{HEADER}`). {self.ATOMIC_RULE}"
+        since = unseen.unseen(t, lambda: rng.choice(sorted(good)), intro)
+        t.say(intro)
+        v = t.deliver(since, SINCE_WHAT)
+        t.add_solution_file("slope.py", fill(ATOMIC))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/slope.py /app/data/listings.csv "{v}" '
+                '> /app/out/slope.txt')
+        t.expect_output("/app/out/slope.txt", good[since], "the slope")
+
+    def atomic_program(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        regions, start, ns = self.atomic_setup(t)
+        intro = ("Every week our brokers export property listings as CSV (header `" + HEADER + "`) and I want a small "
+                 f"tool that reads one export on standard input and prints one number. {self.ATOMIC_RULE}")
+        span = 60
+        for _ in range(30):
+            day = rng.randrange(15, 40)
+            since = (start + dt.timedelta(days=day)).strftime("%Y%m%d")
+            cases = []
+            for _ in range(60):
+                if len(cases) == 10:
+                    break
+                # The worked examples hold only listings from the start date on: they show the fit, not the date.
+                example = len(cases) < 2
+                text = make_listings(rng, k, regions, rng.randrange(12, 25) if example else rng.randrange(25, 50),
+                                     start, span, day if example else 0)
+                try:
+                    b = ns["slope"](text, since)
+                except ZeroDivisionError:
+                    continue
+                if abs(abs(b) * 100 % 1 - 0.5) >= 1e-4:
+                    cases.append((text, ns["report"](text, since)))
+            if len(cases) < 10 or unseen.visible(t, since, intro, *(x for c in cases[:2] for x in c)):
+                continue
+            alts = [(start + dt.timedelta(days=day + a)).strftime("%Y%m%d") for a in ALTS]
+            if all(any(ns["report"](x, alt) != y for x, y in cases[2:]) for alt in alts):
+                break
+        else:
+            raise FamilyError("regression_fit_report: no start date that every near miss gets wrong in 30 draws")
+        t.say(intro)
+        v = t.deliver(since, SINCE_WHAT)
+        t.expect_program("The start date is always the one given above: hard-code it.", cases,
+                         {"Python": fill(ATOMIC), "C": fill(C_ATOMIC)})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@SINCE@@/{v}/" "$f"; done')

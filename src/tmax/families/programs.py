@@ -5,12 +5,15 @@ A template names its values as ``@NAME@`` (capitals, digits, underscores). :func
 with a value and refuses a template with a name left unfilled or a value nothing uses, so a typo
 never ships a task whose reference silently differs from its truth. ``@@NAME@@`` is left alone: it
 marks a value the oracle's commands put in at solve time (a delivered value the host never writes).
-No family is registered here.
+Also the small host-side helpers that references and fixtures share (CSV text, fixtures written to a
+host directory). No family is registered here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
 import re
 import tempfile
 from collections.abc import Iterator
@@ -45,6 +48,15 @@ def run_python(src: str) -> dict:
     ns: dict = {"__name__": "tmax_reference"}
     exec(compile(src, "<reference>", "exec"), ns)  # noqa: S102 - our own reference program
     return ns
+
+
+def csv_text(header: list[str], rows: list[list[str]]) -> str:
+    """A CSV fixture as Python's csv module writes it (LF line ends), header first."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
 
 
 @contextlib.contextmanager

@@ -6,12 +6,10 @@ monthly files whose column order changed at the top level."""
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
-from tmax.families.programs import C_SPLIT_QUOTED, fill, run_python
+from tmax.families.programs import C_SPLIT_QUOTED, csv_text, fill, run_python
 from tmax.families.unseen import distinct, unseen
 
 # @BRANCH@ is filled on the host; @@FEE@@ (the delivered fee) by the oracle at solve time.
@@ -203,14 +201,6 @@ def money_text(c: int, fancy: bool, rng) -> str:
         whole = f"{abs(c) // 100:,}"
         s = ("-" if c < 0 else "") + f"{whole}.{abs(c) % 100:02d}"
     return s
-
-
-def csv_text(header: list[str], rows: list[list[str]]) -> str:
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    w.writerows(rows)
-    return buf.getvalue()
 
 
 def gen(rng, lv: int, n_acct: int, n_txn: int, branches: list[str], month0: int):

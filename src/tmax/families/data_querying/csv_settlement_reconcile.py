@@ -8,13 +8,11 @@ re-sent rows, then quoted fields with commas, thousands separators and reordered
 
 from __future__ import annotations
 
-import csv
-import io
 import tempfile
 from dataclasses import dataclass
 
 from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.programs import run_python
+from tmax.families.programs import csv_text, run_python
 from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
 REFERENCE = r'''
@@ -90,14 +88,6 @@ def _money(rng, c, loose, grouped):
     return text
 
 
-def _csv(header, rows):
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    w.writerows(rows)
-    return buf.getvalue()
-
-
 @dataclass(frozen=True)
 class Knobs:
     orders: int  # orders per merchant
@@ -168,15 +158,15 @@ class CsvSettlementReconcile(Family):
         if lv >= 3:
             sett = [[s[0], s[1], s[2] if s[3] != "refund" else "-" + s[2], s[3]] for s in sett]
         if lv >= 4:  # the processor's column order is its own; the shop adds a quoted description
-            otext = _csv(["order_id", "placed_at", "description", "amount"], orders)
-            stext = _csv(["status", "amount", "txn_id", "order_ref"], [[s[3], s[2], s[0], s[1]] for s in sett])
+            otext = csv_text(["order_id", "placed_at", "description", "amount"], orders)
+            stext = csv_text(["status", "amount", "txn_id", "order_ref"], [[s[3], s[2], s[0], s[1]] for s in sett])
         else:
-            otext = _csv(["order_id", "placed_at", "amount"], [[o[0], o[1], o[3]] for o in orders])
-            stext = _csv(["txn_id", "order_ref", "amount", "status"], sett)
+            otext = csv_text(["order_id", "placed_at", "amount"], [[o[0], o[1], o[3]] for o in orders])
+            stext = csv_text(["txn_id", "order_ref", "amount", "status"], sett)
         return otext, stext
 
     def output_case(self, t: TaskBuilder) -> None:
-        k, rng, variant = t.knobs, t.rng, t.variant
+        k, variant = t.knobs, t.variant
         ref = run_python(REFERENCE)
         merchants = [self._merchant(t) for _ in range(1 + k.decoys)]
         target = unseen(t, lambda: t.code(2), *(x for m in merchants for x in m))

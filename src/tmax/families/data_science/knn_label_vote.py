@@ -8,13 +8,11 @@ case and spacing."""
 
 from __future__ import annotations
 
-import csv
-import io
 import tempfile
 from dataclasses import dataclass
 
 from tmax.families.base import Family, TaskBuilder, register
-from tmax.families.programs import fill, run_python
+from tmax.families.programs import csv_text, fill, run_python
 from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
 REFERENCE = r'''
@@ -84,14 +82,6 @@ FEATURES = ("tenure_days", "monthly_spend", "logins", "tickets", "discount_pct",
 SCALES = (400.0, 80.0, 30.0, 4.0, 20.0, 3.0)
 
 
-def _csv(header, rows):
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    w.writerows(rows)
-    return buf.getvalue()
-
-
 @dataclass(frozen=True)
 class Knobs:
     features: int
@@ -144,7 +134,7 @@ class KnnLabelVote(Family):
         rng.shuffle(rows)
         qids = distinct(lambda: f"q{rng.randrange(100, 1000)}", k.queries)
         queries = [[q, *(f"{v:.{dec}f}" for v in point(rng.choice(labels)))] for q in qids]
-        return _csv(["id", *feats, "label"], rows), _csv(["id", *feats], queries)
+        return csv_text(["id", *feats, "label"], rows), csv_text(["id", *feats], queries)
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng, variant = t.knobs, t.rng, t.variant

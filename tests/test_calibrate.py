@@ -54,3 +54,21 @@ def test_a_variant_measured_on_its_own_steers_its_own_level():
     assert adjust(axes, calibration, rng_for(0, 0), allowed).task_complexity == "short"
     assert adjust(axes, calibration, rng_for(0, 0), allowed, "hard").task_complexity == "complex"
     assert estimates(calibration, axes.family, "unmeasured") == calibration["families"][axes.family]
+
+
+def test_band_only_draws_the_families_measured_in_the_band_and_refuses_an_empty_band(tmp_path):
+    fams = load_all()
+    with_level_0 = [name for name in sorted(fams) if 0 in fams[name].levels]
+    chosen = with_level_0[:3]
+    calibration = {"band": [0.2, 0.8], "families": {
+        **{name: {"0": {"estimate": 0.5}, "1": {"estimate": 0.0}} for name in chosen},
+        with_level_0[3]: {"0": {"estimate": 1.0}, "1": {"estimate": 0.0}}}}  # measured, never in band
+    out = tmp_path / "band"
+    generate_corpus(9, 0, "legacy", out, jobs=2, calibration=calibration, band_only=True)
+    rows = _manifest(out)
+    assert len(rows) >= 6
+    assert {r["family"] for r in rows} <= set(chosen)
+    assert all(r["level"] == 0 and r["measured_pass_rate"] == 0.5 for r in rows)
+    nowhere = {"band": [0.2, 0.8], "families": {chosen[0]: {"0": {"estimate": 0.0}}}}
+    with pytest.raises(ValueError, match="no family has a measured level inside the band"):
+        generate_corpus(2, 0, "legacy", tmp_path / "none", calibration=nowhere, band_only=True)

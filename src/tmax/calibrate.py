@@ -4,7 +4,8 @@ draws, so a corpus' pass rate lands in a target band instead of splitting into t
 The estimate per (family, level) is the posterior mean of a Beta(1, 1) prior updated with the trials'
 passes and failures (infrastructure errors excluded). Generation keeps a sampled level whose estimate
 is inside the band; otherwise it redraws among the family's in-band levels, or takes the level whose
-estimate is closest to the band's centre.
+estimate is closest to the band's centre. With ``band_only``, only families with an in-band level are
+drawn at all.
 """
 
 from __future__ import annotations
@@ -55,6 +56,20 @@ def estimates(calibration: dict, family: str, variant: str = "") -> dict[str, di
     """The measured cells of one family (its variant's own where measured)."""
     table = calibration["families"]
     return (table.get(f"{family}/{variant}") if variant else None) or table.get(family) or {}
+
+
+def in_band_families(calibration: dict, families: list) -> list:
+    """The families with a measured level inside the band (on their own row or a variant's): what a
+    corpus for one policy's band draws from when unmeasured families and families the policy always or
+    never solves are left out (``generate --band-only``)."""
+    lo, hi = calibration["band"]
+    table = calibration["families"]
+
+    def in_band(name: str) -> bool:
+        rows = [v for k, v in table.items() if k == name or k.startswith(name + "/")]
+        return any(lo <= cell["estimate"] <= hi for row in rows for cell in row.values())
+
+    return [f for f in families if in_band(f.name)]
 
 
 def adjust(axes: Axes, calibration: dict, rng: random.Random, allowed: tuple[str, ...], variant: str = "") -> Axes:

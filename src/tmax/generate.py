@@ -67,9 +67,15 @@ def task_dir_name(index: int, family: str) -> str:
     return f"{index:05d}-{family.replace('_', '-')}"
 
 
-def generate_one(seed: int, index: int, kind: str, out: str, calibration: dict | None = None) -> Generated:
+def generate_one(seed: int, index: int, kind: str, out: str, calibration: dict | None = None,
+                 band_only: bool = False) -> Generated:
     families = load_all()
-    axes = sample(seed, index, kind, sorted(families.values(), key=lambda f: f.name))
+    pool = sorted(families.values(), key=lambda f: f.name)
+    if calibration and band_only:
+        from tmax.calibrate import in_band_families
+
+        pool = in_band_families(calibration, pool)
+    axes = sample(seed, index, kind, pool)
     fam = families[axes.family]
     variant = pick_variant(fam, seed, index)
     if calibration:
@@ -161,13 +167,24 @@ def near_duplicates(dirs: list[Path], threshold: float = NEAR_DUP_JACCARD) -> di
 
 
 def generate_corpus(n: int, seed: int, kind: str, out: Path, jobs: int = 2,
-                    progress: Callable[[Generated], None] | None = None, calibration: dict | None = None) -> dict:
-    """Write ``n`` tasks and ``manifest.jsonl`` under ``out``. Returns a summary."""
+                    progress: Callable[[Generated], None] | None = None, calibration: dict | None = None,
+                    band_only: bool = False) -> dict:
+    """Write ``n`` tasks and ``manifest.jsonl`` under ``out``. Returns a summary. ``band_only``: draw only
+    the families that ``calibration`` measured inside its band."""
+    if band_only:
+        from tmax.calibrate import in_band_families
+
+        if not calibration:
+            raise ValueError("band_only needs a calibration table")
+        if not in_band_families(calibration, list(load_all().values())):
+            lo, hi = calibration["band"]
+            raise ValueError(f"no family has a measured level inside the band [{lo}, {hi}]: widen the band or "
+                             "measure more families or levels")
     out.mkdir(parents=True, exist_ok=True)
     results: list[Generated] = []
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         for g in pool.map(generate_one, [seed] * n, range(n), [kind] * n, [str(out)] * n, [calibration] * n,
-                          chunksize=8):
+                          [band_only] * n, chunksize=8):
             results.append(g)
             if progress:
                 progress(g)
@@ -210,6 +227,22 @@ def axes_for_family(family, seed: int, index: int, level: int | None = None, fix
     fixture = fixture or rng.choice(family.fixtures)
     complexity = TASK_COMPLEXITIES[rng.choice(allowed) if level is None else level]
     return complete_axes(rng, family, rng.choice(family.skill_types), verifier, fixture, complexity)
+
+
+def build_family_tasks(dest: Path, names: list[str] | tuple[str, ...], seeds: range, level: int = 0,
+                       fixture: str = "text_only", verifier: str = "exact_text") -> list[Path]:
+    """One task per (family, seed) at a chosen level, fixture and verifier, built as generation builds
+    them, into ``dest/<family>-<seed>`` (a task already there is kept)."""
+    families = load_all()
+    dirs = []
+    for name in names:
+        for seed in seeds:
+            d = dest / f"{name}-{seed}"
+            if not (d / "task.toml").exists():
+                axes = axes_for_family(families[name], seed, 0, level=level, fixture=fixture, verifier=verifier)
+                build_task(families[name], axes, seed, 0, d)
+            dirs.append(d)
+    return dirs
 
 
 def prune_failed(out: Path, gate_jsonl: Path) -> list[str]:

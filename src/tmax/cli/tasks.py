@@ -122,8 +122,10 @@ def image_list() -> None:
 @backend_option("Sandbox backend of the gate with --check.")
 @click.option("--calibration", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="A table from `tmax calibrate`: redraw levels so measured pass rates land in its band.")
+@click.option("--band-only", is_flag=True,
+              help="With --calibration, draw only families with a measured level inside the band.")
 @click.option("--no-channels", is_flag=True, help="With --check, skip the channel-skip check.")
-def generate(n, seed, kind, out, jobs, gate, repeat, backend, calibration, no_channels) -> None:
+def generate(n, seed, kind, out, jobs, gate, repeat, backend, calibration, band_only, no_channels) -> None:
     """Generate N verifiable tasks by compositional sampling over the nine axes.
 
     Same arguments, same bytes. Writes task directories, manifest.jsonl (one line per task: every
@@ -137,9 +139,13 @@ def generate(n, seed, kind, out, jobs, gate, repeat, backend, calibration, no_ch
       tmax generate --n 100 --seed 0 --kind rl_v2 --out corpus
       tmax generate --n 1000 --seed 0 --kind rl_v2 --out corpus --check -j 2
       tmax generate --n 500 --out corpus2 --calibration calibration.json
+      tmax generate --n 200 --kind legacy --out band --calibration calibration.json --band-only
     """
     from tmax.generate import gate_corpus, generate_corpus
 
+    if band_only and not calibration:
+        raise click.BadParameter("--band-only needs --calibration FILE (a table from `tmax calibrate`)",
+                                 param_hint="--band-only")
     calib = None
     if calibration:
         from tmax.calibrate import load as load_calibration
@@ -151,8 +157,11 @@ def generate(n, seed, kind, out, jobs, gate, repeat, backend, calibration, no_ch
     load_families("skipped family module {mod}: {err}", "yellow")
     with Bars() as bars:
         bars.start("generate", n)
-        summary = generate_corpus(n, seed, kind, out, jobs, calibration=calib,
-                                  progress=lambda g: bars.advance("generate", g, "error" if g.error else ""))
+        try:
+            summary = generate_corpus(n, seed, kind, out, jobs, calibration=calib, band_only=band_only,
+                                      progress=lambda g: bars.advance("generate", g, "error" if g.error else ""))
+        except ValueError as e:  # a band no measured family reaches
+            raise click.BadParameter(safe(e), param_hint="--calibration") from None
     console.print(f"generated {summary['written']}/{n} tasks in {out} "
                   f"({summary['near_duplicates']} near-duplicates dropped, {len(summary['errors'])} build errors)")
     for e in summary["errors"][:20]:

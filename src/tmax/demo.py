@@ -1,6 +1,7 @@
 """The main job, small (``tmax demo``): build or pick the image, gate the example tasks, generate a
 small corpus and gate it, solve part of it with the embedded model (k=2), write the analysis report,
-and take a few DPPO steps of the embedded model on two example tasks.
+and train the embedded model: a short warm start on replayed reference solutions of level-0 tasks of two
+families, then a few DPPO steps on other seeds of those families, where its reward is neither 0 nor 1.
 
 The example tasks ship inside the package, so the demo runs from an installed tmax as from a checkout."""
 
@@ -15,7 +16,10 @@ from tmax.gate import GateResult, Watch
 from tmax.sandbox import DEFAULT_BACKEND
 
 EXAMPLES = Path(str(files("tmax") / "examples" / "tasks"))
-TRAIN_TASKS = ("log-5xx-summary", "sqlite-revenue-report")  # short, and the embedded model sometimes scores on them
+# Level-0 tasks of these families have a reference that is one plain shell command, so it can be replayed
+# as the agent's: the warm start learns from seeds 0-7, DPPO trains on seeds 100-103.
+TRAIN_FAMILIES = ("git_leak_forensics", "service_downtime_report")
+WARM_SEEDS, TRAIN_SEEDS = range(8), range(100, 104)
 GENERATE_KIND, GENERATE_SEED = "rl_v2", 0
 
 
@@ -27,7 +31,7 @@ class DemoConfig:
     jobs: int = 2
     generate_n: int = 12
     solve_n: int = 3  # generated tasks the embedded model attempts (0: skip)
-    train_steps: int = 2  # DPPO steps (0: skip)
+    train_steps: int = 4  # DPPO steps after the warm start (0: skip training)
 
 
 class DemoView(Watch, Protocol):
@@ -108,23 +112,31 @@ def report(corpus: Path, job_dirs: list[Path], out: Path, view: DemoView) -> Non
     view.say(f"report: {out / 'report.html'}")
 
 
-def train_config(cfg: DemoConfig):
-    """Groups of 4 on two example tasks, short turns: the demo shows the loop, not a long run."""
+def train_config(cfg: DemoConfig, tasks: Path, warm_job: Path):
+    """Groups of 4 on level-0 tasks after a warm start on ``warm_job``: the demo shows the loop, not a
+    long run."""
     from tmax.rl.config import TrainConfig
 
-    train_cfg = TrainConfig(tasks=[str(EXAMPLES / name) for name in TRAIN_TASKS], out=str(cfg.out / "train"),
-                            steps=cfg.train_steps, prompts_per_step=1, group_size=4, micro_batch=4, max_turns=2,
-                            max_tokens_per_turn=64, max_total_tokens=4096, lr=1e-5, async_rollouts=False,
+    train_cfg = TrainConfig(tasks=[str(tasks)], out=str(cfg.out / "train"), steps=cfg.train_steps,
+                            prompts_per_step=1, group_size=4, micro_batch=4, max_turns=2, max_tokens_per_turn=192,
+                            max_total_tokens=2048, max_prompt_tokens=1024, lr=2e-5, async_rollouts=False,
                             rollout_workers=4, checkpoint_every=cfg.train_steps, backend=cfg.backend,
-                            max_refill_factor=1)  # one group per step
+                            max_refill_factor=1,  # one group per step, kept or not: the reward is what it is
+                            warm_start_jobs=[str(warm_job)], warm_start_epochs=3, warm_start_lr=5e-5)
     train_cfg.validate()
     return train_cfg
 
 
 def train(cfg: DemoConfig, view: DemoView) -> None:
+    from tmax.generate import build_family_tasks
+    from tmax.rl.sft import replay_references
     from tmax.rl.trainer import Trainer
 
-    view.step(f"6. {cfg.train_steps} DPPO steps of the embedded model (groups of 4)")
-    train_cfg = train_config(cfg)
-    Trainer(train_cfg, log=view.log).run()
+    view.step(f"6. train the embedded model: warm start, then {cfg.train_steps} DPPO steps (groups of 4)")
+    warm_tasks = build_family_tasks(cfg.out / "warm-tasks", TRAIN_FAMILIES, WARM_SEEDS)
+    tasks = cfg.out / "train-tasks"
+    build_family_tasks(tasks, TRAIN_FAMILIES, TRAIN_SEEDS)
+    warm_job = replay_references(warm_tasks, cfg.out / "warm-job")
+    view.say(f"warm start on {len(warm_tasks)} replayed reference solutions ({', '.join(TRAIN_FAMILIES)}, level 0)")
+    Trainer(train_config(cfg, tasks, warm_job), log=view.log).run()
     view.say(f"metrics: {cfg.out / 'train' / 'metrics.jsonl'}, curves: {cfg.out / 'train' / 'curves.png'}")

@@ -25,11 +25,13 @@ from tmax.trial import AGENTS
 @click.option("--out", type=click.Path(path_type=Path), default=Path("demo-out"), show_default=True)
 @click.option("--generate-n", default=12, show_default=True, help="Tasks to generate and gate.")
 @click.option("--solve-n", default=3, show_default=True, help="Generated tasks the embedded model attempts (0: skip).")
-@click.option("--train-steps", default=2, show_default=True, help="DPPO steps of the embedded model (0: skip).")
+@click.option("--train-steps", default=4, show_default=True,
+              help="DPPO steps of the embedded model after its warm start (0: skip training).")
 def demo(image: str, backend: str, jobs: int, out: Path, generate_n: int, solve_n: int, train_steps: int) -> None:
     """Run the main job small: build or pick the image, gate the example tasks, generate a small
     corpus and gate it, solve part of it with the embedded model (k=2), write the analysis report,
-    and take a few DPPO steps of the embedded model on two example tasks.
+    and train the embedded model: a warm start on replayed reference solutions of level-0 tasks of two
+    families, then a few DPPO steps on other seeds of them (the training reward is in curves.png).
 
     \b
     Examples:

@@ -13,6 +13,38 @@ import random
 from pathlib import Path
 
 
+def reference_command(task_dir: Path) -> str:
+    """A task's reference solution as one shell command: its lines without the shebang, comments and
+    ``set`` options (which would end the harness' persistent shell at the first failing test). Refused
+    when it uses helper files under /solution, which an agent does not have."""
+    lines = [ln for ln in (Path(task_dir) / "solution" / "solve.sh").read_text().splitlines()
+             if ln.strip() and not ln.lstrip().startswith(("#", "set "))]
+    command = "\n".join(lines)
+    if "/solution/" in command:
+        raise ValueError(f"{task_dir}/solution/solve.sh: uses helper files under /solution, so it cannot be "
+                         "replayed as an agent's command")
+    return command
+
+
+def replay_references(task_dirs: list[Path], job: Path, max_steps: int = 2) -> Path:
+    """A solve job of reference trajectories for a warm start: on each task, the harness runs its
+    reference command (:func:`reference_command`) as the agent's one command, then submits. Tasks
+    already in ``job`` are kept; a reference that does not score 1.0 is an error naming its task."""
+    from tmax.agent.policies import ScriptedPolicy
+    from tmax.jobs import JobSpec, run_one
+    from tmax.task import load_task
+
+    spec = JobSpec(corpus=list(task_dirs), policy="scripted", max_steps=max_steps)
+    for d in map(Path, task_dirs):
+        if (job / f"{d.name}__0" / "result.json").exists():
+            continue
+        policy = ScriptedPolicy(script=[reference_command(d)], tool_calling=False)
+        res = run_one(spec, load_task(d), 0, job, {"policy": policy})
+        if res.get("reward") != 1.0:
+            raise RuntimeError(f"{d}: the replayed reference solution scored {res.get('reward')}, expected 1.0")
+    return job
+
+
 def successful_conversations(job_dirs: list[str | Path], min_reward: float = 1.0) -> list[list[dict]]:
     """Chat messages of every trial in ``job_dirs`` whose reward reached ``min_reward``."""
     out = []

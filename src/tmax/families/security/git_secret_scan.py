@@ -6,6 +6,8 @@ strings. Variant: a pre-commit secret detector judged on hidden benign and malic
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 
@@ -235,6 +237,19 @@ class _Repo:
                          "date": self.date()})
 
 
+# Level 0's detector: the internal token alone.
+ATOMIC_DETECTOR = r'''
+import re
+import sys
+
+TOKEN = re.compile(r"(?<![A-Za-z0-9])@PREFIX@_[0-9a-f]{32}(?![A-Za-z0-9])")
+sys.exit(1 if TOKEN.search(sys.stdin.read()) else 0)
+'''
+# Level 0's leak: one kind, its grep pattern and its description.
+ATOMIC_KINDS = {"aws": ("AWS access key ID", "AKIA[0-9A-Z]{16}", "`AKIA` followed by 16 characters from `A-Z0-9`"),
+                "gh": ("GitHub token", "ghp_[A-Za-z0-9]{36}", "`ghp_` followed by 36 characters from `A-Za-z0-9`"),
+                "stripe": ("Stripe live key", "sk_live_[A-Za-z0-9]{24}",
+                           "`sk_live_` followed by 24 characters from `A-Za-z0-9`")}
 STOCK = "\n".join("\n".join(v) for v in FILES.values())
 
 
@@ -262,7 +277,9 @@ class GitSecretScan(Family):
                         "regular expressions", "allowlist and denylist matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(commits=6, removed=False, decoy_branch=False, pragma=False, merge=False, deleted_file=False,
+    levels = {0: Knobs(commits=2, removed=False, decoy_branch=False, pragma=False, merge=False, deleted_file=False,
+                       items=10),
+              1: Knobs(commits=6, removed=False, decoy_branch=False, pragma=False, merge=False, deleted_file=False,
                        items=20),
               2: Knobs(commits=10, removed=True, decoy_branch=False, pragma=False, merge=False, deleted_file=False,
                        items=30),
@@ -284,7 +301,64 @@ class GitSecretScan(Family):
                 "example `AKIAIOSFODNN7EXAMPLE` is never a finding."
                 + (f" A line containing `{pragma}` was reviewed and is ignored entirely." if pragma else ""))
 
+    def _atomic_corpus(self, t: TaskBuilder) -> None:
+        """Level 0: reject a file holding one of our internal tokens; other teams' tokens pass."""
+        k, rng = t.knobs, t.rng
+        prefix = unseen(t, lambda: t.code(2), STOCK)
+        others = distinct(lambda: t.code(2), 3, [prefix])
+        paths = sorted(p for p in FILES if p != "README.md")  # its documented example key is no finding here
+
+        def item(token):
+            path = rng.choice(paths)
+            lines = list(FILES[path])
+            if token:
+                hexes = "".join(rng.choice("0123456789abcdef") for _ in range(32))
+                lines.insert(rng.randrange(1, len(lines) + 1), _line(rng, f"{token}_{hexes}", path))
+            return _text(lines)
+
+        clean = [item(rng.choice([None, *others])) for _ in range(k.items)]
+        bad = [item(prefix) for _ in range(k.items)]
+        who = t.deliver(prefix, "the internal token prefix")
+        t.say("Write a pre-commit check for our internal API tokens. It reads one staged file on standard input and "
+              "rejects it if it contains an internal token: the token prefix given above, then `_`, then 32 "
+              "lowercase hex digits (no ASCII letter or digit just before or after). Other teams' tokens (another "
+              "prefix) are fine.")
+        t.expect_classifier("Reject (exit 1) files with an internal token, accept (exit 0) the rest.", clean, bad,
+                            {"Python": fill(ATOMIC_DETECTOR, PREFIX="@@PREFIX@@")})
+        t.solve(f'test -n "{who}"\nsed -i "s/@@PREFIX@@/{who}/" /app/solution.py')
+
+    def _atomic_output(self, t: TaskBuilder) -> None:
+        """Level 0: one secret in one file at the tip; its fingerprint is one grep and one HMAC."""
+        rng = t.rng
+        kind = rng.choice(sorted(ATOMIC_KINDS))
+        what, rx, shape = ATOMIC_KINDS[kind]
+        secret = _Secrets(rng, "").real(kind)
+        stock = ["app/settings.py", "ci/pipeline.yml", "config/payments.json", "deploy/notify.sh"]
+        path = rng.choice(stock)
+        repo = _Repo()
+        repo.commit("main", {p: _text(FILES[p]) for p in stock}, "Initial import")
+        lines = list(FILES[path])
+        lines.insert(rng.randrange(1, len(lines) + 1), _line(rng, secret, path))
+        repo.commit("main", {path: _text(lines)}, "Wire up credentials")
+        t.add_file("/tmp/tmax-fixture/history.json",
+                   json.dumps({"repo": "/app/repo", "ops": repo.ops}, indent=0, sort_keys=True) + "\n")
+        t.add_file("/tmp/tmax-fixture/mkrepo.py", MKREPO)
+        t.add_setup("python3 /tmp/tmax-fixture/mkrepo.py /tmp/tmax-fixture/history.json && "
+                    "rm -f /tmp/tmax-fixture/history.json /tmp/tmax-fixture/mkrepo.py")
+        key = unseen(t, lambda: t.code(2))  # keys the fingerprint: nothing shown may spell it
+        truth = hmac.new(key.encode(), secret.encode(), hashlib.sha256).hexdigest()[:16] + "\n"
+        who = t.deliver(key, "the report key")
+        t.say(f"`/app/repo` is our git repository. Its file `{path}` leaks one {what} ({shape}). Report it "
+              f"without repeating it: write its fingerprint, the first 16 hex digits (lowercase) of the HMAC-SHA256 "
+              f"of the secret's exact text keyed with the report key given above (its ASCII bytes), as one line.")
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\ns=$(grep -oE \'{rx}\' /app/repo/{path})\n'
+                "python3 -c 'import hashlib, hmac, sys; print(hmac.new(sys.argv[1].encode(), sys.argv[2].encode(), "
+                f"hashlib.sha256).hexdigest()[:16])' \"{who}\" \"$s\" > /app/out/leaks.txt")
+        t.expect_output("/app/out/leaks.txt", truth, "the fingerprint")
+
     def corpus_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self._atomic_corpus(t)
         k, rng = t.knobs, t.rng
         pragma = "secretscan:allow" if k.pragma else ""
         patterns = self.patterns(None, pragma)
@@ -336,6 +410,8 @@ class GitSecretScan(Family):
         t.solve(f'test -n "{who}"\nsed -i "s/@@PREFIX@@/{who}/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self._atomic_output(t)
         k, rng = t.knobs, t.rng
         pragma = "secretscan:allow" if k.pragma else ""
         prefix = unseen(t, lambda: t.code(1), STOCK)  # stated, not delivered: no stock line may spell it

@@ -131,6 +131,38 @@ if __name__ == "__main__":
     main()
 '''
 
+# Level 0's program: sign `<header>.<payload>` lines, or accept only a correctly signed token.
+ATOMIC = r'''
+import base64
+import hashlib
+import hmac
+import sys
+
+SECRET = "@@SECRET@@"  # the delivered secret, put in at solve time
+
+
+def signature(text, secret=None):
+    mac = hmac.new((secret or SECRET).encode(), text.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
+def sign(text, secret=None):
+    return "".join(f"{line}.{signature(line, secret)}\n" for line in text.split())
+
+
+def genuine(token, secret=None):
+    head, _, sig = token.strip().rpartition(".")
+    return head.count(".") == 1 and sig.isascii() and hmac.compare_digest(signature(head, secret), sig)
+
+
+if __name__ == "__main__":
+    if @VERIFY@:
+        sys.exit(0 if genuine(sys.stdin.read()) else 1)
+    sys.stdout.write(sign(sys.stdin.read()))
+'''
+SIGN_TXT = ("the signature is the HMAC-SHA256 of the ASCII text `<header>.<payload>`, keyed with the secret given "
+            "above (its ASCII bytes), as unpadded base64url")
+
 ROUTES = {"/v1/invoices": "invoices:read", "/v1/invoices/pay": "invoices:write", "/v1/customers": "customers:read",
           "/v1/refunds": "refunds:write", "/v1/reports": "reports:read"}
 SCOPES = sorted(set(ROUTES.values())) + ["profile", "openid"]
@@ -261,7 +293,8 @@ class JwtTokenAudit(Family):
                         "token expiry and claim checks", "input validation", "allowlist and denylist matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(requests=25, kinds=("alg", "signature", "expired"), claims=False, leeway=0),
+    levels = {0: Knobs(requests=4, kinds=("signature",), claims=False, leeway=0),
+              1: Knobs(requests=25, kinds=("alg", "signature", "expired"), claims=False, leeway=0),
               2: Knobs(requests=60, kinds=("alg", "signature", "expired", "malformed", "missing"), claims=False,
                        leeway=0),
               3: Knobs(requests=120, kinds=("alg", "signature", "expired", "malformed", "missing", "not_yet_valid",
@@ -330,7 +363,30 @@ class JwtTokenAudit(Family):
                    "keyed with the secret, of the request id's ASCII text (e.g. of `r-000123`)"
                    if t.partial_credit else ""))
 
+    def _atomic(self, t: TaskBuilder, verify: bool) -> tuple[str, str, dict, _Forge]:
+        """Level 0's secret, reference program, its namespace and a forger of plain HS256 tokens."""
+        # Drawn before any token: tokens carry only base64 of JSON claims and HMACs.
+        secret = unseen(t, lambda: t.code(3))
+        src = fill(ATOMIC, VERIFY=verify)
+        return secret, src, run_python(src), _Forge(t.rng, secret, None, None, 0, 0)
+
+    def _unsigned(self, t: TaskBuilder, forge: _Forge, now: int) -> str:
+        return forge.token(now, None, "valid").rsplit(".", 1)[0]
+
     def corpus_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:  # only the signature is judged
+            secret, src, ns, forge = self._atomic(t, verify=True)
+            now = 1767225600 + t.rng.randrange(0, 300) * 86400
+            clean = [forge.token(now, None, "valid") + "\n" for _ in range(20)]
+            bad = [forge.token(now, None, "signature") + "\n" for _ in range(20)]
+            assert all(ns["genuine"](x, secret) for x in clean) and not any(ns["genuine"](x, secret) for x in bad)
+            who = t.deliver(secret, "the signing secret")
+            t.say(f"Write a JWT signature check. It receives one HS256 token `<header>.<payload>.<signature>` on "
+                  f"standard input (ignore surrounding whitespace) and accepts it only if the signature is right: "
+                  f"{SIGN_TXT}. No other claim is checked.")
+            t.expect_classifier("Hard-code the secret.", clean, bad, {"Python": src})
+            t.solve(f'sed -i "s/@@SECRET@@/{who}/" /app/solution.py')
+            return
         k = t.knobs
         s, ref_src = self.setup(t, classify=True)
         kinds = [x for x in k.kinds if x != "missing"]
@@ -360,6 +416,21 @@ class JwtTokenAudit(Family):
 
     def program_case(self, t: TaskBuilder) -> None:
         rng = t.rng
+        if t.level == 0:  # a signer: one HMAC per line
+            secret, src, ns, forge = self._atomic(t, verify=False)
+            now = 1767225600 + rng.randrange(0, 300) * 86400
+            cases = []
+            for _ in range(10):
+                text = "".join(self._unsigned(t, forge, now + rng.randrange(10 ** 6)) + "\n"
+                               for _ in range(rng.randrange(1, t.knobs.requests + 1)))
+                cases.append((text, ns["sign"](text, secret)))
+            who = t.deliver(secret, "the signing secret")
+            t.say(f"Write a JWT signer. It reads lines `<header>.<payload>` (the first two segments of an HS256 "
+                  f"token) on standard input and prints, for each line in order, the complete token "
+                  f"`<header>.<payload>.<signature>` on a line of its own; {SIGN_TXT}.")
+            t.expect_program("Hard-code the secret.", cases, {"Python": src})
+            t.solve(f'sed -i "s/@@SECRET@@/{who}/" /app/solution.py')
+            return
         s, ref_src = self.setup(t, classify=False)
         cases = []
         for _ in range(10):
@@ -375,6 +446,20 @@ class JwtTokenAudit(Family):
         t.solve(f'sed -i "s/@@SECRET@@/{who}/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:  # sign one token: one HMAC, one base64url
+            secret, src, ns, forge = self._atomic(t, verify=False)
+            unsigned = self._unsigned(t, forge, 1767225600 + t.rng.randrange(0, 300) * 86400)
+            t.add_file("/app/tokens/unsigned.txt", unsigned + "\n")
+            who = t.deliver(secret, "the signing secret")
+            t.say(f"`/app/tokens/unsigned.txt` holds the first two segments of an HS256 JWT, `<header>.<payload>`. "
+                  f"Sign it: {SIGN_TXT}. The answer is the complete token `<header>.<payload>.<signature>` on one "
+                  f"line.")
+            t.solve(f'test -n "{who}"\nmkdir -p /app/out\nu=$(cat /app/tokens/unsigned.txt)\n'
+                    "python3 -c 'import base64, hashlib, hmac, sys; k, u = sys.argv[1:]; print(u + \".\" + "
+                    "base64.urlsafe_b64encode(hmac.new(k.encode(), u.encode(), hashlib.sha256).digest())"
+                    f'.decode().rstrip("="))\' "{who}" "$u" > /app/out/token.txt')
+            t.expect_output("/app/out/token.txt", ns["sign"](unsigned, secret), "the signed token")
+            return
         k = t.knobs
         s, ref_src = self.setup(t, classify=False)
         text = self.log(t, s, k.requests, s.now0)

@@ -333,6 +333,11 @@ WHICH = ("The tenant is the one whose key is given above: the login service know
          "keys, and each section of `/app/config/redirect_hosts.ini` records its tenant's key as "
          "`tenant_key_sha256`, the SHA-256 (lowercase hex) of the key's ASCII text.")
 REDIRECTORS = ["/login/callback", "/logout"]
+# Level 0's targets carry no escapes, ports, userinfo or odd case (its generator draws none), so the full rules
+# reduce to this.
+ATOMIC_RULES = ("A target is safe if and only if it is a local path (it starts with `/` and its second character, "
+                "if any, is not `/`) or it is `https://` followed by exactly one of the tenant's hosts listed in "
+                "`/app/config/redirect_hosts.ini`, then either nothing or `/` and a path. Everything else is unsafe.")
 
 
 @register
@@ -344,8 +349,8 @@ class OpenRedirectGuard(Family):
                         "allowlist and denylist matching", "input validation", "regular expressions")
     verifiers = ("adversarial_corpus", "fuzz_equivalence", "exact_text", "metric_threshold")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(items=24, lines=40), 2: Knobs(items=40, lines=100), 3: Knobs(items=60, lines=200),
-              4: Knobs(items=90, lines=320)}
+    levels = {0: Knobs(items=10, lines=0), 1: Knobs(items=24, lines=40), 2: Knobs(items=40, lines=100),
+              3: Knobs(items=60, lines=200), 4: Knobs(items=90, lines=320)}
 
     def tenants(self, t: TaskBuilder) -> _Tenants:
         rng = t.rng
@@ -415,11 +420,13 @@ class OpenRedirectGuard(Family):
         clean, bad = clean[:k.items], bad[:k.items]
         # Another tenant's host must be rejected: a guard built for the wrong tenant fails here.
         bad[:2] = [_enc(f"https://{h}/") + "\n" for h in rng.sample(ten.foreign, 2)]
-        who = t.deliver(self.tenant_key(t, ten, RULES, WHICH), "the tenant key")
-        t.say(f"Our login flow redirects users to the `next` query parameter after sign-in, and a bug bounty "
-              f"report showed it can be abused as an open redirect. Write the guard for our tenant. {WHICH} "
+        rules = ATOMIC_RULES if t.level == 0 else RULES
+        who = t.deliver(self.tenant_key(t, ten, rules, WHICH), "the tenant key")
+        t.say(("Write our tenant's open-redirect guard for the login flow's `next` parameter. " if t.level == 0 else
+               "Our login flow redirects users to the `next` query parameter after sign-in, and a bug bounty "
+               "report showed it can be abused as an open redirect. Write the guard for our tenant. ") + f"{WHICH} "
               f"It receives the raw `next` value (as it appears in the query string) on standard input, followed "
-              f"by a single newline that is not part of the value. {RULES}")
+              f"by a single newline that is not part of the value. {rules}")
         t.expect_classifier("Accept (exit 0) safe targets and reject (exit 1) unsafe ones. Hard-code the "
                             "tenant's host list.", clean, bad, self.programs_for(ten, True))
         self.oracle_programs(t, True, who)
@@ -449,17 +456,28 @@ class OpenRedirectGuard(Family):
                 raws += [_enc(f"https://{h}/") for n in ten.names for h in ten.host_sets[n]]
             text = "".join(r + "\n" for r in raws)
             cases.append((text, "".join(("ALLOW" if safe(r) else "DENY") + "\n" for r in raws)))
-        who = t.deliver(self.tenant_key(t, ten, RULES, WHICH, *(x for c in cases[:2] for x in c)), "the tenant key")
-        t.say(f"Our login flow redirects users to the `next` query parameter after sign-in; we need a filter "
-              f"for our tenant to check a batch of targets. {WHICH} Input: one raw `next` value per line "
+        rules = ATOMIC_RULES if t.level == 0 else RULES
+        who = t.deliver(self.tenant_key(t, ten, rules, WHICH, *(x for c in cases[:2] for x in c)), "the tenant key")
+        t.say(("We need a filter that checks our tenant's login redirect targets. " if t.level == 0 else
+               "Our login flow redirects users to the `next` query parameter after sign-in; we need a filter "
+               "for our tenant to check a batch of targets. ") + f"{WHICH} Input: one raw `next` value per line "
               f"(as it appears in the query string). Output: one line per input line, `ALLOW` if the target is "
-              f"safe and `DENY` otherwise. {RULES}")
+              f"safe and `DENY` otherwise. {rules}")
         t.expect_program("Hard-code the tenant's host list.", cases, self.programs_for(ten, False))
         self.oracle_programs(t, False, who)
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         ten = self.tenants(t)
+        if t.level == 0:  # the first step alone: which hosts the delivered key's tenant may redirect to
+            who = t.deliver(self.tenant_key(t, ten, WHICH), "the tenant key")
+            t.say(f"`/app/config/redirect_hosts.ini` lists, per tenant, the hosts our login flow may redirect to. "
+                  f"{WHICH} List our tenant's hosts, one per line, in the order the file gives them.")
+            t.solve(f'test -n "{who}"\nmkdir -p /app/out\nh=$(printf %s "{who}" | sha256sum | cut -d" " -f1)\n'
+                    f'grep -B2 "^tenant_key_sha256 = $h$" /app/config/redirect_hosts.ini | sed -n "s/^hosts = //p" '
+                    '| tr -d " " | tr "," "\\n" > /app/out/hosts.txt')
+            t.expect_output("/app/out/hosts.txt", "".join(h + "\n" for h in ten.hosts), "the host list")
+            return
         tenants, ours, tenant = ten.names, ten.ours, ten.tenant
         # One log for all tenants; the virtual host (first field) says whose request it was. Our tenant is never
         # the busiest, so traffic volume does not point to it.

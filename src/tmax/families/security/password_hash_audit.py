@@ -135,7 +135,9 @@ class PasswordHashAudit(Family):
     primitive_skills = ("salted password hashing", "dictionary attacks with mangling rules",
                         "credential audit reporting", "checksum verification")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(users=8, words=150, schemes=("s256",), locked=0, messy=False, forms=("plain",),
+    levels = {0: Knobs(users=4, words=0, schemes=("md5",), locked=0, messy=False, forms=("plain",),
+                       suffixes=("none",)),
+              1: Knobs(users=8, words=150, schemes=("s256",), locked=0, messy=False, forms=("plain",),
                        suffixes=("none",)),
               2: Knobs(users=12, words=250, schemes=("s256",), locked=2, messy=False, forms=("plain", "cap"),
                        suffixes=("none", "digit")),
@@ -144,7 +146,31 @@ class PasswordHashAudit(Family):
               4: Knobs(users=16, words=300, schemes=("s256", "s1", "md5"), locked=3, messy=True,
                        forms=("plain", "cap", "leet"), suffixes=("none", "digit", "twodigit", "year", "bang"))}
 
+    def _atomic(self, t: TaskBuilder) -> None:
+        """Level 0: one named password, unsalted hashes: one digest to compute, one line to find."""
+        k, rng = t.knobs, t.rng
+        users = sorted(rng.sample(["ana", "ben", "chen", "dara", "eli", "gus", "hiro", "ines", "kim", "lena"], k.users))
+        pws = rng.sample(COMMON, k.users)  # distinct: the asked password names exactly one account
+        rows = [(f"{u}.{rng.choice(['ops', 'eng', 'fin', 'hr'])}", pw,
+                 f"2026-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}") for u, pw in zip(users, pws)]
+        pepper = unseen(t, lambda: t.code(2), "\n".join(f"{a} {d}" for a, _, d in rows))
+        lines = ["# export of app_users.password_hash", "# user:hash:last_login"]
+        lines += [f"{a}:$md5${hashlib.md5((pw + pepper).encode()).hexdigest()}:{d}" for a, pw, d in rows]
+        t.add_file("/app/audit/accounts.txt", "\n".join(lines) + "\n")
+        account, pw, _ = rng.choice(rows)
+        who = t.deliver(pepper, "the pepper")
+        t.say(f"`/app/audit/accounts.txt` is our user table export (`<user>:<hash>:<last login>`, `#` lines are "
+              f"comments). A hash `$md5$<hex>` is the MD5 of the password followed by the pepper given above "
+              f"(UTF-8, no separator, lowercase hex). Which account uses the password `{pw}`? "
+              f"Give its `<user>` field (e.g. `zoe.eng`) as a single line.")
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                f'h=$(printf %s "{pw}{who}" | md5sum | cut -d" " -f1)\n'
+                f'grep -F "$h" /app/audit/accounts.txt | cut -d: -f1 > /app/out/cracked.txt')
+        t.expect_output("/app/out/cracked.txt", account + "\n", "the account")
+
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self._atomic(t)
         k, rng = t.knobs, t.rng
         ref_src = fill(REFERENCE, FORMS=k.forms, SUFFIXES=k.suffixes)
         ns = run_python(ref_src)

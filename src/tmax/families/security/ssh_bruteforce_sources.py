@@ -117,6 +117,34 @@ if __name__ == "__main__":
         sys.stdout.write(analyse(sys.stdin.read()))
 '''
 
+# Level 0's program: every failed attempt's source and its clock-corrected time.
+ATOMIC = r'''
+import datetime
+import re
+import sys
+
+YEAR = @YEAR@
+SKEW = @SKEW@  # @@SKEW@@ where the oracle puts in the delivered one
+MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
+FAIL = re.compile(r"^([A-Z][a-z][a-z]) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ sshd\[\d+\]: "
+                  r"Failed (?:password|publickey) for .* from (\S+) port \d+ ssh2$")
+
+
+def fails(text, skew=None):
+    skew = SKEW if skew is None else skew
+    out = []
+    for line in text.splitlines():
+        m = FAIL.match(line)
+        if m and m.group(1) in MONTHS:
+            at = datetime.datetime(YEAR, MONTHS[m.group(1)], *(int(m.group(i)) for i in range(2, 6)))
+            out.append(f"{m.group(6)} {at - datetime.timedelta(seconds=skew):%Y-%m-%dT%H:%M:%SZ}\n")
+    return "".join(out)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(fails(sys.stdin.read()))
+'''
+
 USERS = ["root", "admin", "ubuntu", "test", "oracle", "postgres", "git", "pi", "user", "ftp", "guest", "support",
          "deploy", "jenkins", "ansible", "www-data", "mysql", "hadoop", "backup", "minecraft"]
 STAFF = ["alice", "bob", "carol", "deploy", "svc-backup", "dave", "erin"]
@@ -174,7 +202,9 @@ class SshBruteforceSources(Family):
                         "timeline reconstruction")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(attackers=3, noise=120, files=1, gzip=False, trusted=False, repeat=False, ipv6=False,
+    levels = {0: Knobs(attackers=1, noise=15, files=1, gzip=False, trusted=False, repeat=False, ipv6=False,
+                       login=False, rollover=False, inject=False),
+              1: Knobs(attackers=3, noise=120, files=1, gzip=False, trusted=False, repeat=False, ipv6=False,
                        login=False, rollover=False, inject=False),
               2: Knobs(attackers=5, noise=400, files=2, gzip=False, trusted=True, repeat=False, ipv6=False,
                        login=False, rollover=False, inject=False),
@@ -352,7 +382,68 @@ class SshBruteforceSources(Family):
         return fill(REFERENCE, THRESHOLD=c["threshold"], WINDOW=window, TRUSTED=c["trusted"], YEAR=c["year"],
                     SHOW_LOGIN=t.knobs.login, SKEW=skew)
 
+    def _atomic_log(self, t: TaskBuilder, year: int, month: int, day: int) -> str:
+        """Level 0: one dense attacker and a little chatter in one log of a few hours."""
+        rng = t.rng
+        ev = self._events(rng, t.knobs, 5, 600, 4 * 3600, [])
+        host, start = rng.choice(["bastion", "gw-01", "jump1"]), rng.randrange(0, 6 * 3600)
+        lines = []
+        for secs, msg in sorted(ev, key=lambda e: e[0]):
+            proc, body = ("CRON", "pam_unix(cron:session): session opened for user root(uid=0) by (uid=0)") \
+                if msg == "CRON" else ("sshd", msg)
+            pid = rng.randrange(1000, 99999)
+            lines.append(f"{_stamp(year, month, day, start + secs)} {host} {proc}[{pid}]: {body}")
+        return "\n".join(lines) + "\n"
+
+    def _atomic_program(self, t: TaskBuilder) -> None:
+        rng = t.rng
+        year, month = 2026, rng.randrange(1, 13)
+        texts = [self._atomic_log(t, year, month, rng.randrange(1, 20)) for _ in range(10)]
+        for _ in range(60):  # the delivered offset: nothing the agent sees (the examples included) spells it
+            skew = rng.randrange(10000, 86400)
+            ns = run_python(fill(ATOMIC, YEAR=year, SKEW=skew))
+            cases = [(x, ns["fails"](x)) for x in texts]
+            if not visible(t, str(skew), *(x for case in cases[:2] for x in case)):
+                break
+        else:
+            raise FamilyError("ssh_bruteforce_sources: every offset drawn was visible; draw another task")
+        who = t.deliver(str(skew), "the clock offset in seconds")
+        t.say(f"Our SSH bastion's clock runs ahead of UTC by the offset given above (in seconds). Write a filter "
+              f"for its auth logs: it reads one syslog-format log on standard input (all lines from {year}) and "
+              f"prints, for each sshd `Failed password ...` or `Failed publickey ...` line in order, the source "
+              f"address (after the final `from`), a space, and the logged time minus the offset as UTC "
+              f"`YYYY-MM-DDTHH:MM:SSZ`. Other lines print nothing.")
+        t.expect_program("Hard-code the offset.", cases, {"Python": fill(ATOMIC, YEAR=year, SKEW="@@SKEW@@")})
+        t.solve(f'test -n "{who}"\nsed -i "s/@@SKEW@@/{who}/" /app/solution.py')
+
+    def _atomic_output(self, t: TaskBuilder) -> None:
+        rng = t.rng
+        year, month, day = 2026, rng.randrange(1, 13), rng.randrange(1, 20)
+        text = self._atomic_log(t, year, month, day)
+        t.add_file("/app/logs/auth.log", text)
+        rows = [r.split() for r in run_python(fill(ATOMIC, YEAR=year, SKEW=0))["fails"](text).splitlines()]
+        tally = sorted((-sum(r[0] == ip for r in rows), ip) for ip in sorted({r[0] for r in rows}))
+        if len(tally) > 1 and tally[0][0] == tally[1][0]:
+            raise FamilyError("ssh_bruteforce_sources: no single busiest source")
+        ip = tally[0][1]
+        skew = int(unseen(t, lambda: str(rng.randrange(10000, 86400))))  # no visible number may spell it
+        first = next(r for r in run_python(fill(ATOMIC, YEAR=year, SKEW=skew))["fails"](text).splitlines()
+                     if r.split()[0] == ip)
+        who = t.deliver(str(skew), "the clock offset in seconds")
+        t.say(f"`/app/logs/auth.log` is our SSH bastion's auth log; all its timestamps are from {year}. The "
+              f"bastion's clock runs ahead of UTC by the offset given above (in seconds). When did the brute force "
+              f"from `{ip}` begin? Give the time of its first `Failed password` line minus the offset, as UTC "
+              f"`YYYY-MM-DDTHH:MM:SSZ`, on one line.")
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                f'ts=$(grep -m1 -E "sshd\\[[0-9]+\\]: Failed password .* from {ip} port" /app/logs/auth.log '
+                f'| cut -c1-15)\n'
+                f'date -u -d "@$(( $(date -u -d "$ts {year}" +%s) - {who} ))" +%Y-%m-%dT%H:%M:%SZ '
+                f'> /app/out/bruteforce.txt')
+        t.expect_output("/app/out/bruteforce.txt", first.split()[1] + "\n", "the start time")
+
     def program_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self._atomic_program(t)
         k, rng = t.knobs, t.rng
         c = self.setup(t, program=True)
         threshold, trusted, year, render = c["threshold"], c["trusted"], c["year"], c["render"]
@@ -395,6 +486,8 @@ class SshBruteforceSources(Family):
         t.solve(f'test -n "{who}"\nsed -i "s/@@WINDOW@@/{who}/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self._atomic_output(t)
         k, rng = t.knobs, t.rng
         c = self.setup(t, program=False)
         threshold, window, trusted, year = c["threshold"], c["window"], c["trusted"], c["year"]

@@ -141,3 +141,14 @@ def test_level_zero_and_variants_reach_the_builder_and_the_manifest(tmp_path):
         register(type("Twice", (Toy,), {"name": "shape_toy_twice", "variants": ("a", "a")}))
     with pytest.raises(FamilyError, match="levels must be exactly"):
         register(type("Gap", (Toy,), {"name": "shape_toy_gap", "levels": {i: K(i) for i in (0, 2, 3, 4)}}))
+
+
+def test_a_composed_family_chains_registered_families_of_its_own():
+    fams = load_all()
+    for name, fam in sorted(fams.items()):
+        if fam.stages:
+            assert all(s in fams and s != name for s in fam.stages), (name, fam.stages)
+            assert fam.variants, f"{name}: a composed family offers variants"
+    base = next(f for f in fams.values() if not f.stages)
+    with pytest.raises(FamilyError, match="stages must name at least 2 distinct families"):
+        register(type("One", (type(base),), {"name": "shape_toy_one_stage", "stages": ("csv_column_profile",)}))

@@ -190,8 +190,8 @@ def families() -> None:
 
 @families.command("list")
 def families_list() -> None:
-    """List registered families with their domain, levels, variants, skill types and verifier kinds, then
-    how many each domain has.
+    """List registered families with their domain, levels, variants, the families a composed one chains,
+    skill types and verifier kinds, then how many each domain has.
 
     \b
     Example:
@@ -203,15 +203,17 @@ def families_list() -> None:
 
     fams = load_all()
     table = Table()
-    for col in ("family", "domain", "levels", "variants", "skill types", "verifiers"):
+    for col in ("family", "domain", "levels", "variants", "chains", "skill types", "verifiers"):
         table.add_column(col, overflow="fold")
     for name, fam in sorted(fams.items()):
         table.add_row(text(name), text(fam.domain), text(",".join(map(str, sorted(fam.levels)))),
-                      text(", ".join(fam.variants) or "-"), text(", ".join(fam.skill_types)),
-                      text(", ".join(fam.verifiers)))
+                      text(", ".join(fam.variants) or "-"), text(" > ".join(fam.stages) or "-"),
+                      text(", ".join(fam.skill_types)), text(", ".join(fam.verifiers)))
     console.print(table)
     per_domain = Counter(f.domain for f in fams.values())
-    console.print(f"{len(fams)} families: " + ", ".join(f"{d} {n}" for d, n in sorted(per_domain.items())))
+    composed = sum(1 for f in fams.values() if f.stages)
+    console.print(f"{len(fams)} families ({composed} composed): "
+                  + ", ".join(f"{d} {n}" for d, n in sorted(per_domain.items())))
 
 
 @families.command("check")

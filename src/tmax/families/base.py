@@ -77,6 +77,9 @@ class Family:
     levels: ClassVar[dict[int, object]]
     # Structurally different tasks of the family (names; empty: one shape). t.variant says which.
     variants: ClassVar[tuple[str, ...]] = ()
+    # A composed family chains stages of other families' kinds of work in one environment, the output of
+    # one stage being the next one's input: the names of those families, in stage order (empty: not composed).
+    stages: ClassVar[tuple[str, ...]] = ()
 
     def program_languages(self) -> tuple[str, ...]:
         langs = [lang for lang in LANGUAGES if lang in self.programs]
@@ -127,6 +130,8 @@ class Family:
             raise FamilyError(f"{where}: levels must be exactly 1, 2, 3, 4, or 0, 1, 2, 3, 4")
         if len(set(cls.variants)) != len(cls.variants) or not all(isinstance(v, str) and v for v in cls.variants):
             raise FamilyError(f"{where}: variants must be distinct non-empty names, got {cls.variants!r}")
+        if cls.stages and (len(cls.stages) < 2 or len(set(cls.stages)) != len(cls.stages)):
+            raise FamilyError(f"{where}: stages must name at least 2 distinct families, got {cls.stages!r}")
         knob_types = {type(k) for k in cls.levels.values()}
         if len(knob_types) != 1:
             raise FamilyError(f"{where}: every level's knobs must be the same class, got "

@@ -323,7 +323,9 @@ class RollingAnomalyFlags(Family):
                         "outlier handling")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(n=150, sensors=2, w=12, k=3.0, shuffle=False, dupes=True, missing=False,
+    levels = {0: Knobs(n=30, sensors=2, w=5, k=3.0, shuffle=False, dupes=False, missing=False,
+                       fahrenheit=False, replace=False),
+              1: Knobs(n=150, sensors=2, w=12, k=3.0, shuffle=False, dupes=True, missing=False,
                        fahrenheit=False, replace=False),
               2: Knobs(n=300, sensors=3, w=24, k=3.0, shuffle=True, dupes=True, missing=False,
                        fahrenheit=False, replace=False),
@@ -423,6 +425,8 @@ class RollingAnomalyFlags(Family):
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@OFFSET@@/{v}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_output(t)
         k = t.knobs
         sensors, sensor, start, programs, ns, log = self.report_setup(t)
         text = log(k.n, {s: max(2, k.n // 60) for s in sensors})
@@ -443,6 +447,40 @@ class RollingAnomalyFlags(Family):
         t.add_solution_file("flags.py", programs["Python"])  # the correction comes on the command line
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/flags.py /app/data/readings.csv {sensor} "{v}" '
                 '> /app/out/anomalies.txt')
+        t.expect_output("/app/out/anomalies.txt", truth, "the anomaly list (format above)")
+
+    def atomic_output(self, t: TaskBuilder) -> None:
+        """Level 0: a fixed operating range stands in for the rolling rule, so one awk filter answers it."""
+        k, rng = t.knobs, t.rng
+        sensors = unseen.distinct(lambda: t.code(1), k.sensors)
+        sensor = rng.choice(sensors)
+        start = self.start(t)
+        rows, bands = [], {}
+        for s in sensors:
+            base = rng.randrange(35, 85)
+            bands[s] = (base - 5, base + 5)
+            spikes = set(rng.sample(range(k.n), 3))
+            for i in range(k.n):  # normal readings stay 1 degree inside the band, spikes 1 degree outside
+                x = base + (rng.choice([-1, 1]) * rng.uniform(6, 12) if i in spikes else rng.uniform(-4, 4))
+                rows.append((time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(start + i * self.STEP)), s, f"{x:.2f}"))
+        rows.sort()
+        text = "timestamp,sensor,value,unit\n" + "".join(f"{ts},{s},{v},C\n" for ts, s, v in rows)
+        t.add_file("/app/data/readings.csv", text)
+        lo, hi = bands[sensor]
+        intro = ("The temperature sensors on line 3 log to `/app/data/readings.csv` (header `timestamp,sensor,value,"
+                 f"unit`, values in degrees Celsius). Sensor `{sensor}` normally reads between {lo} and {hi}: a "
+                 "reading of it strictly outside that range is anomalous.")
+        fmt = (f"Add the calibration correction given above (thousandths of a degree, e.g. 2500 means +2.500) to "
+               f"every reading you report. Output: one line per anomalous reading of `{sensor}`, in time order: "
+               f"{OUT_FMT}.")
+        offset = self.correction(t, intro, fmt, text)
+        truth = "".join(f"{ts} {float(v) + int(offset) / 1000:.3f}\n" for ts, s, v in rows
+                        if s == sensor and not lo <= float(v) <= hi)
+        t.say(intro)
+        v = t.deliver(offset, OFFSET_WHAT)
+        t.say(fmt)
+        t.solve(f'mkdir -p /app/out\nawk -F, -v c="{v}" \'$2 == "{sensor}" && ($3 < {lo} || $3 > {hi}) '
+                '{printf "%s %.3f\\n", $1, $3 + c / 1000}\' /app/data/readings.csv > /app/out/anomalies.txt')
         t.expect_output("/app/out/anomalies.txt", truth, "the anomaly list (format above)")
 
     def corpus_case(self, t: TaskBuilder) -> None:

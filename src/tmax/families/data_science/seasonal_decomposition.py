@@ -247,6 +247,75 @@ int main(void) {
 '''
 
 
+# Level 0: the 7-day unit total of one store ending on the as-of date (a trap-free file, one row per day).
+WEEK_REFERENCE = r'''
+import datetime
+import sys
+
+STORE = "@STORE@"
+ASOF = "@@ASOF@@"  # YYYYMMDD (put in by the oracle)
+
+
+def total(text, asof=None):
+    hi = datetime.datetime.strptime(asof or ASOF, "%Y%m%d").date()
+    lo = (hi - datetime.timedelta(days=6)).isoformat()
+    n = 0
+    for line in text.splitlines()[1:]:
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 3 and parts[1] == STORE and lo <= parts[0] <= hi.isoformat():
+            n += int(parts[2])
+    return "%d\n" % n
+
+
+if __name__ == "__main__":
+    sys.stdout.write(total(sys.stdin.read()))
+'''
+
+WEEK_C_REFERENCE = r'''
+/* The 7-day unit total of one store ending on the as-of date (see the task statement). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *STORE = "@STORE@";
+static const char *ASOF = "@@ASOF@@"; /* YYYYMMDD */
+
+@C_TRIM@
+
+@C_SPLIT@
+
+static long days_from_civil(long y, unsigned m, unsigned d) {
+    y -= m <= 2;
+    long era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (long)doe - 719468;
+}
+
+int main(void) {
+    int ay, am, ad;
+    if (strlen(ASOF) != 8 || sscanf(ASOF, "%4d%2d%2d", &ay, &am, &ad) != 3) return 2;
+    long hi = days_from_civil(ay, (unsigned)am, (unsigned)ad), total = 0;
+    char *line = NULL, *f[4];
+    size_t cap = 0;
+    if (getline(&line, &cap, stdin) != -1) {
+        while (getline(&line, &cap, stdin) != -1) {
+            char *copy = strdup(line);
+            int y, m, d;
+            if (split(copy, f, 4) == 3 && !strcmp(f[1], STORE) && sscanf(f[0], "%d-%d-%d", &y, &m, &d) == 3) {
+                long day = days_from_civil(y, (unsigned)m, (unsigned)d);
+                if (day > hi - 7 && day <= hi) total += atol(f[2]);
+            }
+            free(copy);
+        }
+    }
+    printf("%ld\n", total);
+    return 0;
+}
+'''
+
 ASOF_WHAT = "the as-of date (YYYYMMDD)"
 ALTS = (-2, -1, 1, 2)  # as-of dates a guess would land on, in days from the true one
 
@@ -382,12 +451,15 @@ class SeasonalDecomposition(Family):
                         "duplicate record removal")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(weeks=8, stores=2, fixes=True, gaps=True, dozens=False, interleave=False, forecast=False),
+    levels = {0: Knobs(weeks=3, stores=2, fixes=False, gaps=False, dozens=False, interleave=False, forecast=False),
+              1: Knobs(weeks=8, stores=2, fixes=True, gaps=True, dozens=False, interleave=False, forecast=False),
               2: Knobs(weeks=12, stores=3, fixes=True, gaps=True, dozens=False, interleave=True, forecast=False),
               3: Knobs(weeks=16, stores=3, fixes=True, gaps=True, dozens=False, interleave=True, forecast=False),
               4: Knobs(weeks=20, stores=4, fixes=True, gaps=True, dozens=True, interleave=True, forecast=True)}
 
     def program_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_program(t)
         rng = t.rng
         b = Backtest(t)
         cols, steps, fmt = b.texts()
@@ -416,6 +488,8 @@ class SeasonalDecomposition(Family):
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@ASOF@@/{v}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_output(t)
         k, rng = t.knobs, t.rng
         b = Backtest(t)
         cols, steps, fmt = b.texts()
@@ -452,3 +526,69 @@ class SeasonalDecomposition(Family):
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decompose.py /app/data/sales.csv {b.store} '
                 f'"{v}" > /app/out/weekly_pattern.txt')
         t.expect_output("/app/out/weekly_pattern.txt", good[asof], "the decomposition (format above)")
+
+    def atomic_output(self, t: TaskBuilder) -> None:
+        """Level 0: one 7-day total (the sum behind a moving average), one date shift and one awk sum."""
+        k, rng = t.knobs, t.rng
+        b = Backtest(t)
+        n = k.weeks * 7 + rng.randrange(7, 21)
+
+        def week_total(text: str, day: int) -> int:
+            lo, hi = (b.start + dt.timedelta(days=day - 6)).isoformat(), (b.start + dt.timedelta(days=day)).isoformat()
+            return sum(int(r[2]) for r in (line.split(",") for line in text.splitlines()[1:])
+                       if r[1] == b.store and lo <= r[0] <= hi)
+
+        for _ in range(30):
+            text = make_sales(rng, k, b.stores, b.start, n)
+            # As-of dates whose total no near miss (a day or two off) reproduces.
+            good = {b.ymd(day): week_total(text, day) for day in range(8, n - 3)
+                    if all(week_total(text, day + alt) != week_total(text, day) for alt in ALTS)}
+            if good:
+                break
+        else:
+            raise FamilyError("seasonal_decomposition: no as-of date that every near miss gets wrong in 30 draws")
+        t.add_file("/app/data/sales.csv", text)
+        intro = ("`/app/data/sales.csv` has daily unit sales of our stores (columns `date,store,units`; ISO dates, "
+                 f"one row per store and day). What did store `{b.store}` sell in the 7 days ending on the as-of "
+                 "date given below (the as-of date and the 6 days before it)?")
+        fmt = "Write the total number of units as one integer."
+        asof = unseen.unseen(t, lambda: rng.choice(sorted(good)), intro, fmt)
+        t.say(intro)
+        v = t.deliver(asof, ASOF_WHAT)
+        t.say(fmt)
+        t.solve(f'mkdir -p /app/out\nfrom=$(date -u -d "{v} -6 days" +%F)\nto=$(date -u -d "{v}" +%F)\n'
+                f'awk -F, -v s={b.store} -v a="$from" -v b="$to" \'$2 == s && $1 >= a && $1 <= b {{n += $3}} '
+                "END {print n + 0}' /app/data/sales.csv > /app/out/week_total.txt")
+        t.expect_output("/app/out/week_total.txt", f"{good[asof]}\n", "the 7-day total")
+
+    def atomic_program(self, t: TaskBuilder) -> None:
+        """Level 0: a program printing the 7-day total of one store as of a hard-coded date."""
+        k, rng = t.knobs, t.rng
+        b = Backtest(t)
+        src = fill(WEEK_REFERENCE, STORE=b.store)
+        total = run_python(src)["total"]
+        intro = ("Every store manager sends me a daily sales CSV (header `date,store,units`, ISO dates, one row per "
+                 "store and day) and I want a tool that reads one on standard input and prints, as one integer, the "
+                 f"units store `{b.store}` sold in the 7 days ending on the as-of date given below (that date and "
+                 "the 6 days before it).")
+
+        def case(n: int, day: int) -> tuple[str, str]:
+            text = make_sales(rng, k, b.stores, b.start, n)
+            return text, total(text, b.ymd(day))
+
+        for _ in range(50):
+            day = rng.randrange(4 * 7, 8 * 7)
+            # The worked examples end before the 7 days: they show the form, not the date.
+            examples = [case(rng.randrange(2 * 7, day - 7), day) for _ in range(2)]
+            hidden = [case(day + rng.randrange(1, 14), day) for _ in range(8)]
+            if unseen.visible(t, b.ymd(day), intro, *(x for c in examples for x in c)):
+                continue
+            if all(any(total(x, b.ymd(day + alt)) != y for x, y in hidden) for alt in ALTS):
+                break
+        else:
+            raise FamilyError("seasonal_decomposition: no as-of date that every near miss gets wrong in 50 draws")
+        t.say(intro)
+        v = t.deliver(b.ymd(day), ASOF_WHAT)
+        t.expect_program("The as-of date is always the one given above: hard-code it.", examples + hidden,
+                         {"Python": src, "C": fill(WEEK_C_REFERENCE, STORE=b.store, C_TRIM=C_TRIM, C_SPLIT=C_SPLIT)})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@ASOF@@/{v}/" "$f"; done')

@@ -85,7 +85,8 @@ class StaleSpaceReport(Family):
                         "filtering by size", "grouping by extension", "hard link identification",
                         "permission bits inspection", "hidden file handling", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(files=30, min_size=False, hidden=False, links=False, exec=False, exclude=()),
+    levels = {0: Knobs(files=12, min_size=False, hidden=False, links=False, exec=False, exclude=()),
+              1: Knobs(files=30, min_size=False, hidden=False, links=False, exec=False, exclude=()),
               2: Knobs(files=70, min_size=True, hidden=False, links=False, exec=False, exclude=()),
               3: Knobs(files=130, min_size=True, hidden=True, links=True, exec=False, exclude=()),
               4: Knobs(files=220, min_size=True, hidden=True, links=True, exec=True,
@@ -110,6 +111,8 @@ class StaleSpaceReport(Family):
             return False
 
         def mtime():
+            if t.level == 0:  # atomic: never within an hour of a midnight, so no boundary to get wrong
+                return rng.randrange(-400, 200) * 86400 + rng.randrange(3600, 82800)
             r = rng.random()
             if r < 0.05:  # right at the cutoff, on either side
                 return rng.choice([-1, 0, 1, 3600])
@@ -164,12 +167,23 @@ class StaleSpaceReport(Family):
         cutoff = dt.datetime.strptime(day, "%Y%m%d").date()
         cut_ts = epoch(cutoff.year, cutoff.month, cutoff.day)
         spec = [[*e[:4], e[4] + cut_ts] if e[0] == "s" else e for e in spec]
-        src = fill(REFERENCE, MIN_SIZE=min_size, SKIP_EXEC=k.exec, EXCLUDE=k.exclude, TOTAL=t.level >= 4)
+        src = fill(REFERENCE, MIN_SIZE=min_size, SKIP_EXEC=k.exec, EXCLUDE=k.exclude, TOTAL=t.level in (0, 4))
         ref = run_python(src)
         with host_tree(spec) as root:
             truth = ref["report"](root, day)
         ship_tree(t, spec, "/app/volume", "volume")
         finish_setup(t)
+        if t.level == 0:  # atomic: only the total, one find piped into one awk
+            t.say("A file under `/app/volume/` is stale if it was last modified before the cutoff date given below "
+                  "(YYYYMMDD, midnight UTC at the start of that day).")
+            var = t.deliver(day, "the cutoff date")
+            t.say("Write one line `<number of stale files><TAB><their total size in bytes>` (apparent sizes, what "
+                  "`ls -l` shows). Only regular files count.")
+            t.add_solution_file("space.py", src)
+            t.solve(f'mkdir -p /app/out\npython3 /solution/space.py /app/volume "{var}" | tail -n 1 | cut -f 2- '
+                    "> /app/out/stale.tsv")
+            t.expect_output("/app/out/stale.tsv", truth.splitlines()[-1].split("\t", 1)[1] + "\n", "the stale total")
+            return
         t.say("The scratch volume `/app/volume/` is full, and we want to see where the space of stale files goes "
               "before deciding what to archive. A file is stale if it was last modified before the cutoff date "
               "given below (YYYYMMDD, midnight UTC at the start of that day; a file modified exactly then is not "

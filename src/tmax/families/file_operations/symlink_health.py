@@ -85,7 +85,8 @@ class SymlinkHealth(Family):
                         "recursive directory traversal", "path normalisation", "hidden file handling",
                         "handling special characters in filenames")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
-    levels = {1: Knobs(links=10, kinds=("ok", "dangling"), extra_dirs=0, target=False),
+    levels = {0: Knobs(links=6, kinds=("ok", "dangling"), extra_dirs=0, target=False),
+              1: Knobs(links=10, kinds=("ok", "dangling"), extra_dirs=0, target=False),
               2: Knobs(links=18, kinds=("ok", "dangling", "outside", "chain"), extra_dirs=0, target=False),
               3: Knobs(links=28, kinds=("ok", "dangling", "outside", "chain", "loop", "dirlink"), extra_dirs=2,
                        target=True),
@@ -207,6 +208,19 @@ class SymlinkHealth(Family):
             truth = ref["classify"](f"{root}/releases/{release}")
         ship_tree(t, spec, "/app/deploy", "deploy")
         finish_setup(t)
+        if t.level == 0:  # atomic: only the dangling links of one release, a single `find -xtype l`
+            t.say("Each release lives in `/app/deploy/releases/<KEY>/`, where KEY is the first 16 hex digits of the "
+                  "SHA-256 of its build id (`printf %s <build id> | sha256sum`).")
+            var = t.deliver(builds[0], "the candidate build id")
+            t.say("List the dangling symbolic links (their target does not exist) inside that release directory: "
+                  "one path per line, relative to the release directory, sorted in byte order.")
+            t.add_solution_file("links.py", src)
+            t.solve(f'mkdir -p /app/out\nkey={key_cmd(var)}\npython3 /solution/links.py "/app/deploy/releases/$key" '
+                    "| awk -F '\\t' '$2 == \"dangling\" {print $1}' > /app/out/dangling.txt")
+            dangling = "".join(line.split("\t")[0] + "\n" for line in truth.splitlines()
+                               if line.split("\t")[1] == "dangling")
+            t.expect_output("/app/out/dangling.txt", dangling, "the dangling links")
+            return
         t.say("Our deploys live in `/app/deploy/releases/<KEY>/` (`/app/deploy/current` points at the live one, "
               "which is not the one we care about); the deploy tool names each release directory after the first 16 "
               "hex digits of the SHA-256 of its build id (`printf %s <build id> | sha256sum`). The release "

@@ -2,7 +2,8 @@
 endpoints with their owner team under a salted team ID, parameters, response fields; enums and nested
 objects at higher levels); report the breaking changes in one team's endpoints and (level 3+) the
 semver bump that team's part of the API needs. Program variants: the diff tool (fuzzed) or a CI
-gate that must fail exactly the pull requests that break the team's endpoints (adversarial corpus)."""
+gate that must fail exactly the pull requests that break the team's endpoints (adversarial corpus). Level 0
+asks which endpoints the team owns (or gates on one of them being removed)."""
 
 from __future__ import annotations
 
@@ -150,6 +151,35 @@ if __name__ == "__main__":
             sys.exit(gate(doc))
         sys.stdout.write(report(doc))
 '''
+
+ATOMIC = r'''
+import hashlib
+import json
+import sys
+
+OWNER = "@OWNER@"
+MODE = "@MODE@"  # owned: our endpoints; gate: exit 1 if the new description drops one of them
+
+
+def owned(desc, owner=None):
+    mine = hashlib.sha256((desc["team_salt"] + ":" + (owner or OWNER)).encode()).hexdigest()[:12]
+    return sorted(ep for ep, e in desc["endpoints"].items() if e["owner"] == mine)
+
+
+def gate(doc):
+    return 1 if any(ep not in doc["new"]["endpoints"] for ep in owned(doc["old"])) else 0
+
+
+if __name__ == "__main__":
+    doc = json.loads(sys.stdin.read())
+    if MODE == "gate":
+        sys.exit(gate(doc))
+    sys.stdout.write("".join(ep + "\n" for ep in owned(doc)))
+'''
+
+ATOMIC_RULES = ("An API description is JSON: `endpoints` maps `\"<METHOD> <path>\"` to an object whose `owner` is the "
+                "owning team's ID, the first 12 hex digits of the SHA-256 of `<team_salt>:<team code>` with the "
+                "description's top-level `team_salt`.")
 
 RESOURCES = {"users": ["id", "email", "name", "created_at", "plan"], "orders": ["id", "total", "currency", "status"],
              "invoices": ["id", "amount", "due_date", "paid"], "products": ["id", "sku", "price", "title", "stock"],
@@ -379,7 +409,8 @@ class ApiBreakingChanges(Family):
                         "set difference of interfaces", "semantic version parsing", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(resources=3, changes=4, more=False, enums=False, nested=False, version=False, corpus=16),
+    levels = {0: Knobs(resources=2, changes=0, more=False, enums=False, nested=False, version=False, corpus=12),
+              1: Knobs(resources=3, changes=4, more=False, enums=False, nested=False, version=False, corpus=16),
               2: Knobs(resources=4, changes=7, more=True, enums=False, nested=False, version=False, corpus=24),
               3: Knobs(resources=5, changes=10, more=True, enums=True, nested=False, version=True, corpus=26),
               4: Knobs(resources=7, changes=14, more=True, enums=True, nested=True, version=True, corpus=30)}
@@ -429,6 +460,8 @@ class ApiBreakingChanges(Family):
         return distinct(lambda: unseen(t, lambda: t.code(2), self.rules(t.knobs), *self.report_format(t.knobs)), 4)
 
     def corpus_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_corpus(t)
         k, rng = t.knobs, t.rng
         owners = self.teams(t)
         ours = owners[0]
@@ -466,6 +499,8 @@ class ApiBreakingChanges(Family):
         t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
 
     def program_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_program(t)
         k, rng = t.knobs, t.rng
         owners = self.teams(t)
         report = run_python(reference(owners[0], k.version))["report"]
@@ -493,6 +528,8 @@ class ApiBreakingChanges(Family):
         t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_output(t)
         k, rng = t.knobs, t.rng
         owners = self.teams(t)
         fmt, vtxt = self.report_format(k)
@@ -524,3 +561,86 @@ class ApiBreakingChanges(Family):
         t.solve(f'mkdir -p /app/out\npython3 /solution/apidiff.py "{var}" {old_name} /app/api/api-next.json '
                 "> /app/out/breaking.txt")
         t.expect_output("/app/out/breaking.txt", truth, "the report")
+
+    # Level 0: one ownership lookup (hash our code with the salt, pick the endpoints that carry it).
+    def atomic_spec(self, t: TaskBuilder, owners: list[str], resources: int) -> dict | None:
+        """A small published description in which our team owns some endpoints but not all."""
+        spec = make_spec(t.rng, replace(t.knobs, resources=resources), owners)
+        mine = sum(1 for e in spec["endpoints"].values() if e["owner"] == owners[0])
+        return spec if 0 < mine < len(spec["endpoints"]) else None
+
+    def atomic_teams(self, t: TaskBuilder) -> list[str]:
+        return distinct(lambda: unseen(t, lambda: t.code(2), ATOMIC_RULES), 4)
+
+    def atomic_output(self, t: TaskBuilder) -> None:
+        owners = self.atomic_teams(t)
+        for _ in range(100):
+            spec = self.atomic_spec(t, owners, t.knobs.resources)
+            if spec is not None:
+                break
+        else:
+            raise FamilyError("api_breaking_changes: no description where our team owns some endpoints")
+        desc = publish(t.rng, spec)
+        truth = run_python(fill(ATOMIC, OWNER=owners[0], MODE="owned"))["owned"](desc)
+        path = "/app/api/api-published.json"
+        t.add_file(path, dump(desc))
+        var = t.deliver(owners[0], "our team code")
+        t.say(f"{ATOMIC_RULES} Which endpoints of `{path}` does our team own (team code given here)? One "
+              "`<METHOD> <path>` per line, sorted in byte order.")
+        t.solve(f"mkdir -p /app/out\n"
+                f"id=$(printf '%s:%s' \"$(jq -r .team_salt {path})\" \"{var}\" | sha256sum | cut -c1-12)\n"
+                f"jq -r --arg id \"$id\" '.endpoints | to_entries[] | select(.value.owner == $id) | .key' {path} "
+                "| LC_ALL=C sort > /app/out/ours.txt")
+        t.expect_output("/app/out/ours.txt", "".join(ep + "\n" for ep in truth), "the endpoint list")
+
+    def atomic_program(self, t: TaskBuilder) -> None:
+        owners = self.atomic_teams(t)
+        owned = run_python(fill(ATOMIC, OWNER=owners[0], MODE="owned"))["owned"]
+        var = t.deliver(owners[0], "our team code")
+        cases: list[tuple[str, str]] = []
+        for _ in range(200):
+            if len(cases) == 6:
+                break
+            spec = self.atomic_spec(t, owners, t.rng.randint(1, t.knobs.resources))
+            if spec is not None:
+                desc = publish(t.rng, spec)
+                cases.append((json.dumps(desc, indent=1) + "\n", "".join(ep + "\n" for ep in owned(desc))))
+        else:
+            raise FamilyError("api_breaking_changes: too few descriptions where our team owns some endpoints")
+        t.say(f"{ATOMIC_RULES} Write a tool that reads one description and prints the endpoints our team owns "
+              "(team code given here), one `<METHOD> <path>` per line, sorted in byte order.")
+        t.expect_program("Hard-code our team code.", cases,
+                         {"Python": fill(ATOMIC, OWNER="@@OWNER@@", MODE="owned")})
+        t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
+
+    def atomic_corpus(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        owners = self.atomic_teams(t)
+        gate = run_python(fill(ATOMIC, OWNER=owners[0], MODE="gate"))["gate"]
+        var = t.deliver(owners[0], "our team code")
+        clean: list[str] = []
+        malicious: list[str] = []
+        for _ in range(4000):
+            if len(clean) >= k.corpus and len(malicious) >= k.corpus:
+                break
+            spec = self.atomic_spec(t, owners, rng.randint(1, k.resources))
+            if spec is None:
+                continue
+            new = copy.deepcopy(spec)
+            for _ in range(rng.randint(0, 2)):
+                mutate(rng, new, rng.choice(["add_endpoint", "add_optional_param", "add_response_field"]))
+            # half drop one of our endpoints, half one of another team's
+            mutate(rng, new, "remove_endpoint", owners[0] if rng.random() < 0.5 else rng.choice(owners[1:]))
+            doc = pair(rng, spec, new)
+            bucket = malicious if gate(doc) else clean
+            if len(bucket) < k.corpus:
+                bucket.append(json.dumps(doc, separators=(",", ":")) + "\n")
+        else:
+            raise FamilyError(f"api_breaking_changes: fewer than {k.corpus} pull requests of each kind")
+        t.say(f"{ATOMIC_RULES} I want a CI gate on pull requests that touch the API description: fail one exactly "
+              "when an endpoint our team owns in the old description (team code given here) is missing from the "
+              "new one.")
+        t.expect_classifier("Its input is one JSON object `{\"old\": <description>, \"new\": <description>}`. "
+                            "Hard-code our team code.", clean, malicious,
+                            {"Python": fill(ATOMIC, OWNER="@@OWNER@@", MODE="gate")})
+        t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')

@@ -2,7 +2,8 @@
 unit changes, boolean spellings, deprecated keys, defaults, `${...}` interpolation and (at the top
 level) an `extends` chain of files. Program variants: the migrator itself (fuzzed), or a v2 config
 linter that must reject every invalid config and keep every valid one (adversarial corpus). The tenant ID
-is the delivered value; under partial credit every line of the v2 config is prefixed with it."""
+is the delivered value; under partial credit every line of the v2 config is prefixed with it. Level 0 asks only
+for the three lines the `[server]` section and the tenant give (or a linter for the tenant line)."""
 
 from __future__ import annotations
 
@@ -166,6 +167,38 @@ if __name__ == "__main__":
     sys.exit(0 if valid(sys.stdin.read()) else 1)
 '''
 
+ATOMIC = r'''
+import sys
+
+TENANT = "@TENANT@"
+
+
+def migrate(text):
+    """The [server] section of a v1 config as its v2 lines, with our tenant."""
+    d, section = {}, ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif "=" in line and section == "server":
+            key, _, value = line.partition("=")
+            d[key.strip()] = value.strip()
+    return f"deployment.tenant={TENANT}\nhttp.bind_address={d['host']}\nhttp.port={d['port']}\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(migrate(sys.stdin.read()))
+'''
+
+ATOMIC_LINTER = r'''
+import sys
+
+TENANT = "@TENANT@"
+
+if __name__ == "__main__":
+    sys.exit(0 if f"deployment.tenant={TENANT}" in sys.stdin.read().split("\n") else 1)
+'''
+
 GUIDE = """# Migrating service configs from v1 (INI) to v2
 
 v1 configs are INI files: `[section]` headers, `key = value` lines (spaces around `=` and around the value
@@ -314,6 +347,14 @@ def v2_valid(rng, tenant: str) -> list[str]:
     return lines
 
 
+def atomic_ini(rng) -> str:
+    """A small, clean v1 config: the [server] section and one database URL."""
+    server = [f"host = {rng.choice(HOSTS)}", f"port = {rng.choice([80, 8080, 8443, 9000]) + rng.randrange(20)}"]
+    rng.shuffle(server)
+    return "\n".join(["[server]", *server, "", "[db]",
+                      f"url = postgres://db{rng.randrange(1, 9)}.internal:5432/app{rng.randrange(1, 99)}", ""])
+
+
 def v2_broken(rng, tenant: str, other_tenant: str) -> str:
     lines = [x for x in v2_valid(rng, tenant) if x and not x.startswith("#")]
     keys = [x.split("=", 1)[0] for x in lines]
@@ -384,7 +425,8 @@ class ConfigMigration(Family):
                         "input validation", "regular expressions")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
     programs = {"Python": REFERENCE}
-    levels = {1: Knobs(opt=5, fancy=False, deprecated=False, dupes=False, interp=False, chain=0, corpus=20),
+    levels = {0: Knobs(opt=0, fancy=False, deprecated=False, dupes=False, interp=False, chain=0, corpus=12),
+              1: Knobs(opt=5, fancy=False, deprecated=False, dupes=False, interp=False, chain=0, corpus=20),
               2: Knobs(opt=8, fancy=True, deprecated=True, dupes=False, interp=False, chain=0, corpus=30),
               3: Knobs(opt=10, fancy=True, deprecated=True, dupes=True, interp=True, chain=1, corpus=40),
               4: Knobs(opt=12, fancy=True, deprecated=True, dupes=True, interp=True, chain=2, corpus=60)}
@@ -406,6 +448,8 @@ class ConfigMigration(Family):
         return unseen(t, lambda: t.code(2), *extra)
 
     def corpus_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_corpus(t)
         k, rng = t.knobs, t.rng
         self.guide(t)
         tenant = self.tenant(t)
@@ -432,6 +476,8 @@ class ConfigMigration(Family):
         t.solve(f'sed -i "s/@@TENANT@@/{var}/" /app/solution.py')
 
     def program_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_program(t)
         k, rng = t.knobs, t.rng
         self.guide(t)
         texts = [random_ini(rng, replace(k, chain=0)) for _ in range(10)]
@@ -450,6 +496,8 @@ class ConfigMigration(Family):
         t.solve(f'sed -i "s/@@TENANT@@/{var}/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_output(t)
         k, rng = t.knobs, t.rng
         self.guide(t)
         # Files: the service config, possibly extending shared bases.
@@ -497,3 +545,59 @@ class ConfigMigration(Family):
         t.solve(f'mkdir -p /app/out\npython3 /solution/migrate.py "{var}" /app/conf/{svc}.ini{prefix} '
                 f'> /app/out/{svc}.v2')
         t.expect_output(f"/app/out/{svc}.v2", truth, "the v2 config (flat `key=value` lines, sorted by key)")
+
+    # Level 0: only the [server] section and the tenant, the three lines every v2 config needs.
+    ATOMIC_ASK = ("`deployment.tenant=<tenant ID>`, `http.bind_address=<host>` and `http.port=<port>`, in that "
+                  "order, where host and port are the values of `host` and `port` in the v1 `[server]` section")
+
+    def atomic_output(self, t: TaskBuilder) -> None:
+        rng = t.rng
+        svc = rng.choice(["orders", "billing", "search", "gateway"])
+        text = atomic_ini(rng)
+        t.add_file(f"/app/conf/{svc}.ini", text)
+        tenant = self.tenant(t, STORE)
+        truth = run_python(fill(ATOMIC, TENANT=tenant))["migrate"](text)
+        t.say(f"Start the v2 config of the `{svc}` service from its v1 INI config `/app/conf/{svc}.ini`: write "
+              f"`/app/out/{svc}.v2` with exactly three lines, {self.ATOMIC_ASK}.")
+        var = t.deliver(tenant, "the tenant ID")
+        prefix = ""
+        if t.partial_credit:  # every line then depends on the tenant
+            t.say(STORE)
+            truth = "".join(f"{tenant}/{line}\n" for line in truth.splitlines())
+            prefix = f' | sed "s|^|{var}/|"'
+        t.solve(f'mkdir -p /app/out\n{{ echo "deployment.tenant={var}"; '
+                f"sed -n 's/^host *= */http.bind_address=/p; s/^port *= */http.port=/p' /app/conf/{svc}.ini "
+                f"| sort; }}{prefix} > /app/out/{svc}.v2")
+        t.expect_output(f"/app/out/{svc}.v2", truth, "the v2 lines")
+
+    def atomic_program(self, t: TaskBuilder) -> None:
+        rng = t.rng
+        texts = [atomic_ini(rng) for _ in range(6)]
+        demo = unseen(t, lambda: t.code(2), *texts)
+        tenant = self.tenant(t, *texts, demo)
+        var = t.deliver(tenant, "the tenant ID")
+        ns = {who: run_python(fill(ATOMIC, TENANT=who)) for who in (demo, tenant)}
+        cases = [(text, ns[demo if i < 2 else tenant]["migrate"](text)) for i, text in enumerate(texts)]
+        t.say(f"Write a tool that reads a v1 INI service config and prints {self.ATOMIC_ASK}. The worked "
+              f"examples were made for the demo tenant `{demo}`; your tool must print ours.")
+        t.expect_program("Hard-code the tenant ID.", cases, {"Python": fill(ATOMIC, TENANT="@@TENANT@@")})
+        t.solve(f'sed -i "s/@@TENANT@@/{var}/" /app/solution.py')
+
+    def atomic_corpus(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        tenant = self.tenant(t)
+        other = distinct(lambda: t.code(2), 1, taken=[tenant])[0]
+        var = t.deliver(tenant, "the tenant ID")
+        clean = ["\n".join(v2_valid(rng, tenant)) + "\n" for _ in range(k.corpus)]
+        malicious = []
+        for i in range(k.corpus):
+            lines = [x for x in v2_valid(rng, tenant) if not x.startswith("deployment.tenant=")]
+            wrong = [other, tenant.lower(), tenant + " ", tenant[:-1], None][i % 5]
+            if wrong is not None:
+                lines = sorted([*lines, f"deployment.tenant={wrong}"])
+            malicious.append("\n".join(lines) + "\n")
+        t.say("v2 service configs are `key=value` text files. Write a check that accepts a config only if it has "
+              "a line that is exactly `deployment.tenant=<tenant ID>` for our tenant ID, given here.")
+        t.expect_classifier("The config arrives on standard input. Hard-code the tenant ID.", clean, malicious,
+                            {"Python": fill(ATOMIC_LINTER, TENANT="@@TENANT@@")})
+        t.solve(f'sed -i "s/@@TENANT@@/{var}/" /app/solution.py')

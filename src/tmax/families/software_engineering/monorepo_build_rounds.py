@@ -3,7 +3,7 @@ dependencies and devDependencies (peer and external ones do not count); CI build
 limited number of parallel slots. Higher levels build only what a change affects (changed files ->
 packages -> everything depending on them) and contain a dependency cycle whose packages are blocked.
 The slot count is the delivered value: graphs are drawn so that every other count gives another plan,
-and under partial credit every line carries the count."""
+and under partial credit every line carries the count. Level 0 asks for the first round only."""
 
 from __future__ import annotations
 
@@ -386,6 +386,116 @@ fn main() {
 
 C_REFERENCE = fill(C_TEMPLATE, C_TRIM=C_TRIM)
 
+# Level 0: only the first round, the dependency-free packages in byte order up to the slot count.
+ATOMIC = r'''
+import sys
+
+SLOTS = @SLOTS@
+
+
+def first_round(text, slots=None):
+    rows = [line.partition(":") for line in text.splitlines() if line.strip()]
+    free = sorted(name.strip() for name, _, rest in rows if not rest.split())
+    return "".join(n + "\n" for n in free[:max(1, slots or SLOTS)])
+
+
+if __name__ == "__main__":
+    sys.stdout.write(first_round(sys.stdin.read()))
+'''
+
+C_ATOMIC = r'''
+/* The first CI round: packages without dependencies, byte order, at most SLOTS. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOTS @@SLOTS@@
+
+static char names[1024][256];
+
+static int cmp(const void *a, const void *b) { return strcmp((const char *)a, (const char *)b); }
+
+int main(void) {
+    static char line[65536];
+    int n = 0;
+    while (fgets(line, sizeof line, stdin) && n < 1024) {
+        char *colon = strchr(line, ':');
+        if (!colon) continue;
+        *colon = 0;
+        if (strspn(colon + 1, " \t\r\n") == strlen(colon + 1)) snprintf(names[n++], sizeof names[0], "%s", line);
+    }
+    qsort(names, n, sizeof names[0], cmp);
+    for (int i = 0; i < n && i < SLOTS; i++) printf("%s\n", names[i]);
+    return 0;
+}
+'''
+
+GO_ATOMIC = r'''
+// The first CI round: packages without dependencies, byte order, at most slots.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+const slots = @@SLOTS@@
+
+func main() {
+	var free []string
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.Index(line, ":")
+		if i >= 0 && len(strings.Fields(line[i+1:])) == 0 {
+			free = append(free, strings.TrimSpace(line[:i]))
+		}
+	}
+	sort.Strings(free)
+	for i, p := range free {
+		if i < slots {
+			fmt.Println(p)
+		}
+	}
+}
+'''
+
+RUST_ATOMIC = r'''
+// The first CI round: packages without dependencies, byte order, at most SLOTS.
+use std::io::{self, Read};
+
+const SLOTS: usize = @@SLOTS@@;
+
+fn main() {
+    let mut input = String::new();
+    io::stdin().read_to_string(&mut input).unwrap();
+    let mut free: Vec<&str> = input
+        .lines()
+        .filter_map(|l| {
+            let (name, rest) = l.split_once(':')?;
+            if rest.split_whitespace().next().is_none() { Some(name.trim()) } else { None }
+        })
+        .collect();
+    free.sort();
+    for p in free.iter().take(SLOTS) {
+        println!("{}", p);
+    }
+}
+'''
+
+
+def atomic_graph(rng, n):
+    """(scope, names, deps by name): a small DAG where about half the packages depend on nothing."""
+    scope = rng.choice(["@acme", "@northwind", "@initech", "@globex"])
+    names = rng.sample(NAMES, n)
+    deps = {x: sorted(rng.sample(names[:i], min(i, rng.randint(1, 2)))) if i and rng.random() < 0.5 else []
+            for i, x in enumerate(names)}
+    return scope, names, deps
+
 NAMES = ["core", "utils", "logger", "config", "http", "db", "auth", "ui", "icons", "theme", "forms", "charts",
          "api-client", "cli", "server", "worker", "billing", "search", "analytics", "docs-site", "e2e", "testkit",
          "i18n", "cache", "events", "mailer"]
@@ -472,7 +582,8 @@ class MonorepoBuildRounds(Family):
                         "graph traversal and dependency resolution", "JSON traversal", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE, "Go": GO_REFERENCE, "Rust": RUST_REFERENCE}
-    levels = {1: Knobs(pkgs=6, dev=False, peer=False, externals=False, changed=0, cycle=False, aliases=False),
+    levels = {0: Knobs(pkgs=7, dev=False, peer=False, externals=False, changed=0, cycle=False, aliases=False),
+              1: Knobs(pkgs=6, dev=False, peer=False, externals=False, changed=0, cycle=False, aliases=False),
               2: Knobs(pkgs=10, dev=True, peer=True, externals=True, changed=0, cycle=False, aliases=False),
               3: Knobs(pkgs=14, dev=True, peer=True, externals=True, changed=2, cycle=False, aliases=True),
               4: Knobs(pkgs=20, dev=True, peer=True, externals=True, changed=3, cycle=True, aliases=True)}
@@ -503,6 +614,8 @@ class MonorepoBuildRounds(Family):
         return deps_text(scope, rng.sample(names, len(names)), deps, changed)
 
     def program_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_program(t)
         k, rng = t.knobs, t.rng
         demo = rng.choice([5, 6])  # the worked examples' slot count, named in the instruction
         schedule = run_python(fill(REFERENCE, SLOTS=0))["schedule"]
@@ -530,6 +643,8 @@ class MonorepoBuildRounds(Family):
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@SLOTS@@/{var}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_output(t)
         k, rng = t.knobs, t.rng
         schedule = run_python(fill(REFERENCE, SLOTS=0))["schedule"]
         # A graph with a round wider than the slot count: every other count (any number the task shows)
@@ -594,3 +709,61 @@ class MonorepoBuildRounds(Family):
                 "([(.dependencies // {}), (.devDependencies // {}) | keys[]] | join(\" \"))' \"$f\"; done"
                 f'{extra_cmd}; }} | python3 /solution/plan.py "{var}"{tag} > /app/out/build_plan.txt')
         t.expect_output("/app/out/build_plan.txt", truth, "the build plan")
+
+    ATOMIC_RULE = ("CI builds first the packages that have no dependencies at all, taking them in byte order of "
+                   "their names, at most the number of parallel slots given here.")
+
+    def atomic_output(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        for _ in range(100):  # more free packages than the largest count: every other count gives another round
+            scope, names, deps = atomic_graph(rng, k.pkgs)
+            if sum(1 for n in names if not deps[n]) > 3:
+                break
+        else:
+            raise FamilyError("monorepo_build_rounds: no graph with enough dependency-free packages")
+        slots = rng.choice([2, 3])
+        for n in names:
+            doc: dict = {"name": f"{scope}/{n}", "version": f"{rng.randint(0, 3)}.{rng.randint(0, 20)}.0",
+                         "private": True, "scripts": {"build": "tsc -b"}}
+            if deps[n]:
+                doc["dependencies"] = {f"{scope}/{d}": "workspace:*" for d in deps[n]}
+            t.add_file(f"/app/monorepo/packages/{n}/package.json", json.dumps(doc, indent=2) + "\n")
+        truth = run_python(fill(ATOMIC, SLOTS=slots))["first_round"](
+            "".join(f"{scope}/{n}: " + " ".join(f"{scope}/{d}" for d in deps[n]) + "\n" for n in names))
+        var = t.deliver(str(slots), "the number of parallel CI slots")
+        t.say("The monorepo `/app/monorepo` has its workspace packages under `packages/`, each with a `package.json`. "
+              f"{self.ATOMIC_RULE} List the packages of that first round, one full package name per line.")
+        tag = ""
+        if t.partial_credit:  # every line then depends on the count
+            t.say("Start every line with `slots=<N> ` (for example `slots=7 @scope/name`).")
+            truth = "".join(f"slots={slots} {line}\n" for line in truth.splitlines())
+            tag = f' | sed "s/^/slots={var} /"'
+        t.solve("mkdir -p /app/out\njq -r 'select((.dependencies // {}) == {}) | .name' "
+                f'/app/monorepo/packages/*/package.json | LC_ALL=C sort | sed -n "1,${{{var[1:]}}}p"{tag} '
+                "> /app/out/round1.txt")
+        t.expect_output("/app/out/round1.txt", truth, "the first round")
+
+    def atomic_program(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        slots, demo = rng.choice([2, 3]), rng.choice([4, 5])
+        first = run_python(fill(ATOMIC, SLOTS=0))["first_round"]
+        texts: list[str] = []
+        for _ in range(200):
+            if len(texts) == 6:
+                break
+            scope, names, deps = atomic_graph(rng, rng.randint(5, k.pkgs))
+            if sum(1 for n in names if not deps[n]) > 3:  # the slot count decides every output
+                order = rng.sample(names, len(names))
+                texts.append("".join(f"{scope}/{n}: " + " ".join(f"{scope}/{d}" for d in deps[n]) + "\n"
+                                     for n in order))
+        else:
+            raise FamilyError("monorepo_build_rounds: too few graphs with enough dependency-free packages")
+        cases = [(text, first(text, demo if i < 2 else slots)) for i, text in enumerate(texts)]
+        var = t.deliver(str(slots), "the number of parallel CI slots")
+        t.say("Our CI needs the first round of its build plan. The input lists each workspace package as "
+              f"`<name>: <the names it depends on>`. {self.ATOMIC_RULE} Print the packages of that first round, one "
+              f"name per line. The worked examples were planned with {demo} slots; your program must use ours.")
+        t.expect_program("Hard-code the number of slots.", cases,
+                         {"Python": fill(ATOMIC, SLOTS="@@SLOTS@@"), "C": C_ATOMIC, "Go": GO_ATOMIC,
+                          "Rust": RUST_ATOMIC})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@SLOTS@@/{var}/" "$f"; done')

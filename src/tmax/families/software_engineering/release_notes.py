@@ -3,7 +3,8 @@ order, pre-release and deploy tags ignored), bump the version by the commits sin
 fix; reverts cancel; 0.x keeps breaking changes in the minor), and write the release notes section.
 Program variants: the notes generator (fuzzed), or a commit-msg linter (adversarial corpus). The codename
 (the header length limit for the linter) is the delivered value; under partial credit every line of
-the notes carries the codename."""
+the notes carries the codename. Level 0 asks for the `feat` headers since the last tag (or a header length
+check)."""
 
 from __future__ import annotations
 
@@ -311,6 +312,74 @@ int main(void) {
 }
 '''
 
+ATOMIC = r'''
+import re
+import sys
+
+CODENAME = "@CODENAME@"
+
+
+def features(text, codename=None):
+    """The first line of every feat commit, prefixed by the codename."""
+    heads = [m.split("\n")[0] for m in text.split("==== commit\n")[1:]]
+    return "".join(f"{codename or CODENAME} {h}\n" for h in heads if re.match(r"feat[(!:]", h))
+
+
+if __name__ == "__main__":
+    sys.stdout.write(features(sys.stdin.read()))
+'''
+
+C_ATOMIC = r'''
+/* The first line of every feat commit, prefixed by the codename. */
+#include <stdio.h>
+#include <string.h>
+
+#define CODENAME "@@CODENAME@@"
+
+int main(void) {
+    static char line[1 << 16];
+    int head = 0;
+    while (fgets(line, sizeof line, stdin)) {
+        if (strcmp(line, "==== commit\n") == 0) {
+            head = 1;
+            continue;
+        }
+        if (head && strncmp(line, "feat", 4) == 0 && line[4] && strchr("(!:", line[4]))
+            printf("%s %s", CODENAME, line);
+        head = 0;
+    }
+    return 0;
+}
+'''
+
+ATOMIC_LINTER = r'''
+import sys
+
+MAX_HEADER = @LIMIT@
+
+
+def ok(msg):
+    return len(msg.split("\n")[0]) <= MAX_HEADER
+
+
+if __name__ == "__main__":
+    sys.exit(0 if ok(sys.stdin.read()) else 1)
+'''
+
+C_ATOMIC_LINTER = r'''
+/* commit-msg hook: the header (first line) is at most MAX_HEADER characters. */
+#include <stdio.h>
+
+#define MAX_HEADER @@LIMIT@@
+
+int main(void) {
+    int c, n = 0;
+    while ((c = getchar()) != EOF && c != '\n')
+        n++;
+    return n > MAX_HEADER;
+}
+'''
+
 BUILDER = r'''
 import json, os, subprocess, sys
 
@@ -491,7 +560,9 @@ class ReleaseNotes(Family):
                         "regular expressions", "input validation")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
-    levels = {1: Knobs(commits=6, noise=False, bang=False, footer=False, reverts=False, tags=1, odd_tags=False,
+    levels = {0: Knobs(commits=5, noise=False, bang=False, footer=False, reverts=False, tags=1, odd_tags=False,
+                       zero=False, corpus=12),
+              1: Knobs(commits=6, noise=False, bang=False, footer=False, reverts=False, tags=1, odd_tags=False,
                        zero=False, corpus=20),
               2: Knobs(commits=10, noise=True, bang=True, footer=False, reverts=False, tags=3, odd_tags=False,
                        zero=False, corpus=30),
@@ -523,6 +594,8 @@ class ReleaseNotes(Family):
         return r
 
     def corpus_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_corpus(t)
         k, rng = t.knobs, t.rng
         limit = rng.choice([50, 60, 64, 72])
         var = t.deliver(str(limit), "the maximum header length")
@@ -564,6 +637,8 @@ class ReleaseNotes(Family):
         return unseen(t, lambda: t.code(1), self.rules(t.knobs), *extra)
 
     def program_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_program(t)
         k, rng = t.knobs, t.rng
         texts = []
         for _ in range(10):
@@ -588,6 +663,8 @@ class ReleaseNotes(Family):
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@CODENAME@@/{var}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
+        if t.level == 0:
+            return self.atomic_output(t)
         k, rng = t.knobs, t.rng
         # The repository: older releases, then the commits of the coming release.
         major = 0 if k.zero and rng.random() < 0.5 else rng.randint(1, 3)
@@ -646,3 +723,85 @@ class ReleaseNotes(Family):
                 "sys.stdin.read()))'; } | "
                 f'python3 /solution/notes.py "{var}"{tag} > /app/out/RELEASE_NOTES.md')
         t.expect_output("/app/out/RELEASE_NOTES.md", truth, "the release notes (exactly as specified)")
+
+    # Level 0: the feature commits of a range (one `git log | grep`), or a header length check.
+    FEAT = ("whose type is `feat` (the first line starts with `feat:` or `feat(`), oldest first, each prefixed by "
+            "the release codename (given here) and a space")
+
+    def atomic_msgs(self, t: TaskBuilder, n: int) -> list[str]:
+        """Commit messages with at least one feat among them."""
+        for _ in range(100):
+            msgs = commit_msgs(t.rng, t.knobs, n)
+            if any(m.startswith("feat") for m in msgs):
+                return msgs
+        raise FamilyError("release_notes: no history with a feat commit")
+
+    def atomic_output(self, t: TaskBuilder) -> None:
+        rng = t.rng
+        tag = f"v{rng.randint(1, 3)}.{rng.randint(0, 9)}.{rng.randint(0, 3)}"
+        plan = []
+        day = 1_720_000_000 + rng.randrange(10**6)
+        before = commit_msgs(rng, t.knobs, rng.randint(2, 3))
+        msgs = self.atomic_msgs(t, t.knobs.commits)
+        for i, m in enumerate(["chore: initial import\n", *before, *msgs]):
+            who = rng.choice(PEOPLE)
+            day += rng.randrange(3600, 86400 * 2)
+            plan.append({"name": who[0], "email": who[1], "date": f"@{day} +0000", "message": m,
+                         "tags": [tag] if i == len(before) else [], "file": rng.choice(["CHANGES.txt", "src.txt"])})
+        plan_json = json.dumps(plan, sort_keys=True) + "\n"
+        codename = unseen(t, lambda: t.code(1), plan_json, self.FEAT)
+        truth = run_python(fill(ATOMIC, CODENAME=codename))["features"]("".join("==== commit\n" + m for m in msgs))
+        t.add_file("/tmp/tmax-git/plan.json", plan_json)
+        t.add_file("/tmp/tmax-git/build.py", BUILDER)
+        t.add_setup("python3 /tmp/tmax-git/build.py /tmp/tmax-git/plan.json /app/repo && rm -rf /tmp/tmax-git")
+        var = t.deliver(codename, "the release codename")
+        t.say(f"The project in `/app/repo` (branch `main`) was last released as tag `{tag}`. For the next release I "
+              f"need the first line of every commit after that tag {self.FEAT}.")
+        t.solve(f"mkdir -p /app/out\ngit -C /app/repo log --reverse --format=%s {tag}..HEAD | grep -E '^feat[(!:]' "
+                f'| sed "s/^/{var} /" > /app/out/FEATURES.txt')
+        t.expect_output("/app/out/FEATURES.txt", truth, "the feature lines")
+
+    def atomic_program(self, t: TaskBuilder) -> None:
+        texts = ["".join("==== commit\n" + m for m in self.atomic_msgs(t, t.rng.randint(2, t.knobs.commits)))
+                 for _ in range(6)]
+        demo = unseen(t, lambda: t.code(1), self.FEAT, *texts)
+        codename = unseen(t, lambda: t.code(1), self.FEAT, *texts, demo)
+        features = run_python(fill(ATOMIC, CODENAME=codename))["features"]
+        cases = [(text, features(text, demo if i < 2 else codename)) for i, text in enumerate(texts)]
+        var = t.deliver(codename, "the release codename")
+        t.say("The input is a list of commits, oldest first, each introduced by a line `==== commit` and followed "
+              f"by its full message. Print the first line of every commit {self.FEAT}. The worked examples were "
+              f"made with the demo codename `{demo}` instead.")
+        t.expect_program("Hard-code the codename.", cases, {"Python": fill(ATOMIC, CODENAME="@@CODENAME@@"),
+                                                            "C": C_ATOMIC})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@CODENAME@@/{var}/" "$f"; done')
+
+    def atomic_corpus(self, t: TaskBuilder) -> None:
+        k, rng = t.knobs, t.rng
+        limit = rng.choice([50, 60, 64, 72])
+        var = t.deliver(str(limit), "the maximum header length")
+        valid = {n: run_python(fill(ATOMIC_LINTER, LIMIT=n))["ok"] for n in (limit, limit + 1)}
+        clean: list[str] = []
+        malicious: list[str] = []
+        for _ in range(k.corpus * 50):
+            if len(clean) == k.corpus - 1 and len(malicious) == k.corpus - 1:
+                break
+            m = valid_msg(rng, limit)
+            if len(clean) < k.corpus - 1 and m not in clean:
+                clean.append(m)
+            header, _, rest = valid_msg(rng, limit).partition("\n")
+            header = (header + " and also tidy the surrounding code paths for users" * 2)[:limit + rng.randint(1, 20)]
+            m = header.rstrip() + "\n" + rest
+            if len(malicious) < k.corpus - 1 and not valid[limit](m) and m not in malicious:
+                malicious.append(m)
+        else:
+            raise FamilyError("release_notes: too few distinct commit messages for the corpora")
+        at, over = boundary_msgs(rng, limit, valid)
+        clean.insert(rng.randrange(len(clean) + 1), at)
+        malicious.insert(rng.randrange(len(malicious) + 1), over)
+        t.say("Long commit headers get cut off in our release tooling. I need a `commit-msg` hook that accepts a "
+              "commit message exactly when its first line (the header, without its newline) is at most the maximum "
+              "header length given here, in characters.")
+        t.expect_classifier("The message arrives on standard input. Hard-code the length limit.", clean,
+                            malicious, {"Python": fill(ATOMIC_LINTER, LIMIT="@@LIMIT@@"), "C": C_ATOMIC_LINTER})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@LIMIT@@/{var}/" "$f"; done')

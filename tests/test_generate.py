@@ -118,6 +118,7 @@ def _gate_all(dirs: list[Path]) -> None:
     assert not failures, "\n".join(failures)
 
 
+@pytest.mark.timeout(1500)  # grows with the registry: about 6 s of gating per family on 2 cores
 def test_one_task_per_family_passes_the_gate(tmp_path, default_image):
     _gate_all(_family_tasks(tmp_path, per_family=1, seeds=1))
 

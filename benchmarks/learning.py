@@ -125,7 +125,7 @@ def train(loss: str, args, train_dir: Path, warm: Path, out: Path):
                       steps=10_000, max_minutes=args.minutes, prompts_per_step=args.prompts, group_size=args.group,
                       micro_batch=args.micro_batch, max_turns=TURNS, max_tokens_per_turn=TOKENS_PER_TURN,
                       max_total_tokens=2048, max_prompt_tokens=1024, lr=args.lr, async_rollouts=True,
-                      rollout_workers=args.group, checkpoint_every=5, dtype=args.dtype, seed=args.seed)
+                      rollout_workers=args.prompts * args.group, checkpoint_every=5, dtype=args.dtype, seed=args.seed)
     cfg.validate()
     shutil.rmtree(cfg.out, ignore_errors=True)  # a fresh run: the point is the budget from step 0
     trainer = Trainer(cfg, log=lambda s: print(f"[{loss}] {s}", flush=True))

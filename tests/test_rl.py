@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import threading
+import time
 
 import pytest
 
@@ -450,3 +452,34 @@ def test_a_failing_rollout_producer_stops_training_with_its_error(two_habit_setu
     trainer._group = dead_actor
     with pytest.raises(ProducerFailed, match="ConnectionError: the rollout actor died"):
         trainer.run()
+
+
+@needs_model
+@pytest.mark.timeout(300)
+def test_async_rollouts_keep_as_many_groups_in_flight_as_the_workers_can_run(two_habit_setup, tmp_path, bwrap):
+    """With room for two groups in rollout_workers, two groups are collected at once (the engine then
+    batches both groups' turns); the batch still holds prompts_per_step kept groups."""
+    from tmax.rl.config import TrainConfig
+    from tmax.rl.trainer import Trainer
+
+    cfg = TrainConfig(**_train_config(two_habit_setup, tmp_path / "run", async_rollouts=True, steps=1,
+                                      prompts_per_step=2, group_size=2, rollout_workers=4))
+    trainer = Trainer(cfg, log=lambda s: None)
+    real_group, lock, active, peak = trainer._group, threading.Lock(), [0], [0]
+
+    def counted(rng):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        try:
+            time.sleep(1.0)  # long enough for a second producer to start its group meanwhile
+            return real_group(rng)
+        finally:
+            with lock:
+                active[0] -= 1
+
+    trainer._group = counted
+    trainer.run()
+    assert peak[0] == 2
+    row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
+    assert row["groups_seen"] >= 1 and row["step"] == 1

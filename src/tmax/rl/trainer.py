@@ -6,16 +6,18 @@ The loop is written once. Where the weights live and how a step is taken is the 
 torchrun). Rank 0 alone holds the tasks, the engine and the run directory; the batch it collects is
 shared with the other ranks, which only train.
 
-Asynchrony: with ``async_rollouts``, a rollout thread keeps filling a queue with groups produced by
-the engine while the learner trains; a group whose oldest token is more than ``max_staleness``
-versions behind is dropped. Weights are pushed to the engine after every step. Without it, rollouts
-and training alternate, and every rollout samples under seeds derived from (seed, step, group,
-rollout, turn), so a run is deterministic however many rollout workers share the engine, and a
-resumed run redoes a step exactly (the engine's own process history does not enter).
+Asynchrony: with ``async_rollouts``, rollout threads (as many groups at once as ``rollout_workers``
+can run, up to the prompts of a step) keep filling a queue with groups while the learner trains; a
+group whose oldest token is more than ``max_staleness`` versions behind is dropped. Weights are
+pushed to the engine after every step. Without it, rollouts and training alternate, and every
+rollout samples under seeds derived from (seed, step, group, rollout, turn), so a run is
+deterministic however many rollout workers share the engine, and a resumed run redoes a step
+exactly (the engine's own process history does not enter).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import queue
 import random
@@ -346,14 +348,13 @@ class Trainer:
         keep = advantages(usable, cfg.advantage)
         return [r for r in group if r.traj in usable], keep
 
-    def _producer(self, q: queue.Queue, stop: threading.Event) -> None:
-        """Fill ``q`` with groups until ``stop``. A full queue makes it wait with its group (no work is
-        thrown away, and staleness stays bounded by the queue's length); an exception ends it by
-        putting the exception on the queue, where the learner raises it."""
-        i = 0
+    def _producer(self, q: queue.Queue, stop: threading.Event, indices) -> None:
+        """Fill ``q`` with groups until ``stop``; ``indices`` (shared by all producer threads) numbers
+        the groups. A full queue makes it wait with its group (no work is thrown away, and staleness
+        stays bounded by the queue's length); an exception ends it by putting the exception on the
+        queue, where the learner raises it."""
         while not stop.is_set():
-            rng = random.Random(f"{self.cfg.seed}:async:{i}")
-            i += 1
+            rng = random.Random(f"{self.cfg.seed}:async:{next(indices)}")
             try:
                 item = self._group(rng)
             except BaseException as e:  # noqa: BLE001 - handed to the learner, which raises it
@@ -410,7 +411,11 @@ class Trainer:
         stop = threading.Event()
         if cfg.async_rollouts and self.lead:
             q = queue.Queue(maxsize=cfg.prompts_per_step * 2)
-            threading.Thread(target=self._producer, args=(q, stop), daemon=True).start()
+            # enough groups in flight at once to keep every rollout worker busy: the engine batches
+            # their turns, so a CPU or GPU decodes rollout_workers sequences per step, not group_size
+            indices = itertools.count()
+            for _ in range(max(1, min(cfg.prompts_per_step, cfg.rollout_workers // cfg.group_size))):
+                threading.Thread(target=self._producer, args=(q, stop, indices), daemon=True).start()
         try:
             started = time.monotonic()
             while self.step < cfg.steps:

@@ -12,7 +12,8 @@ import pytest
 from tmax.families import LOAD_ERRORS, load_all
 from tmax.families.check import build_case, build_twice, cases, check_families
 from tmax.gate import check_many, stream_jsonl
-from tmax.generate import gate_corpus, generate_corpus, near_duplicates, prune_failed, tree_digest
+from tmax.generate import (MAX_DRAW_FACTOR, gate_corpus, generate_corpus, near_duplicates, prune_failed,
+                           tree_digest)
 
 
 def test_no_family_fails_to_load():
@@ -28,6 +29,25 @@ def test_generation_is_byte_identical(tmp_path):
     c = tmp_path / "c"
     generate_corpus(12, 4, "rl_v2", c, jobs=2)
     assert tree_digest(a) != tree_digest(c)
+
+
+def test_near_duplicates_are_replaced_by_further_draws_up_to_a_bound(tmp_path):
+    """A corpus asked for n tasks gets n: indices past n are drawn until n distinct tasks are kept.
+    Level-0 git_secret_scan tasks are near-identical siblings, so a mix with it needs refills, and it
+    alone stops at MAX_DRAW_FACTOR * n draws instead of drawing forever."""
+    def band(*names):
+        return {"band": [0.2, 0.8], "families": {n: {"0": {"estimate": 0.5}} for n in names}}
+
+    mixed = generate_corpus(8, 0, "legacy", tmp_path / "mixed", jobs=2, calibration=band(
+        "git_secret_scan", "archive_member_audit"), band_only=True)
+    assert mixed["written"] == 8 and mixed["drawn"] > 8 and mixed["near_duplicates"] > 0
+    assert mixed["drawn"] == mixed["written"] + mixed["near_duplicates"] + len(mixed["errors"])
+    rows = [json.loads(x) for x in (tmp_path / "mixed" / "manifest.jsonl").read_text().splitlines()]
+    assert sorted(r["task"] for r in rows) == sorted(p.name for p in (tmp_path / "mixed").iterdir() if p.is_dir())
+    assert not set(mixed["duplicates"]) & {r["task"] for r in rows}
+    alone = generate_corpus(8, 0, "legacy", tmp_path / "alone", jobs=2, calibration=band("git_secret_scan"),
+                            band_only=True)
+    assert alone["drawn"] == MAX_DRAW_FACTOR * 8 and alone["written"] < 8
 
 
 def test_manifest_has_every_axis(tmp_path):

@@ -29,6 +29,7 @@ MINHASH_PERMS = 64
 SHINGLE = 5
 BUILD_SECONDS = 120  # one task's build; past it the index is a build error
 NEAR_DUP_JACCARD = 0.7  # on what the agent sees, digits masked: siblings differing in persona or numbers
+MAX_DRAW_FACTOR = 3  # indices drawn to fill n tasks past near-duplicates and build errors, at most n times this
 
 
 @dataclass
@@ -169,7 +170,8 @@ def near_duplicates(dirs: list[Path], threshold: float = NEAR_DUP_JACCARD) -> di
 def generate_corpus(n: int, seed: int, kind: str, out: Path, jobs: int = 2,
                     progress: Callable[[Generated], None] | None = None, calibration: dict | None = None,
                     band_only: bool = False) -> dict:
-    """Write ``n`` tasks and ``manifest.jsonl`` under ``out``. Returns a summary. ``band_only``: draw only
+    """Write ``n`` tasks and ``manifest.jsonl`` under ``out`` (fewer only when ``MAX_DRAW_FACTOR * n`` draws
+    do not give ``n`` distinct tasks that build). Returns a summary. ``band_only``: draw only
     the families that ``calibration`` measured inside its band."""
     if band_only:
         from tmax.calibrate import in_band_families
@@ -181,24 +183,34 @@ def generate_corpus(n: int, seed: int, kind: str, out: Path, jobs: int = 2,
             raise ValueError(f"no family has a measured level inside the band [{lo}, {hi}]: widen the band or "
                              "measure more families or levels")
     out.mkdir(parents=True, exist_ok=True)
-    results: list[Generated] = []
+    # Near-duplicates and build errors leave gaps; further indices are drawn until n tasks are kept
+    # (bounded: a family mix that yields few distinct tasks stops at MAX_DRAW_FACTOR * n draws).
+    kept: list[Generated] = []
+    errors: list[Generated] = []
+    dups: dict[str, str] = {}
+    drawn = 0
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        for g in pool.map(generate_one, [seed] * n, range(n), [kind] * n, [str(out)] * n, [calibration] * n,
-                          [band_only] * n, chunksize=8):
-            results.append(g)
-            if progress:
-                progress(g)
-    ok = [g for g in results if not g.error]
-    dups = near_duplicates([Path(g.dir) for g in ok])
-    for g in ok:
-        if Path(g.dir).name in dups:
-            shutil.rmtree(g.dir, ignore_errors=True)
-    kept = [g for g in ok if Path(g.dir).name not in dups]
+        while len(kept) < n and drawn < MAX_DRAW_FACTOR * n:
+            want = min(n - len(kept), MAX_DRAW_FACTOR * n - drawn)
+            new: list[Generated] = []
+            for g in pool.map(generate_one, [seed] * want, range(drawn, drawn + want), [kind] * want,
+                              [str(out)] * want, [calibration] * want, [band_only] * want, chunksize=8):
+                (errors if g.error else new).append(g)
+                if progress:
+                    progress(g)
+            drawn += want
+            # kept tasks are pairwise distinct and come first, so only new ones can be flagged
+            found = near_duplicates([Path(g.dir) for g in kept + new])
+            for g in new:
+                if Path(g.dir).name in found:
+                    shutil.rmtree(g.dir, ignore_errors=True)
+            kept += [g for g in new if Path(g.dir).name not in found]
+            dups.update(found)
     with open(out / "manifest.jsonl", "w") as f:
         for g in kept:
             f.write(json.dumps(g.manifest, sort_keys=True) + "\n")
-    summary = {"requested": n, "written": len(kept), "errors": [{"index": g.index, "error": g.error}
-                                                                 for g in results if g.error],
+    summary = {"requested": n, "drawn": drawn, "written": len(kept),
+               "errors": [{"index": g.index, "error": g.error} for g in errors],
                "near_duplicates": len(dups), "near_duplicate_siblings": _siblings(dups), "duplicates": dups}
     (out / "generate-summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary

@@ -162,8 +162,8 @@ def generate(n, seed, kind, out, jobs, gate, repeat, backend, calibration, band_
                                       progress=lambda g: bars.advance("generate", g, "error" if g.error else ""))
         except ValueError as e:  # a band no measured family reaches
             raise click.BadParameter(safe(e), param_hint="--calibration") from None
-    console.print(f"generated {summary['written']}/{n} tasks in {out} "
-                  f"({summary['near_duplicates']} near-duplicates dropped, {len(summary['errors'])} build errors)")
+    console.print(f"generated {summary['written']}/{n} tasks in {out} (drew {summary['drawn']}: "
+                  f"{summary['near_duplicates']} near-duplicates dropped, {len(summary['errors'])} build errors)")
     for e in summary["errors"][:20]:
         console.print(text(f"build error at index {e['index']}: {e['error'].splitlines()[0]}", style="red"))
     if summary["errors"]:

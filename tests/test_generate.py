@@ -50,6 +50,24 @@ def test_near_duplicates_are_replaced_by_further_draws_up_to_a_bound(tmp_path):
     assert alone["drawn"] == MAX_DRAW_FACTOR * 8 and alone["written"] < 8
 
 
+def test_a_build_is_timed_by_its_own_cpu_so_waiting_on_a_loaded_machine_is_not_cut():
+    """The build budget counts the build's CPU: waiting (as on a loaded machine) does not use it up, a
+    busy loop does; a wait past the wall-clock backstop is cut too."""
+    import time
+
+    from tmax.generate import BuildTimeout, _time_limit
+
+    with _time_limit(0.2, 5):
+        time.sleep(0.6)  # three times the CPU budget in wall time, without using the CPU
+    with pytest.raises(BuildTimeout, match="0.2 s of CPU"):
+        with _time_limit(0.2, 5):
+            while True:
+                pass
+    with pytest.raises(BuildTimeout, match="longer than 0.5 s$"):
+        with _time_limit(5, 0.5):
+            time.sleep(3)
+
+
 def test_manifest_has_every_axis(tmp_path):
     summary = generate_corpus(10, 0, "sft_v2", tmp_path, jobs=2)
     lines = [json.loads(x) for x in (tmp_path / "manifest.jsonl").read_text().splitlines()]

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 MINHASH_PERMS = 64
 SHINGLE = 5
-BUILD_SECONDS = 120  # one task's build; past it the index is a build error
+BUILD_CPU_SECONDS = 120  # one task's build, in its own CPU time; past it the index is a build error
+BUILD_WALL_SECONDS = 900  # and in wall time, for a build that hangs without using CPU
 NEAR_DUP_JACCARD = 0.7  # on what the agent sees, digits masked: siblings differing in persona or numbers
 MAX_DRAW_FACTOR = 3  # indices drawn to fill n tasks past near-duplicates and build errors, at most n times this
 
@@ -45,23 +46,29 @@ class BuildTimeout(Exception):
 
 
 @contextlib.contextmanager
-def _time_limit(seconds: int):
-    """Stop a build that runs past ``seconds`` (a family redrawing forever) with BuildTimeout; only in
-    a process's main thread, where SIGALRM can be used (generation workers are processes)."""
+def _time_limit(cpu_seconds: float, wall_seconds: float):
+    """Stop a build that spends more than ``cpu_seconds`` of its process's CPU (a family redrawing
+    forever) or waits past ``wall_seconds`` (a hang) with BuildTimeout. CPU time, not wall time, is the
+    main budget so that a build on a loaded machine is not cut for waiting its turn. Only in a process's
+    main thread, where signals can be used (generation workers are processes)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def expire(signum, frame):
-        raise BuildTimeout(f"the build took longer than {seconds} s")
+        what = f"{cpu_seconds:g} s of CPU" if signum == signal.SIGPROF else f"{wall_seconds:g} s"
+        raise BuildTimeout(f"the build took longer than {what}")
 
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
+    old = signal.signal(signal.SIGPROF, expire), signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
+    signal.setitimer(signal.ITIMER_REAL, wall_seconds)
     try:
         yield
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGPROF, old[0])
+        signal.signal(signal.SIGALRM, old[1])
 
 
 def task_dir_name(index: int, family: str) -> str:
@@ -88,7 +95,7 @@ def generate_one(seed: int, index: int, kind: str, out: str, calibration: dict |
     if dest.exists():
         shutil.rmtree(dest)
     try:
-        with _time_limit(BUILD_SECONDS):
+        with _time_limit(BUILD_CPU_SECONDS, BUILD_WALL_SECONDS):
             t = build_task(fam, axes, seed, index, dest, variant=variant or None)
     except Exception as e:  # a bad family must not stop the corpus; it is reported with where it failed
         shutil.rmtree(dest, ignore_errors=True)

@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Iterator
 
 from tmax.families.programs import run_python
+from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
 MKTREE = r'''
 import json
@@ -104,3 +105,35 @@ def epoch(y: int, m: int, d: int, hh: int = 0, mm: int = 0, ss: int = 0) -> int:
 WORDS = ("alpha bravo budget cargo delta draft ember final forest harbor index invoice ledger lunar march "
          "memo notes orbit order photo plan quarter report review river sales scan summary survey tally "
          "ticket travel update vendor winter").split()
+
+
+def _reroot(e, key, cut):
+    return [e[0], key + e[1][cut:], *e[2:]]
+
+
+def keyed_sides(t, sides, prefix, reroot=_reroot):
+    """Draw the delivered name clear of every side, and other names for the other sides; return the name, its
+    key and side i's entries re-rooted (``reroot(entry, key, cut)``) from the placeholder folder ``prefix +
+    str(i)`` to the key of its name, in key order so that creation order (inode numbers) does not single the
+    target out."""
+    name = unseen(t, lambda: t.code(2), *(spec_json(s) for s in sides))
+    keys = [key_of(n) for n in [name, *distinct(lambda: t.code(2), len(sides) - 1, [name])]]
+    cut = len(prefix) + 1
+    return name, keys[0], [reroot(e, keys[i], cut) for i in sorted(range(len(keys)), key=keys.__getitem__)
+                           for e in sides[i]]
+
+
+def report_and_ship(t, spec, src, where, key):
+    """The reference's report on the keyed folder of a host copy of the tree; the tree shipped to ``where``."""
+    with host_tree(spec) as root:
+        truth = run_python(src)["report"](f"{root}/{key}")
+    ship_tree(t, spec, where, where.rsplit("/", 1)[1])
+    finish_setup(t)
+    return truth
+
+
+def solve_keyed(t, who, root, script, src, out):
+    """The oracle: find the keyed folder of the delivered name under ``root`` and run the reference on it."""
+    t.add_solution_file(script, src)
+    t.solve(f'test -n "{who}"\nmkdir -p /app/out\nkey={key_cmd(who)}\ntest -d "{root}/$key"\n'
+            f'python3 /solution/{script} "{root}/$key" > {out}')

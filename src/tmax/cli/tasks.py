@@ -129,8 +129,9 @@ def generate(n, seed, kind, out, jobs, gate, repeat, backend, calibration, band_
     """Generate N verifiable tasks by compositional sampling over the nine axes.
 
     Same arguments, same bytes. Writes task directories, manifest.jsonl (one line per task: every
-    axis, family, seed, difficulty, environment hash) and generate-summary.json. Near-duplicates are
-    dropped and counted (compared on what the agent sees, digits masked). With --check, every task is
+    axis, family, seed, difficulty, environment hash) and generate-summary.json. Near-duplicates
+    (compared on what the agent sees, digits masked) and build errors are dropped, counted and
+    replaced by further draws until N tasks are kept (at most 3N draws). With --check, every task is
     gated (oracle 1, nop 0, every generic hack below 0.25, no fixture channel skipped) and failures
     are removed, with reasons in gate.jsonl.
 

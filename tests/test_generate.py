@@ -31,23 +31,62 @@ def test_generation_is_byte_identical(tmp_path):
     assert tree_digest(a) != tree_digest(c)
 
 
-def test_near_duplicates_are_replaced_by_further_draws_up_to_a_bound(tmp_path):
-    """A corpus asked for n tasks gets n: indices past n are drawn until n distinct tasks are kept.
-    Level-0 git_secret_scan tasks are near-identical siblings, so a mix with it needs refills, and it
-    alone stops at MAX_DRAW_FACTOR * n draws instead of drawing forever."""
+@pytest.fixture
+def number_swapped_family():
+    """A real family, registered for one test, whose tasks differ only in one drawn number: every draw of
+    it after the first is a near-duplicate. (Generation's pool forks, so its workers see it too.)"""
+    from dataclasses import dataclass
+
+    from tmax.families.base import REGISTRY, Family, register
+
+    @dataclass(frozen=True)
+    class Knobs:
+        lines: int
+
+    class NumberSwapped(Family):
+        name = "number_swapped_line_count"
+        domain = "data_processing"
+        skill_types = ("Text Processing",)
+        primitive_skills = ("log parsing", "filtering by field", "aggregation")
+        verifiers = ("exact_text",)
+        fixtures = ("text_only",)
+        levels = {lv: Knobs(lines=200 + lv) for lv in range(5)}  # the file outweighs the persona text
+
+        def output_case(self, t):
+            n = t.rng.randrange(10**6)
+            t.add_file("/app/data/events.log", "".join(f"event {_word(i)} status {_word(i * 7)} code {n}\n"
+                                                          for i in range(t.knobs.lines)))
+            t.say(f"Count the lines of /app/data/events.log that end in the code {n} and write the count to "
+                  "/app/out/count.txt, one number followed by a newline. Only that file is read.")
+            t.solve(f"mkdir -p /app/out\ngrep -c ' {n}$' /app/data/events.log > /app/out/count.txt")
+            t.expect_output("/app/out/count.txt", f"{t.knobs.lines}\n", "the count")
+
+    def _word(i):  # the same words in every task (digits are masked when tasks are compared)
+        return "abcdefghijklmnopqrstuvwxyz"[i % 26] + "aeiou"[i // 26 % 5] + "klmnp"[i // 130 % 5]
+
+    register(NumberSwapped)
+    yield NumberSwapped.name
+    del REGISTRY[NumberSwapped.name]
+
+
+def test_near_duplicates_are_replaced_by_further_draws_up_to_a_bound(tmp_path, number_swapped_family):
+    """A corpus asked for n tasks gets n: indices past n are drawn until n distinct tasks are kept. A
+    family whose tasks differ only in a number needs refills in a mix, and alone it stops at
+    MAX_DRAW_FACTOR * n draws instead of drawing forever."""
     def band(*names):
         return {"band": [0.2, 0.8], "families": {n: {"0": {"estimate": 0.5}} for n in names}}
 
     mixed = generate_corpus(8, 0, "legacy", tmp_path / "mixed", jobs=2, calibration=band(
-        "git_secret_scan", "archive_member_audit"), band_only=True)
+        number_swapped_family, "archive_member_audit"), band_only=True)
     assert mixed["written"] == 8 and mixed["drawn"] > 8 and mixed["near_duplicates"] > 0
     assert mixed["drawn"] == mixed["written"] + mixed["near_duplicates"] + len(mixed["errors"])
+    assert set(mixed["near_duplicate_siblings"]) == {number_swapped_family.replace("_", "-")}
     rows = [json.loads(x) for x in (tmp_path / "mixed" / "manifest.jsonl").read_text().splitlines()]
     assert sorted(r["task"] for r in rows) == sorted(p.name for p in (tmp_path / "mixed").iterdir() if p.is_dir())
     assert not set(mixed["duplicates"]) & {r["task"] for r in rows}
-    alone = generate_corpus(8, 0, "legacy", tmp_path / "alone", jobs=2, calibration=band("git_secret_scan"),
+    alone = generate_corpus(8, 0, "legacy", tmp_path / "alone", jobs=2, calibration=band(number_swapped_family),
                             band_only=True)
-    assert alone["drawn"] == MAX_DRAW_FACTOR * 8 and alone["written"] < 8
+    assert alone["drawn"] == MAX_DRAW_FACTOR * 8 and alone["written"] == 1 and not alone["errors"]
 
 
 def test_a_build_is_timed_by_its_own_cpu_so_waiting_on_a_loaded_machine_is_not_cut():

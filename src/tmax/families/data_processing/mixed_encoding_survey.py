@@ -1,10 +1,12 @@
 """Survey exports in mixed character encodings. Each file is UTF-8, UTF-8 with a byte order mark,
 UTF-16 (either byte order, with a BOM) or Windows-1252, with CRLF line endings and Unicode text in
 decomposed form (NFD) at the higher levels. Detect each file's encoding by the stated rules, decode,
-normalise, and report per file how many responses belong to one batch and how many non-ASCII
-characters their comments hold. Responses name no batch: each carries a tag derived from its batch's
-code (delivered through the fixture channel) and its text, so recognising the batch needs the code and
-a correct decoding. The encoded files are produced at build time (task files stay text)."""
+normalise, then, for the responses of one batch: report per file how many belong to it and how many
+non-ASCII characters their comments hold (survey), write them all out as one clean UTF-8 export
+(transcode), or count them per city across the files (by_city). Responses name no batch: each carries
+a tag derived from its batch's code (delivered through the fixture channel) and its text, so
+recognising the batch needs the code and a correct decoding. The encoded files are produced at build
+time (task files stay text)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import sys
 import unicodedata
 
 HEADER = @HEADER@
+VARIANT = @VARIANT@
 
 
 def detect(data):
@@ -51,8 +54,25 @@ def summary(name, data, batch):
     return f"{name},{enc},{len(lines)},{len(hits)},{non_ascii}"
 
 
+def batch_rows(files, batch):
+    """The batch's responses as (city, comment), file by file in name order, each file in line order."""
+    out = []
+    for _, data in sorted(files):
+        text = unicodedata.normalize("NFC", detect(data)[1].replace("\r\n", "\n"))
+        parts = [line.split(";", 2) for line in text.split("\n") if line.strip()]
+        out += [(p[1], p[2]) for p in parts if len(p) == 3 and p[0] == token(batch, p[1], p[2])]
+    return out
+
+
 def report(files, batch):
     """files: (name, bytes) pairs."""
+    if VARIANT == "transcode":
+        return "".join(f"{city};{comment}\n" for city, comment in batch_rows(files, batch))
+    if VARIANT == "by_city":
+        counts = {}
+        for city, _ in batch_rows(files, batch):
+            counts[city] = counts.get(city, 0) + 1
+        return "".join(f"{c},{n}\n" for c, n in sorted(counts.items(), key=lambda x: (-x[1], x[0].encode())))
     out = ["file,encoding,lines,batch_lines,non_ascii"] if HEADER else []
     out += [summary(name, data, batch) for name, data in sorted(files)]
     return "".join(line + "\n" for line in out)
@@ -110,6 +130,10 @@ class Knobs:
     codecs: tuple[str, ...]  # encodings that occur (each at least once)
 
 
+OUT = {"survey": "/app/out/encoding_report.csv", "transcode": "/app/out/batch_export.txt",
+       "by_city": "/app/out/batch_cities.csv"}
+
+
 @register
 class MixedEncodingSurvey(Family):
     name = "mixed_encoding_survey"
@@ -118,6 +142,7 @@ class MixedEncodingSurvey(Family):
     primitive_skills = ("character encoding conversion", "byte order mark detection", "Unicode normalisation",
                         "line ending normalisation", "filtering by field", "group-by counting")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("survey", "transcode", "by_city")
     levels = {0: Knobs(files=3, lines=6, codecs=("cp1252",)),
               1: Knobs(files=3, lines=15, codecs=("utf-8", "cp1252")),
               2: Knobs(files=4, lines=40, codecs=("utf-8", "cp1252", "utf-16le")),
@@ -125,7 +150,7 @@ class MixedEncodingSurvey(Family):
               4: Knobs(files=8, lines=150, codecs=("utf-8", "cp1252", "utf-16le", "utf-8-bom", "utf-16be"))}
 
     def output_case(self, t: TaskBuilder) -> None:
-        k, rng, lv = t.knobs, t.rng, t.level
+        k, rng, lv, var = t.knobs, t.rng, t.level, t.variant
         if lv == 0:
             return self.atomic(t)
         # The delivered batch code occurs nowhere in the data: a response carries only a tag derived from its
@@ -135,8 +160,8 @@ class MixedEncodingSurvey(Family):
         batch = unseen(t, lambda: t.code(2))
         batches = [batch, *distinct(lambda: t.code(2), 3, [batch])]
         # Under partial credit a constant header line would match whatever the code; leave it out there.
-        header = not t.partial_credit
-        src = fill(REFERENCE, HEADER=header)
+        header = var == "survey" and not t.partial_credit
+        src = fill(REFERENCE, HEADER=header, VARIANT=repr(var))
         ns = run_python(src)
 
         def response(who: str) -> str:
@@ -149,11 +174,14 @@ class MixedEncodingSurvey(Family):
         plan = codecs + [rng.choice(codecs) for _ in range(k.files - len(codecs))]
         rng.shuffle(plan)
         names = sorted(rng.sample(NAMES, k.files))
+        # Where the exports land and what they are called vary by seed, not only the data.
+        folder = f"/app/{rng.choice(['data', 'survey', 'exports', 'inbox'])}/{rng.choice(['responses', 'channels'])}"
+        stem = rng.choice(["responses", "export", "survey", "feedback"])
         t.add_file("/tmp/tmax-enc/convert.py", CONVERT)
-        t.add_setup("mkdir -p /app/data/responses")
+        t.add_setup(f"mkdir -p {folder}")
         files, texts = [], []
         for name, codec in zip(names, plan):
-            fname = f"responses_{name}.txt"
+            fname = f"{stem}_{name}.txt"
             rows = [response(rng.choice(batches))
                     for _ in range(max(3, k.lines + rng.randrange(-k.lines // 3, k.lines // 3 + 1)))]
             if codec == "cp1252" and not any(ord(c) > 127 for c in "".join(rows)):  # it must not decode as UTF-8
@@ -180,15 +208,17 @@ class MixedEncodingSurvey(Family):
             files.append((fname, data))
             texts.append(text)
             t.add_file(f"/tmp/tmax-enc/{fname}", text)
-            t.add_setup(f"python3 /tmp/tmax-enc/convert.py /tmp/tmax-enc/{fname} /app/data/responses/{fname} "
+            t.add_setup(f"python3 /tmp/tmax-enc/convert.py /tmp/tmax-enc/{fname} {folder}/{fname} "
                         f"{codec} {int(crlf)}")
         t.add_setup("rm -rf /tmp/tmax-enc")
         if any(batch in x.upper() for x in texts + names):  # the files hold only tags: cannot happen
             raise FamilyError(f"family {self.name}: the batch code occurs in a generated file")
         truth = ns["report"](files, batch)
         v = t.deliver(batch, "the batch code")
-        rules = ["Each non-blank line is one response, `tag;city;comment` (the comment is everything after the "
-                 "second semicolon). Blank lines are not responses.",
+        rules = [rng.choice(["Each non-blank line is one response, `tag;city;comment` (the comment is everything "
+                             "after the second semicolon). Blank lines are not responses.",
+                             "A response is one non-blank line `tag;city;comment`; the comment runs from the second "
+                             "semicolon to the end of the line, and blank lines are skipped."]),
                  "Responses do not name their batch: `tag` is the first 10 hex digits (lowercase) of the SHA-256 of "
                  "the UTF-8 text `<batch code>|<city>|<comment>`, with the response's own city and comment as "
                  "decoded" + (" (without the line ending" + (", in NFC" if lv >= 4 else "") + ")" if lv >= 3 else "")
@@ -204,28 +234,47 @@ class MixedEncodingSurvey(Family):
             rules.append("Some files store accented letters decomposed (a base letter followed by a combining "
                          "mark). Normalise the text to NFC before hashing and counting, so that `é` is one "
                          "character however it is stored.")
-        t.say("Our survey tool exported responses from several channels into `/app/data/responses/`, but every "
-              "channel uses its own character encoding. For the batch whose code is given above, I need a per-file "
-              "summary.\n\n" + "\n".join(f"- {r}" for r in rules))
+        want = {"survey": "a per-file summary",
+                "transcode": "all of its responses in one clean UTF-8 file for the analysts",
+                "by_city": "to know how many of its responses came from each city"}[var]
+        t.say(rng.choice([f"Our survey tool exported responses from several channels into `{folder}/`, but every "
+                          "channel uses its own character encoding.",
+                          f"The survey channels each dropped an export `{stem}_<channel>.txt` into `{folder}/`, "
+                          "each in a character encoding of its own."])
+              + f" For the batch whose code is given above, I need {want}.\n\n" + "\n".join(f"- {r}" for r in rules))
+        out = OUT[var]
         t.add_solution_file("summary.py", src)
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/summary.py /app/data/responses "{v}" '
-                '> /app/out/encoding_report.csv')
-        head = "the header line `file,encoding,lines,batch_lines,non_ascii`, then " if header else \
-            "no header line: the columns are `file,encoding,lines,batch_lines,non_ascii`, with "
-        fmt = (f"CSV with {head}one line per file in `/app/data/responses/` sorted by file name: the file name, its "
-               "encoding label as above, its number of responses, the number of those that belong to the batch, "
-               "and the total number of non-ASCII characters (code point above 127, after decoding) in the "
-               "comments of those responses")
-        t.say(f"Format: {fmt}.")
-        t.expect_output("/app/out/encoding_report.csv", truth, "the summary")
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/summary.py {folder} "{v}" > {out}')
+        if var == "transcode":
+            fmt = ("UTF-8 without a byte order mark, LF line endings, one line per response of the batch as "
+                   "`city;comment` (the tag dropped), the files taken in file-name order and each file's responses "
+                   "in their order in it" + (", the text in NFC" if lv >= 4 else ""))
+        elif var == "by_city":
+            fmt = ("UTF-8 CSV without a header, one line `city,responses` per city with at least one response of "
+                   "the batch (over all the files), most responses first, ties by city name in byte order of its "
+                   "UTF-8 (`LC_ALL=C sort`)" + (", cities in NFC" if lv >= 4 else ""))
+        else:
+            head = "the header line `file,encoding,lines,batch_lines,non_ascii`, then " if header else \
+                "no header line: the columns are `file,encoding,lines,batch_lines,non_ascii`, with "
+            fmt = (f"CSV with {head}one line per file in `{folder}/` sorted by file name: the file name, its "
+                   "encoding label as above, its number of responses, the number of those that belong to the batch, "
+                   "and the total number of non-ASCII characters (code point above 127, after decoding) in the "
+                   "comments of those responses")
+        t.say(f"Write `{out}`. Format: {fmt}.")
+        t.expect_output(out, truth, {"survey": "the summary", "transcode": "the export",
+                                     "by_city": "the city counts"}[var])
 
     def atomic(self, t: TaskBuilder) -> None:
-        """One batch's file, named by a hash of its code, converted from Windows-1252 to UTF-8."""
-        k, rng = t.knobs, t.rng
+        """One batch's file, named by a hash of its code: converted from Windows-1252 to UTF-8 (survey), from
+        UTF-16 with CRLF line ends to UTF-8 with LF (transcode), or counted per city (by_city)."""
+        k, rng, var = t.knobs, t.rng, t.variant
         batch = unseen(t, lambda: t.code(2))
         batches = [batch, *distinct(lambda: t.code(2), k.files - 1, [batch])]
         # Every line has an accented city, so a copy of the raw bytes matches no line of the answer.
         cities = [c for c in CITIES if not c.isascii()]
+        if var == "by_city":  # a few cities, so that counts are more than ones
+            cities = rng.sample(cities, 3)
+        codec, crlf = ("utf-16le", 1) if var == "transcode" else ("cp1252", 0)
         t.add_file("/tmp/tmax-enc/convert.py", CONVERT)
         t.add_setup("mkdir -p /app/data/responses")
         texts = []
@@ -234,15 +283,35 @@ class MixedEncodingSurvey(Family):
             texts.append(text)
             t.add_file(f"/tmp/tmax-enc/{key_of(b)}.txt", text)
             t.add_setup(f"python3 /tmp/tmax-enc/convert.py /tmp/tmax-enc/{key_of(b)}.txt "
-                        f"/app/data/responses/{key_of(b)}.txt cp1252 0")
+                        f"/app/data/responses/{key_of(b)}.txt {codec} {crlf}")
         t.add_setup("rm -rf /tmp/tmax-enc")
         if any(batch in x.upper() for x in texts):  # cities and comments only: cannot happen
             raise FamilyError(f"family {self.name}: the batch code occurs in a generated file")
         t.say("Each survey batch's responses are in `/app/data/responses/<KEY>.txt`, where KEY is the first 16 hex "
               "digits of the SHA-256 of the batch code (`printf %s <code> | sha256sum | cut -c1-16`). The files are "
-              "encoded in Windows-1252.")
+              + ("UTF-16 with a byte order mark and Windows (CRLF) line endings." if var == "transcode" else
+                 "encoded in Windows-1252, one `city;comment` line per response."))
         v = t.deliver(batch, "the batch code")
-        t.say("Write that batch's file, converted to UTF-8 and otherwise unchanged, to `/app/out/responses.txt`.")
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'iconv -f CP1252 -t UTF-8 "/app/data/responses/{key_cmd(v)}.txt" > /app/out/responses.txt')
-        t.expect_output("/app/out/responses.txt", texts[0], "the converted file")
+        src = f'"/app/data/responses/{key_cmd(v)}.txt"'
+        if var == "transcode":
+            out, truth = "/app/out/responses.txt", texts[0]
+            t.say(f"Write that batch's file, converted to UTF-8 without a byte order mark and with LF line endings, "
+                  f"otherwise unchanged, to `{out}`.")
+            cmd = f"iconv -f UTF-16 -t UTF-8 {src} | tr -d '\\r' > {out}"
+        elif var == "by_city":
+            out = "/app/out/cities.csv"
+            counts: dict[str, int] = {}
+            for line in texts[0].splitlines():
+                counts[line.split(";")[0]] = counts.get(line.split(";")[0], 0) + 1
+            truth = "".join(f"{c},{n}\n" for c, n in sorted(counts.items(), key=lambda x: x[0].encode()))
+            t.say(f"Count that batch's responses per city: write `{out}` in UTF-8, one line `city,responses` per "
+                  "city, sorted by city name in byte order (`LC_ALL=C sort`).")
+            cmd = (f"iconv -f CP1252 -t UTF-8 {src} | cut -d';' -f1 | LC_ALL=C sort | uniq -c "
+                   f"| awk '{{n = $1; sub(/^ *[0-9]+ /, \"\"); print $0 \",\" n}}' > {out}")
+        else:
+            out, truth = "/app/out/responses.txt", texts[0]
+            t.say(f"Write that batch's file, converted to UTF-8 and otherwise unchanged, to `{out}`.")
+            cmd = f"iconv -f CP1252 -t UTF-8 {src} > {out}"
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n{cmd}')
+        t.expect_output(out, truth, {"survey": "the converted file", "transcode": "the converted file",
+                                     "by_city": "the city counts"}[var])

@@ -1,8 +1,10 @@
 """Weather-station readings in long format (one reading per row, local timestamps with UTC offsets,
-mixed units) pivoted to a wide hourly table for one site: convert to UTC, bucket by hour, convert
-units, keep the highest reading per metric and hour. The shared feed carries several stations' rows,
-each tagged with a per-row token derived from its station's code, so one site's rows can be picked
-out only with that site's code. Epoch timestamps and unknown metrics at the higher levels."""
+mixed units) for one site: convert to UTC and to common units, then pivot to a wide hourly table
+keeping the highest reading per metric and hour (wide), summarise per UTC day and metric as long rows
+of count, minimum and maximum (daily), or report each metric's latest reading (latest). The shared
+feed carries several stations' rows, each tagged with a per-row token derived from its station's
+code, so one site's rows can be picked out only with that site's code. Epoch timestamps and unknown
+metrics at the higher levels."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from fractions import Fraction
 
 SITE = "@@SITE@@"
 HEADER = @HEADER@
+VARIANT = @VARIANT@
 METRICS = [("temp", "temp_c"), ("pressure", "pressure_hpa"), ("humidity", "humidity_pct")]
 
 
@@ -55,16 +58,43 @@ def token(site, stamp):
     return hashlib.sha256(f"{site}|{stamp}".encode()).hexdigest()[:10]
 
 
-def pivot(text, site=None):
-    site = site or SITE
-    best = {}
+def readings(text, site):
+    """The site's readings of the known metrics as (UTC instant, metric, converted value)."""
     names = [m for m, _ in METRICS]
     for row in csv.DictReader(io.StringIO(text)):
-        if row["metric"] not in names or row["tag"] != token(site, row["timestamp"]):
-            continue
-        hour = utc(row["timestamp"]).strftime("%Y-%m-%dT%H:00Z")
-        v = convert(row["metric"], row["value"], row["unit"])
-        key = (hour, row["metric"])
+        if row["metric"] in names and row["tag"] == token(site, row["timestamp"]):
+            yield utc(row["timestamp"]), row["metric"], convert(row["metric"], row["value"], row["unit"])
+
+
+def daily(text, site):
+    days = {}
+    for when, metric, v in readings(text, site):
+        days.setdefault((when.strftime("%Y-%m-%d"), metric), []).append(v)
+    out = ["day_utc,metric,readings,min,max"] if HEADER else []
+    for day in sorted({d for d, _ in days}):
+        out += [f"{day},{col},{len(vs)},{tenths(min(vs))},{tenths(max(vs))}"
+                for m, col in METRICS for vs in [days.get((day, m))] if vs]
+    return "".join(line + "\n" for line in out)
+
+
+def latest(text, site):
+    last = {}
+    for when, metric, v in readings(text, site):
+        if metric not in last or (when, v) > last[metric]:  # same instant: the higher reading
+            last[metric] = (when, v)
+    out = ["metric,time_utc,value"] if HEADER else []
+    out += [f"{col},{last[m][0].strftime('%Y-%m-%dT%H:%M:%SZ')},{tenths(last[m][1])}" for m, col in METRICS
+            if m in last]
+    return "".join(line + "\n" for line in out)
+
+
+def pivot(text, site=None):
+    site = site or SITE
+    if VARIANT != "wide":
+        return {"daily": daily, "latest": latest}[VARIANT](text, site)
+    best = {}
+    for when, metric, v in readings(text, site):
+        key = (when.strftime("%Y-%m-%dT%H:00Z"), metric)
         if key not in best or v > best[key]:
             best[key] = v
     hours = sorted({h for h, _ in best})
@@ -141,6 +171,10 @@ def csv_text(rows: list[list[str]], rng, lv: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+WANT = {"wide": "the hourly wide table", "daily": "the daily summary per metric",
+        "latest": "the latest reading of each metric"}
+
+
 @dataclass(frozen=True)
 class Knobs:
     rows: int  # readings in the feed
@@ -166,13 +200,14 @@ class SensorLongToWide(Family):
                         "CSV parsing", "filtering by field")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
+    variants = ("wide", "daily", "latest")
     levels = {0: Knobs(rows=16, hours=3), 1: Knobs(rows=40, hours=6), 2: Knobs(rows=150, hours=18), 3: Knobs(rows=400, hours=36),
               4: Knobs(rows=900, hours=60)}
 
     def rules(self, t: TaskBuilder) -> tuple[str, str, str]:
         """(the filled reference, the rules as a bullet list, the output format): both cases share them.
         Under partial credit a constant header line would match whatever the site; it is left out there."""
-        lv = t.level
+        lv, var = t.level, t.variant
         header = not t.partial_credit
         rules = ["Columns: `timestamp`, `tag`, `metric`, `value`, `unit`" + (" (the column order varies: read the "
                                                                             "header)" if lv >= 4 else "") + ".",
@@ -188,14 +223,29 @@ class SensorLongToWide(Family):
                     "pressure, `%` or `fraction` (0.453 = 45.3 %) for humidity." if lv >= 3 else
                     "Units are `C`, `hPa` and `%` throughout.")
                  + (" Rows of any other metric are ignored." if lv >= 4 else ""),
-                 "For each UTC hour and metric keep the highest converted reading of the site whose code is given "
-                 "above."]
-        head = ("the header line `hour_utc,temp_c,pressure_hpa,humidity_pct`, then " if header else
-                "no header line: the columns are `hour_utc,temp_c,pressure_hpa,humidity_pct`, with ")
-        fmt = (f"CSV with {head}one line per UTC hour that has at least one reading of the site, sorted by time; "
-               "`hour_utc` as `YYYY-MM-DDTHH:00Z`; each value rounded to one decimal (halves away from zero; e.g. "
-               "`-3.5`, `1013.0`), an empty field when the site has no reading of that metric in that hour")
-        return fill(REFERENCE, HEADER=header), "\n".join(f"- {r}" for r in rules), fmt
+                 {"wide": "For each UTC hour and metric keep the highest converted reading of the site whose code "
+                          "is given above.",
+                  "daily": "For each UTC day and metric, count the readings of the site whose code is given above "
+                           "and take their lowest and highest converted values.",
+                  "latest": "For each metric, find the latest reading (by UTC instant) of the site whose code is "
+                            "given above; of two readings at the same instant the higher converted value counts."
+                  }[var]]
+        cols = {"wide": "hour_utc,temp_c,pressure_hpa,humidity_pct", "daily": "day_utc,metric,readings,min,max",
+                "latest": "metric,time_utc,value"}[var]
+        head = (f"the header line `{cols}`, then " if header else f"no header line: the columns are `{cols}`, with ")
+        rounding = "rounded to one decimal (halves away from zero; e.g. `-3.5`, `1013.0`)"
+        fmt = {"wide": f"CSV with {head}one line per UTC hour that has at least one reading of the site, sorted by "
+                       f"time; `hour_utc` as `YYYY-MM-DDTHH:00Z`; each value {rounding}, an empty field when the "
+                       "site has no reading of that metric in that hour",
+               "daily": f"CSV with {head}one line per UTC day and metric that has at least one reading of the site, "
+                        "sorted by day and, within a day, in the order temp, pressure, humidity; `day_utc` as "
+                        "`YYYY-MM-DD`, `metric` as the converted column name (`temp_c`, `pressure_hpa` or "
+                        f"`humidity_pct`), `readings` the count, `min` and `max` {rounding}",
+               "latest": f"CSV with {head}one line per metric that has a reading of the site, in the order temp, "
+                         "pressure, humidity; `metric` as the converted column name (`temp_c`, `pressure_hpa` or "
+                         f"`humidity_pct`), `time_utc` as `YYYY-MM-DDTHH:MM:SSZ`, `value` {rounding}"}[var]
+        src = fill(REFERENCE, HEADER=header, VARIANT=repr(var))
+        return src, "\n".join(f"- {r}" for r in rules), fmt
 
     def program_case(self, t: TaskBuilder) -> None:
         rng, lv = t.rng, t.level
@@ -218,7 +268,7 @@ class SensorLongToWide(Family):
             raise FamilyError(f"family {self.name}: no ten feeds with readings of the site")
         v = t.deliver(codes[0], "the site code")
         t.say("Our weather stations report readings in long format, one reading per CSV row. We need a tool that "
-              "reads one such CSV on standard input and prints the hourly wide table of the site whose code is "
+              f"reads one such CSV on standard input and prints {WANT[t.variant]} of the site whose code is "
               "given above.\n\n" + bullets + f"\n\nOutput: {fmt}.")
         t.expect_program("Hard-code the site code given above.", cases, {"Python": src})
         t.solve(f'sed -i "s/@@SITE@@/{v}/" /app/solution.py')
@@ -237,19 +287,25 @@ class SensorLongToWide(Family):
                 break
         else:
             raise FamilyError(f"family {self.name}: no feed with two hours of the site")
-        t.add_file("/app/data/readings.csv", text)
+        # The feed's name varies by seed, not only its rows.
+        path = f"/app/{rng.choice(['data', 'feeds', 'weather'])}/{rng.choice(['readings', 'observations', 'feed'])}.csv"
+        out = {"wide": "/app/out/hourly.csv", "daily": "/app/out/daily.csv", "latest": "/app/out/latest.csv"}[t.variant]
+        t.add_file(path, text)
         v = t.deliver(codes[0], "the site code")
-        t.say("Our weather stations report readings in long format, one reading per row, in `/app/data/readings.csv`. "
-              "I need the hourly wide table of the site whose code is given above.\n\n" + bullets)
+        t.say(rng.choice([f"Our weather stations report readings in long format, one reading per row, in `{path}`.",
+                          f"`{path}` is the shared feed of our weather stations: long format, one reading per "
+                          "row."])
+              + f" I need {WANT[t.variant]} of the site whose code is given above.\n\n" + bullets)
         t.add_solution_file("pivot.py", src)
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/pivot.py "{v}" < /app/data/readings.csv '
-                '> /app/out/hourly.csv')
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/pivot.py "{v}" < {path} > {out}')
         t.say(f"Format: {fmt}.")
-        t.expect_output("/app/out/hourly.csv", truth, "the table")
+        t.expect_output(out, truth, "the table")
 
     def atomic(self, t: TaskBuilder) -> None:
-        """The site's highest temperature: rows carry a constant hash of the station code, all in Celsius."""
-        k, rng = t.knobs, t.rng
+        """One grep on a constant hash of the station code (all readings in Celsius, hPa and %, all times in
+        UTC), then: the site's highest temperature (wide), its readings counted per metric (daily), or its
+        latest reading (latest)."""
+        k, rng, var = t.knobs, t.rng, t.variant
         for _ in range(50):
             codes = sites(t)
             gen = Gen(rng, 0, codes)
@@ -257,22 +313,47 @@ class SensorLongToWide(Family):
             for _ in range(k.rows):
                 when = EPOCH0 + datetime.timedelta(seconds=rng.randrange(k.hours * 3600))
                 rows.append([when.strftime("%Y-%m-%dT%H:%M:%SZ"), key_of(rng.choice(codes)), *gen.reading()])
-            temps = [(float(r[3]), r[3]) for r in rows if r[2] == "temp"]
-            ours = [(float(r[3]), r[3]) for r in rows if r[2] == "temp" and r[1] == key_of(codes[0])]
-            # The site's maximum must not be the feed's: ignoring the station must not give the answer.
-            if len(ours) >= 2 and max(ours) < max(temps):
-                break
+            mine = [r for r in rows if r[1] == key_of(codes[0])]
+            # Ignoring the station must never give the answer: the site's result is not the feed's.
+            if var == "daily":
+                def counts(rs):
+                    return "".join(f"{m},{sum(r[2] == m for r in rs)}\n" for m in sorted({r[2] for r in rs}))
+                truth = counts(mine)
+                if truth.count("\n") >= 2 and truth != counts(rows):
+                    break
+            elif var == "latest":
+                stamps = sorted(r[0] for r in mine)
+                truth = ",".join(max(mine)[2:]) + "\n" if mine else ""
+                if len(mine) >= 2 and stamps[-1] != stamps[-2] and max(mine) != max(rows):
+                    break
+            else:
+                temps = [(float(r[3]), r[3]) for r in rows if r[2] == "temp"]
+                ours = [(float(r[3]), r[3]) for r in mine if r[2] == "temp"]
+                truth = max(ours)[1] + "\n" if ours else ""
+                if len(ours) >= 2 and max(ours) < max(temps):
+                    break
         else:
-            raise FamilyError(f"family {self.name}: no feed with two temperatures of the site")
+            raise FamilyError(f"family {self.name}: no feed with enough readings of the site")
         text = "timestamp,station,metric,value,unit\n" + "".join(",".join(r) + "\n" for r in rows)
         t.add_file("/app/data/readings.csv", text)
         t.say("`/app/data/readings.csv` holds weather readings, one per row (`timestamp,station,metric,value,unit`, "
               "temperatures in Celsius). `station` is the first 16 hex digits of the SHA-256 of the station's code "
               "(`printf %s <code> | sha256sum | cut -c1-16`).")
         v = t.deliver(codes[0], "the site code")
-        t.say("Write the highest `temp` reading of that site, exactly as written in the file, to "
-              "`/app/out/max_temp.txt`.")
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'grep ",{key_cmd(v)},temp," /app/data/readings.csv | cut -d, -f4 | sort -g | tail -n1 '
-                '> /app/out/max_temp.txt')
-        t.expect_output("/app/out/max_temp.txt", max(ours)[1] + "\n", "the highest temperature")
+        grep = f'grep ",{key_cmd(v)}," /app/data/readings.csv'
+        if var == "daily":
+            out, what = "/app/out/metric_counts.csv", "the counts"
+            t.say(f"How many readings of each metric did that site send? Write one line `metric,count` per metric it "
+                  f"reported, sorted by metric name, to `{out}`.")
+            cmd = f"{grep} | cut -d, -f3 | sort | uniq -c | awk '{{print $2 \",\" $1}}'"
+        elif var == "latest":
+            out, what = "/app/out/latest.csv", "the latest reading"
+            t.say("The timestamps are all UTC in one format. Write the latest reading of that site as "
+                  f"`metric,value,unit`, exactly as written in the file, to `{out}`.")
+            cmd = f"{grep} | sort | tail -n1 | cut -d, -f3-"
+        else:
+            out, what = "/app/out/max_temp.txt", "the highest temperature"
+            t.say(f"Write the highest `temp` reading of that site, exactly as written in the file, to `{out}`.")
+            cmd = f'grep ",{key_cmd(v)},temp," /app/data/readings.csv | cut -d, -f4 | sort -g | tail -n1'
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n{cmd} > {out}')
+        t.expect_output(out, truth, what)

@@ -2,7 +2,10 @@
 the report date (handed over through the fixture channel)? An anti-join over a CRM database with the
 classic traps: guest orders with NULL customer ids (NOT IN returns nothing), cancelled orders, deleted
 accounts, repeated sends, duplicate accounts that differ only in e-mail case, and timestamps with
-UTC offsets that must be compared as instants."""
+UTC offsets that must be compared as instants. Variants: the lapsed recipients with their days waiting
+(NOT EXISTS); the converted ones as of the report date with the hours from send to first order (a
+correlated MIN); and every campaign's recipients and conversions as of that date (a GROUP BY over
+campaigns with a counted EXISTS)."""
 
 from __future__ import annotations
 
@@ -27,53 +30,105 @@ def instant(text):
     return d.timestamp()
 
 
-def lapsed(conn, code, day):
-    """day: the report date as YYYYMMDD; each lapsed person with the whole days from their first send
-    to 00:00 UTC that day."""
-    asof = datetime.strptime(day, "%Y%m%d").replace(tzinfo=timezone.utc).timestamp()
+def midnight(day):
+    """00:00 UTC on day (YYYYMMDD) as a timestamp."""
+    return datetime.strptime(day, "%Y%m%d").replace(tzinfo=timezone.utc).timestamp()
+
+
+def people(conn):
+    """customer id -> person (trimmed, lower-cased e-mail) of every account not deleted."""
     person = {}
     for cid, email, deleted in conn.execute("SELECT id, email, deleted_at FROM customers"):
         if deleted is None:
             person[cid] = email.strip(" ").lower()
+    return person
+
+
+def first_sends(conn, person, code, before=float("inf")):
+    """person -> the instant of their first send of campaign code (among those before ``before``)."""
     first = {}
     for ccode, cid, sent in conn.execute("SELECT campaign_code, customer_id, sent_at FROM campaign_sends"):
-        if ccode.upper() != code or cid not in person:
+        if ccode.upper() != code or cid not in person or instant(sent) >= before:
             continue
         p, ts = person[cid], instant(sent)
         if p not in first or ts < first[p]:
             first[p] = ts
-    ordered = {}
+    return first
+
+
+def first_orders(conn, person, first, before=float("inf")):
+    """person -> their first counting order at or after their first send (and before ``before``)."""
+    out = {}
     for cid, placed, status in conn.execute("SELECT customer_id, placed_at, status FROM orders"):
         if cid is None or cid not in person or status.lower() == "cancelled":
             continue
-        p = person[cid]
-        if p in first and instant(placed) >= first[p]:
-            ordered[p] = True
+        p, ts = person[cid], instant(placed)
+        if p in first and first[p] <= ts < before and (p not in out or ts < out[p]):
+            out[p] = ts
+    return out
+
+
+def lapsed(conn, code, day):
+    """day: the report date as YYYYMMDD; each lapsed person with the whole days from their first send
+    to 00:00 UTC that day."""
+    asof, person = midnight(day), people(conn)
+    first = first_sends(conn, person, code)
+    ordered = first_orders(conn, person, first)
     return "".join(f"{p},{int((asof - first[p]) // 86400)}\n" for p in sorted(first) if p not in ordered)
 
 
+def converted(conn, code, day):
+    """Each person converted before 00:00 UTC on day, with the whole hours from first send to first order."""
+    person = people(conn)
+    first = first_sends(conn, person, code)
+    ordered = first_orders(conn, person, first, midnight(day))
+    return "".join(f"{p},{int((ordered[p] - first[p]) // 3600)}\n" for p in sorted(ordered))
+
+
+def by_campaign(conn, code, day):
+    """Every campaign (code is not used): its recipients and those converted, both before 00:00 UTC on day."""
+    person, asof, out = people(conn), midnight(day), []
+    for (c,) in conn.execute("SELECT code FROM campaigns ORDER BY code"):
+        first = first_sends(conn, person, c.upper(), asof)
+        if first:
+            out.append(f"{c.upper()},{len(first)},{len(first_orders(conn, person, first, asof))}\n")
+    return "".join(sorted(out))
+
+
 if __name__ == "__main__":
-    sys.stdout.write(lapsed(sqlite3.connect(sys.argv[1]), sys.argv[2], sys.argv[3]))
+    report = {"lapsed": lapsed, "converted": converted, "by_campaign": by_campaign}[sys.argv[1]]
+    sys.stdout.write(report(sqlite3.connect(sys.argv[2]), sys.argv[3], sys.argv[4]))
 '''
 
-QUERY = """WITH acct AS (
+# The oracle's queries; @@DAY@@ is replaced by the delivered report date at solve time.
+DAY = "unixepoch(substr('@@DAY@@', 1, 4) || '-' || substr('@@DAY@@', 5, 2) || '-' || substr('@@DAY@@', 7, 2))"
+ACCOUNTS = """WITH acct AS (
   SELECT id, lower(trim(email)) AS person FROM customers WHERE deleted_at IS NULL
 ),
 first_send AS (
-  SELECT a.person, MIN(unixepoch(s.sent_at)) AS t
+  SELECT upper(s.campaign_code) AS code, a.person, MIN(unixepoch(s.sent_at)) AS t
   FROM campaign_sends s JOIN acct a ON a.id = s.customer_id
-  WHERE upper(s.campaign_code) = '@CODE@'
-  GROUP BY a.person
+  @WHERE@
+  GROUP BY 1, 2
 )
-SELECT f.person || ',' || ((unixepoch(substr('@@DAY@@', 1, 4) || '-' || substr('@@DAY@@', 5, 2) || '-' ||
-                               substr('@@DAY@@', 7, 2)) - f.t) / 86400)
+"""
+# An order that converts the person of first send f (before @BEFORE@).
+CONVERTS = ("o JOIN acct a ON a.id = o.customer_id\n  WHERE a.person = f.person AND lower(o.status) <> 'cancelled' "
+            "AND unixepoch(o.placed_at) >= f.t@BEFORE@")
+QUERIES = {"lapsed": f"""SELECT f.person || ',' || (({DAY} - f.t) / 86400)
 FROM first_send f
 WHERE NOT EXISTS (
-  SELECT 1 FROM orders o JOIN acct a ON a.id = o.customer_id
-  WHERE a.person = f.person AND lower(o.status) <> 'cancelled' AND unixepoch(o.placed_at) >= f.t
+  SELECT 1 FROM orders {CONVERTS}
 )
 ORDER BY f.person;
-"""
+""", "converted": f"""SELECT f.person || ',' || ((MIN(unixepoch(o.placed_at)) - f.t) / 3600)
+FROM first_send f JOIN orders {CONVERTS}
+GROUP BY f.person ORDER BY f.person;
+""", "by_campaign": f"""SELECT f.code || ',' || COUNT(*) || ',' || SUM(EXISTS (
+  SELECT 1 FROM orders {CONVERTS}
+))
+FROM first_send f GROUP BY f.code ORDER BY f.code;
+"""}
 
 FIRST = ["ada", "ben", "cara", "dev", "eli", "fay", "gus", "hana", "ivan", "jo", "kai", "lena", "milo", "nia",
          "omar", "pia", "quinn", "rosa", "sami", "tara", "umar", "vera", "wes", "xena", "yuri", "zoe"]
@@ -101,11 +156,12 @@ class SqlLapsedRecipients(Family):
     primitive_skills = ("anti-joins", "NULL semantics", "deduplication by key", "case-insensitive matching",
                         "multi-table joins", "timezone conversion", "date range filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("lapsed", "converted", "by_campaign")
     levels = {0: Knobs(customers=15, traps=0), 1: Knobs(customers=40, traps=0), 2: Knobs(customers=90, traps=1),
               3: Knobs(customers=160, traps=2), 4: Knobs(customers=260, traps=3)}
 
     def output_case(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
+        k, rng, variant = t.knobs, t.rng, t.variant
         traps = k.traps
         codes = distinct(t.code, 4)
         code = codes[0]
@@ -191,13 +247,18 @@ class SqlLapsedRecipients(Family):
                                     "orders": order_rows})
         dbsql.ship(t, sql, "/app/db/crm.db")
 
-        rules = ["A recipient is a customer with a row for the campaign in `campaign_sends`."
+        one = variant != "by_campaign"
+        rules = [f"A recipient of {'the' if one else 'a'} campaign is a customer with a row for it in "
+                 "`campaign_sends`" + ("." if one else " sent before 00:00 UTC on the report date (given below, as "
+                                       "YYYYMMDD); a campaign nobody was mailed by then is left out.")
                  + (" Some customers were mailed more than once; their first send is the one that counts."
                     if traps >= 1 else "")
                  + (" Campaign codes in `campaign_sends` were keyed in by hand, in any letter case." if traps >= 3
                     else ""),
                  "A recipient has converted if they placed an order at or after the moment the mailing was sent "
-                 "to them (an order at exactly the same second counts)."
+                 "to them (an order at exactly the same second counts)"
+                 + ("." if variant == "lapsed" else ", and before 00:00 UTC on the report date"
+                    + (" (given below, as YYYYMMDD)" if one else "") + ": the figures are as of that moment.")
                  + (" Cancelled orders do not count" + (" (the status column's letter case is inconsistent)"
                                                          if traps >= 2 else "") + "." if traps >= 1 else "")]
         if traps >= 1:
@@ -207,36 +268,56 @@ class SqlLapsedRecipients(Family):
             rules.append("Some people have several customer accounts; accounts whose e-mail addresses are equal "
                          "once trimmed of spaces and lower-cased are one person. A person is a recipient if any "
                          "of their accounts is, their first send is the earliest over those accounts, and they have "
-                         "converted if any of their accounts ordered at or after it.")
+                         "converted if any of their accounts ordered at or after it."
+                         + ("" if one else " Each campaign counts a person once."))
         if traps >= 3:
             rules.append("Timestamps are not all in UTC: `sent_at` is UTC, `placed_at` is either UTC (no suffix) or "
                          "local time with an explicit UTC offset such as `+05:30`. Compare instants, not strings.")
         else:
             rules.append("All timestamps are UTC.")
-        rules.append("The list is for the win-back team, who want to know how long each person has been "
-                     "waiting: the number of whole days (rounded down) from their first send to 00:00 UTC on the "
-                     "report date (given below, as YYYYMMDD; it is later than everything in the database).")
+        address = "the e-mail address " + ("(trimmed and lower-cased) " if traps >= 2 else "")
+        if variant == "lapsed":
+            rules.append("The list is for the win-back team, who want to know how long each person has been "
+                         "waiting: the number of whole days (rounded down) from their first send to 00:00 UTC on "
+                         "the report date (given below, as YYYYMMDD; it is later than everything in the database).")
+            ask = f"For the campaign `{code}`, I need everyone who received the mailing but has not ordered since."
+            fmt = ("one line per recipient who did not convert, `email,days`: " + address
+                   + "and the days since their first send; each address once, sorted by address in byte order")
+        elif variant == "converted":
+            ask = f"For the campaign `{code}`, I need everyone the mailing converted, and how quickly."
+            fmt = ("one line per recipient who converted, `email,hours`: " + address + "and the whole hours "
+                   "(rounded down) from their first send to their first order that converts them; each address "
+                   "once, sorted by address in byte order")
+        else:
+            ask = "I need every campaign's reach and conversions, for the campaign scoreboard."
+            fmt = ("one line per campaign with recipients, `CODE,recipients,converted`: the campaign code in capitals, "
+                   "the number of recipients (people, not sends) and how many of them converted; sorted by code "
+                   "in byte order")
         t.say("Our CRM lives in the SQLite database `/app/db/crm.db` (tables `customers`, `campaigns`, "
-              f"`campaign_sends`, `orders`). For the campaign `{code}`, I need everyone who received the mailing "
-              "but has not ordered since.\n\n" + "\n".join(f"- {r}" for r in rules) + "\n\n"
-              "Output: one line per recipient who did not convert, `email,days`: the e-mail address "
-              + ("(trimmed and lower-cased) " if traps >= 2 else "")
-              + "and the days since their first send; each address once, sorted by address in byte order, "
-              "nothing else.")
+              f"`campaign_sends`, `orders`). {ask}\n\n" + "\n".join(f"- {r}" for r in rules) + "\n\n"
+              f"Output: {fmt}, nothing else.")
 
         def report_day() -> str:
+            if variant != "lapsed":  # inside the orders' span (the epoch +- 40 days), so the date matters
+                return (epoch + timedelta(days=rng.randrange(4, 38))).strftime("%Y%m%d")
             # after every timestamp in the data: sends and orders end about 60 days after the epoch
             return (epoch + timedelta(days=rng.randrange(70, 400))).strftime("%Y%m%d")
 
-        day = unseen(t, report_day)
-        conn = dbsql.in_memory(sql)
-        truth = run_python(REFERENCE)["lapsed"](conn, code, day)
+        conn, report = dbsql.in_memory(sql), run_python(REFERENCE)[variant]
+        for _ in range(50):  # an early report date can leave a small CRM without a conversion yet
+            day = unseen(t, report_day)
+            truth = report(conn, code, day)
+            if truth:
+                break
         conn.close()
         v = t.deliver(day, "the report date as YYYYMMDD")
-        t.add_solution_file("lapsed.sql", fill(QUERY, CODE=code))
+        query = fill(ACCOUNTS + QUERIES[variant],
+                     WHERE=f"WHERE upper(s.campaign_code) = '{code}'" if one else f"WHERE unixepoch(s.sent_at) < {DAY}",
+                     BEFORE="" if variant == "lapsed" else f" AND unixepoch(o.placed_at) < {DAY}")
+        t.add_solution_file(f"{variant}.sql", query)
         t.add_solution_file("reference.py", REFERENCE)
+        out = f"/app/out/{variant}.txt"
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'sed "s/@@DAY@@/{v}/g" /solution/lapsed.sql | sqlite3 -batch -noheader /app/db/crm.db '
-                "> /app/out/lapsed.txt\n"
-                f'python3 /solution/reference.py /app/db/crm.db "{code}" "{v}" | cmp - /app/out/lapsed.txt')
-        t.expect_output("/app/out/lapsed.txt", truth, "the list")
+                f'sed "s/@@DAY@@/{v}/g" /solution/{variant}.sql | sqlite3 -batch -noheader /app/db/crm.db > {out}\n'
+                f'python3 /solution/reference.py {variant} /app/db/crm.db "{code}" "{v}" | cmp - {out}')
+        t.expect_output(out, truth, "the list")

@@ -2,7 +2,8 @@
 (its folder is keyed by a hash of the delivered build id) as ok, dangling, outside (resolves out of
 the release) or loop; at higher levels, chains, links through symlinked directories, absolute links
 back into the tree, hidden directories and names with spaces, and the resolved target of every
-healthy link."""
+healthy link. Variants: that per-link report; per directory, how many links it holds and how many are
+broken; or the reverse map, each file or directory the healthy links reach and how many reach it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import os
 import sys
 
 WITH_TARGET = @WITH_TARGET@
+VARIANT = @VARIANT@
 
 
 def classify(root):
@@ -41,6 +43,19 @@ def classify(root):
                 rows.append((rel, "ok", os.path.relpath(real, root)))
             else:
                 rows.append((rel, "outside", ""))
+    if VARIANT == "broken_by_dir":
+        per = {}
+        for rel, status, _ in rows:
+            g = per.setdefault(os.path.dirname(rel) or ".", [0, 0])
+            g[0] += 1
+            g[1] += status != "ok"
+        return "".join(f"{d}\t{n}\t{bad}\n" for d, (n, bad) in sorted(per.items()))
+    if VARIANT == "link_targets":  # what would break if it were removed
+        counts = {}
+        for rel, status, target in rows:
+            if status == "ok":
+                counts[target] = counts.get(target, 0) + 1
+        return "".join(f"{p}\t{n}\n" for p, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     out = []
     for rel, status, target in sorted(rows):
         out.append(f"{rel}\t{status}\t{target}\n" if WITH_TARGET and status == "ok" else f"{rel}\t{status}\n")
@@ -85,6 +100,7 @@ class SymlinkHealth(Family):
                         "recursive directory traversal", "path normalisation", "hidden file handling",
                         "handling special characters in filenames")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("classify", "broken_by_dir", "link_targets")
     levels = {0: Knobs(links=6, kinds=("ok", "dangling"), extra_dirs=0, target=False),
               1: Knobs(links=10, kinds=("ok", "dangling"), extra_dirs=0, target=False),
               2: Knobs(links=18, kinds=("ok", "dangling", "outside", "chain"), extra_dirs=0, target=False),
@@ -202,45 +218,65 @@ class SymlinkHealth(Family):
         for tok, key in zip(tokens, keys):
             text = text.replace(tok, key)
         spec = json.loads(text)
-        src = fill(REFERENCE, WITH_TARGET=k.target)
+        v = t.variant
+        src = fill(REFERENCE, WITH_TARGET=k.target, VARIANT=repr(v))
         ref = run_python(src)
         with host_tree(spec, rebase="/app/deploy") as root:
             truth = ref["classify"](f"{root}/releases/{release}")
         ship_tree(t, spec, "/app/deploy", "deploy")
         finish_setup(t)
-        if t.level == 0:  # atomic: only the dangling links of one release, a single `find -xtype l`
+        t.add_solution_file("links.py", src)
+        if t.level == 0 and v == "classify":  # atomic: only the dangling links of one release, a single `find -xtype l`
             t.say("Each release lives in `/app/deploy/releases/<KEY>/`, where KEY is the first 16 hex digits of the "
                   "SHA-256 of its build id (`printf %s <build id> | sha256sum`).")
             var = t.deliver(builds[0], "the candidate build id")
             t.say("List the dangling symbolic links (their target does not exist) inside that release directory: "
                   "one path per line, relative to the release directory, sorted in byte order.")
-            t.add_solution_file("links.py", src)
             t.solve(f'mkdir -p /app/out\nkey={key_cmd(var)}\npython3 /solution/links.py "/app/deploy/releases/$key" '
                     "| awk -F '\\t' '$2 == \"dangling\" {print $1}' > /app/out/dangling.txt")
             dangling = "".join(line.split("\t")[0] + "\n" for line in truth.splitlines()
                                if line.split("\t")[1] == "dangling")
             t.expect_output("/app/out/dangling.txt", dangling, "the dangling links")
             return
-        t.say("Our deploys live in `/app/deploy/releases/<KEY>/` (`/app/deploy/current` points at the live one, "
-              "which is not the one we care about); the deploy tool names each release directory after the first 16 "
-              "hex digits of the SHA-256 of its build id (`printf %s <build id> | sha256sum`). The release "
-              "candidate whose build id is given below is full of symbolic links from years of hand edits. Audit "
-              "every symbolic link inside that release directory, at any depth (do not descend into linked "
-              "directories to look for more).")
-        # Not just "build id": the stripped-binary fixture keeps a decoy entry named build_id.
-        var = t.deliver(builds[0], "the candidate build id")
-        statuses = ["`ok`: following it (and any further links) reaches an existing file or directory inside the "
-                    "release directory",
-                    "`dangling`: it leads to something that does not exist"]
-        if "outside" in k.kinds:
-            statuses.append("`outside`: it reaches an existing file or directory outside the release directory")
-        if "loop" in k.kinds:
-            statuses.append("`loop`: resolving it never ends (links that lead back to each other)")
-        target = (" For `ok` links add a third field: the fully resolved path, relative to the release directory "
-                  "(`.` for the release directory itself)." if k.target else "")
-        t.say("Classify each link as " + "; ".join(statuses) + ". The report has one line per link: "
-              f"`<link path relative to the release directory><TAB><status>`, sorted by path in byte order.{target}")
-        t.add_solution_file("links.py", src)
+        if t.level == 0:  # atomic: one find over one release, counted with sort | uniq -c or awk
+            t.say("Each release lives in `/app/deploy/releases/<KEY>/`, where KEY is the first 16 hex digits of the "
+                  "SHA-256 of its build id (`printf %s <build id> | sha256sum`).")
+            var = t.deliver(builds[0], "the candidate build id")
+            t.say("A symbolic link there is `ok` if its target exists, `dangling` if not.")
+        else:
+            t.say("Our deploys live in `/app/deploy/releases/<KEY>/` (`/app/deploy/current` points at the live one, "
+                  "which is not the one we care about); the deploy tool names each release directory after the first "
+                  "16 hex digits of the SHA-256 of its build id (`printf %s <build id> | sha256sum`). The release "
+                  "candidate whose build id is given below is full of symbolic links from years of hand edits. Audit "
+                  "every symbolic link inside that release directory, at any depth (do not descend into linked "
+                  "directories to look for more).")
+            # Not just "build id": the stripped-binary fixture keeps a decoy entry named build_id.
+            var = t.deliver(builds[0], "the candidate build id")
+            statuses = ["`ok`: following it (and any further links) reaches an existing file or directory inside "
+                        "the release directory",
+                        "`dangling`: it leads to something that does not exist"]
+            if "outside" in k.kinds:
+                statuses.append("`outside`: it reaches an existing file or directory outside the release directory")
+            if "loop" in k.kinds:
+                statuses.append("`loop`: resolving it never ends (links that lead back to each other)")
+            t.say("A link is " + "; ".join(statuses) + ".")
+        if v == "classify":
+            target = (" For `ok` links add a third field: the fully resolved path, relative to the release directory "
+                      "(`.` for the release directory itself)." if k.target else "")
+            t.say("The report has one line per link: `<link path relative to the release directory><TAB><status>`, "
+                  f"sorted by path in byte order.{target}")
+        elif v == "broken_by_dir":
+            t.say("Count the links per directory that directly holds them: one line per directory holding at least "
+                  "one link, `<directory><TAB><links><TAB><links not ok>`, the directory relative to the release "
+                  "directory (`.` for the release directory itself), sorted by directory in byte order.")
+        else:
+            t.say("Before files are removed from the release we need to know what the healthy links lean on. For "
+                  "each file or directory that at least one `ok` link finally reaches (after following every "
+                  "further link), write `<its path relative to the release directory><TAB><number of ok links "
+                  "reaching it>`, `.` for the release directory itself; most links first, ties by path in byte "
+                  "order.")
+        out = {"classify": "links.tsv", "broken_by_dir": "dirs.tsv", "link_targets": "targets.tsv"}[v]
         t.solve(f'mkdir -p /app/out\nkey={key_cmd(var)}\n'
-                'python3 /solution/links.py "/app/deploy/releases/$key" > /app/out/links.tsv')
-        t.expect_output("/app/out/links.tsv", truth, "the link report")
+                f'python3 /solution/links.py "/app/deploy/releases/$key" > /app/out/{out}')
+        t.expect_output(f"/app/out/{out}", truth, {"classify": "the link report", "broken_by_dir": "the link counts",
+                                                   "link_targets": "the link targets"}[v])

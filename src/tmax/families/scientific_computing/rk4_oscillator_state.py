@@ -16,7 +16,7 @@ import math
 import sys
 
 STEP_MS = "@@STEP_MS@@"  # the oracle writes the delivered step here
-FIELDS = @FIELDS@
+FIELDS = @FIELDS@  # the report's keys; ("crossing_t",): every zero crossing; ("t", "x", ...): a table
 KEYS = ("omega", "zeta", "beta", "force", "drive", "x0", "v0", "T")
 
 
@@ -39,7 +39,7 @@ def simulate(p, step_ms):
         return -2 * z * w * v - w * w * x - b * x ** 3 + f * math.cos(d * t)
 
     x, v = p["x0"], p["v0"]
-    xs = [x]
+    xs, vs = [x], [v]
     for n in range(n_steps):
         t = n * h
         k1x, k1v = v, acc(t, x, v)
@@ -49,21 +49,36 @@ def simulate(p, step_ms):
         x = x + h / 6 * (k1x + 2 * k2x + 2 * k3x + k4x)
         v = v + h / 6 * (k1v + 2 * k2v + 2 * k3v + k4v)
         xs.append(x)
-    return h, xs, v
+        vs.append(v)
+    return h, xs, vs
+
+
+def energy(p, x, v):
+    return 0.5 * v * v + 0.5 * p["omega"] ** 2 * x * x + 0.25 * p["beta"] * x ** 4
 
 
 def measure(text, step_ms=None):
     p = parse(text)
-    h, xs, v = simulate(p, float(step_ms or STEP_MS))
-    x = xs[-1]
-    out = {"x_T": x, "v_T": v,
-           "energy_T": 0.5 * v * v + 0.5 * p["omega"] ** 2 * x * x + 0.25 * p["beta"] * x ** 4,
-           "max_abs_x": max(abs(s) for s in xs), "first_crossing_t": None}
-    for n in range(1, len(xs)):
-        if xs[n - 1] * xs[n] < 0:
-            out["first_crossing_t"] = (n - 1) * h + h * xs[n - 1] / (xs[n - 1] - xs[n])
-            break
-    return out
+    h, xs, vs = simulate(p, float(step_ms or STEP_MS))
+    x, v = xs[-1], vs[-1]
+    crossings = [(n - 1) * h + h * xs[n - 1] / (xs[n - 1] - xs[n])
+                 for n in range(1, len(xs)) if xs[n - 1] * xs[n] < 0]
+    every = round(1 / h)  # the table has a row at each whole second
+    rows = [(n * h, xs[n], vs[n], energy(p, xs[n], vs[n])) for n in range(0, len(xs), every)]
+    return {"x_T": x, "v_T": v, "energy_T": energy(p, x, v), "max_abs_x": max(abs(s) for s in xs),
+            "first_crossing_t": crossings[0] if crossings else None, "crossings": crossings, "rows": rows}
+
+
+def number(text, step_ms=None):
+    """The one number a partial-credit answer gives: x_T, the mean half period between the first and
+    the last zero crossing, or the mean of the table's x column."""
+    m = measure(text, step_ms)
+    if FIELDS[0] == "crossing_t":
+        c = m["crossings"]
+        return (c[-1] - c[0]) / (len(c) - 1)
+    if FIELDS[0] == "t":
+        return sum(r[1] for r in m["rows"]) / len(m["rows"])
+    return m["x_T"]
 
 
 def num(x):
@@ -73,13 +88,17 @@ def num(x):
 
 def report(text, step_ms=None):
     m = measure(text, step_ms)
+    if FIELDS[0] == "crossing_t":
+        return "".join(num(c) + "\n" for c in m["crossings"])
+    if FIELDS[0] == "t":
+        return ",".join(FIELDS) + "\n" + "".join(",".join(num(c) for c in r[:len(FIELDS)]) + "\n" for r in m["rows"])
     return "".join("%s=%s\n" % (k, num(m[k]) if m[k] is not None else "none") for k in FIELDS)
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    if args[:1] == ["--x"]:
-        print(repr(measure(sys.stdin.read(), int(args[1]))["x_T"]))
+    if args[:1] == ["--number"]:
+        print(repr(number(sys.stdin.read(), int(args[1]))))
     else:
         sys.stdout.write(report(sys.stdin.read(), int(args[0]) if args else None))
 '''
@@ -131,6 +150,50 @@ class Knobs:
 
 
 WHAT = "the integration step h in milliseconds"
+SYSTEMS = ("oscillator", "spring-mass rig", "MEMS resonator", "seismometer mass", "suspension test rig",
+           "tuning-fork model")
+# The same scheme, worded three ways (the first is the family's original wording).
+SCHEMES = (
+    "Integrate it with the classic fourth-order Runge-Kutta method (RK4) on the state (x, v), with a fixed step h "
+    "(see below) from t = 0 to t = T: N = T / h steps (an integer), step n going from t_n = n * h to t_(n+1) with "
+    "the usual stages k1 = f(t_n, y_n), k2 = f(t_n + h/2, y_n + h/2 * k1), k3 = f(t_n + h/2, y_n + h/2 * k2), "
+    "k4 = f(t_n + h, y_n + h * k3), y_(n+1) = y_n + h/6 * (k1 + 2*k2 + 2*k3 + k4). We want the result of this "
+    "discrete scheme at this step size, not the exact solution (a higher-accuracy or adaptive solver gives "
+    "different numbers).",
+    "Advance the state y = (x, v) from t = 0 to t = T in N = T / h equal steps (N is an integer; the fixed step h "
+    "is given below) of classic fourth-order Runge-Kutta. Each step from (t_n, y_n) evaluates the slope f four "
+    "times, once at the start (k1 = f(t_n, y_n)), twice at the midpoint (k2 = f(t_n + h/2, y_n + (h/2) k1), "
+    "k3 = f(t_n + h/2, y_n + (h/2) k2)) and once at the end (k4 = f(t_n + h, y_n + h k3)), and combines them with "
+    "weights 1, 2, 2, 1: y_(n+1) = y_n + (h/6)(k1 + 2 k2 + 2 k3 + k4). The numbers we need are this discrete "
+    "scheme's at exactly this step; an adaptive or higher-order solver, or the closed form, will not reproduce "
+    "them.",
+    "Solve the first-order system y' = f(t, y), y = (x, v), f = (v, x''), with the explicit Runge-Kutta method "
+    "whose Butcher tableau is c = (0, 1/2, 1/2, 1), a21 = 1/2, a32 = 1/2, a43 = 1 (every other a_ij = 0) and "
+    "b = (1/6, 1/3, 1/3, 1/6): stage i is k_i = f(t_n + c_i h, y_n + h * sum_j a_ij k_j), then "
+    "y_(n+1) = y_n + h * sum_i b_i k_i. Take N = T / h constant steps (an integer) from t = 0, with the step h "
+    "given below. What we grade is this fixed-step scheme's result, which differs from the exact solution and "
+    "from whatever an adaptive solver returns.")
+NUMBER_ASK = {"final_state": "I need the position x at t = T.",
+              "crossings": "I need the mean half period of the run: the time between its first and its last zero "
+                           "crossing divided by the number of crossings minus one.",
+              "trajectory": "I need the mean position over the run, sampled at every whole second t = 0, 1, ..., T "
+                            "(every 1 / h steps, the initial state included)."}
+NUMBER_WHAT = {"final_state": "x(T)", "crossings": "the mean half period in seconds",
+               "trajectory": "the mean of x over those samples"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One task's draws: the knobs, the variant, the step, what is reported, how it is worded, the reference."""
+    k: Knobs
+    variant: str
+    step_ms: int
+    fields: tuple[str, ...]
+    order: tuple[int, ...]  # the configuration file's key order (empty: the usual one)
+    style: int  # which wording of the scheme (SCHEMES)
+    system: str
+    src: str
+    ns: dict
 
 
 @register
@@ -142,6 +205,7 @@ class Rk4OscillatorState(Family):
                         "linear interpolation", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
+    variants = ("final_state", "crossings", "trajectory")
     levels = {0: Knobs(damped=False, driven=False, duffing=False, fields=("x_T",)),
               1: Knobs(damped=False, driven=False, duffing=False, fields=("x_T", "v_T")),
               2: Knobs(damped=True, driven=False, duffing=False, fields=("x_T", "v_T", "energy_T")),
@@ -166,22 +230,34 @@ class Rk4OscillatorState(Family):
         p["T"] = float(rng.randrange(4, max(5, top)))
         return p
 
-    def text(self, p: dict, k: Knobs) -> str:
+    def text(self, p: dict, k: Knobs, order: tuple[int, ...] = ()) -> str:
         keys = ["omega"] + (["zeta"] if k.damped else []) + (["beta"] if k.duffing else []) \
             + (["force", "drive"] if k.driven else []) + ["x0", "v0", "T"]
+        keys = [keys[i] for i in order if i < len(keys)] if order else keys  # the file's key order is free
         return "".join(f"{key} = {p[key]:g}\n" for key in keys)
 
-    def ok(self, ns: dict, p: dict, k: Knobs, step_ms: int, vs_exact: str | None) -> bool:
+    def ok(self, ns: dict, p: dict, c: Case, vs_exact: str | None) -> bool:
         """Is this configuration's answer safe from float noise, and (``vs_exact``: "rounded" for the
         report, "relative" for a number graded by relative error, None for a program) different from
         the exact solution's?"""
-        text = self.text(p, k)
+        k, step_ms = c.k, c.step_ms
+        text = self.text(p, k, c.order)
         m = ns["measure"](text, step_ms)
-        if abs(m["x_T"]) < 0.02 or abs(m["v_T"]) < 1e-3 or not all(math.isfinite(m[f]) for f in m if m[f] is not None):
+        if abs(m["x_T"]) < 0.02 or abs(m["v_T"]) < 1e-3 or not all(math.isfinite(m[f]) for f in FIELD_TEXT
+                                                                     if m[f] is not None):
             return False
         if "first_crossing_t" in k.fields and m["first_crossing_t"] is None:
             return False
-        if not all(safe(m[f]) for f in k.fields):
+        if c.variant == "crossings":  # no step lands so near x = 0 that float noise adds or drops a crossing
+            xs = ns["simulate"](ns["parse"](text), step_ms)[1]
+            shown = m["crossings"]
+            if not 2 <= len(shown) <= 60 or min(abs(x) for x in xs) < 1e-9:
+                return False
+        elif c.variant == "trajectory":
+            shown = [x for r in m["rows"] for x in r[:len(c.fields)]]
+        else:
+            shown = [m[f] for f in k.fields]
+        if not all(safe(x) for x in shown) or abs(ns["number"](text, step_ms)) < 1e-3:
             return False
         x2, v2 = variant(ns["parse"](text), step_ms)
         if ns["num"](x2) != ns["num"](m["x_T"]) or ns["num"](v2) != ns["num"](m["v_T"]):
@@ -189,79 +265,103 @@ class Rk4OscillatorState(Family):
         if vs_exact is None:
             return True
         # The answer must tell the instructed scheme from the exact solution.
+        if c.variant != "final_state":
+            got, exact = ns["number"](text, step_ms), ns["number"](text, step_ms / FINE)
+            if vs_exact == "relative":
+                return abs(got - exact) >= EXACT_GAP * REL_TOL * abs(got)
+            return ns["report"](text, step_ms) != ns["report"](text, step_ms / FINE)
         exact = ns["simulate"](ns["parse"](text), step_ms / FINE)[1][-1]
         if vs_exact == "relative":
             return abs(m["x_T"] - exact) >= EXACT_GAP * REL_TOL * abs(m["x_T"])
         return ns["num"](exact) != ns["num"](m["x_T"])
 
-    def model(self, k: Knobs) -> str:
+    def model(self, c: Case) -> str:
+        k = c.k
         terms = (["2 * zeta * omega * v"] if k.damped else []) + ["omega^2 * x"] \
             + (["beta * x^3"] if k.duffing else [])
         eq = "x'' = -" + " - ".join(terms) + (" + force * cos(drive * t)" if k.driven else "")
         energy = "E = v^2 / 2 + omega^2 * x^2 / 2" + (" + beta * x^4 / 4" if k.duffing else "")
-        s = (f"The model is the unit-mass oscillator `{eq}` with v = x'. Integrate it with the classic fourth-order "
-             "Runge-Kutta method (RK4) on the state (x, v), with a fixed step h (see below) from t = 0 to t = T: "
-             "N = T / h steps (an integer), step n going from t_n = n * h to t_(n+1) with the usual stages "
-             "k1 = f(t_n, y_n), k2 = f(t_n + h/2, y_n + h/2 * k1), k3 = f(t_n + h/2, y_n + h/2 * k2), "
-             "k4 = f(t_n + h, y_n + h * k3), y_(n+1) = y_n + h/6 * (k1 + 2*k2 + 2*k3 + k4). We want the result of "
-             "this discrete scheme at this step size, not the exact solution (a higher-accuracy or adaptive "
-             "solver gives different numbers).")
-        if "energy_T" in k.fields:
+        s = f"The model is the unit-mass oscillator `{eq}` with v = x'. " + SCHEMES[c.style]
+        if "energy_T" in c.fields or "energy" in c.fields:
             s += f" The energy is `{energy}`."
-        if "first_crossing_t" in k.fields:
+        if "first_crossing_t" in c.fields:
             s += (" The first zero crossing is found on the discrete trajectory: the first step n >= 1 for which "
                   "x_(n-1) and x_n have strictly opposite signs; its time is the linear interpolation "
                   "t_(n-1) + h * x_(n-1) / (x_(n-1) - x_n).")
+        if c.variant == "crossings":
+            s += (" A zero crossing is found on the discrete trajectory: a step n >= 1 for which x_(n-1) and x_n "
+                  "have strictly opposite signs; its time is the linear interpolation "
+                  "t_(n-1) + h * x_(n-1) / (x_(n-1) - x_n).")
         return s
 
-    def setup(self, t: TaskBuilder) -> tuple[int, str, dict]:
+    def setup(self, t: TaskBuilder) -> Case:
         """The step (the delivered value: a few digits, too short to protect), the filled reference and its
-        namespace."""
-        step_ms = t.rng.choice(STEPS_MS)
-        src = fill(REFERENCE, FIELDS=t.knobs.fields)
-        return step_ms, src, run_python(src)
+        namespace, and how this task words things."""
+        k, rng = t.knobs, t.rng
+        step_ms = rng.choice(STEPS_MS)
+        fields = {"crossings": ("crossing_t",),
+                  "trajectory": ("t", "x", "v") + (("energy",) if "energy_T" in k.fields else ())}.get(t.variant,
+                                                                                                       k.fields)
+        if t.variant == "final_state":
+            order, style, system = (), 0, "oscillator"
+        else:
+            order = tuple(rng.sample(range(8), 8))
+            style, system = rng.randrange(len(SCHEMES)), rng.choice(SYSTEMS)
+        src = fill(REFERENCE, FIELDS=fields)
+        return Case(k, t.variant, step_ms, fields, order, style, system, src, run_python(src))
 
-    def config(self, t: TaskBuilder, ns: dict, step_ms: int, vs_exact: str | None) -> str:
+    def config(self, t: TaskBuilder, c: Case, vs_exact: str | None) -> str:
         for _ in range(1000):
-            p = self.params(t.rng, t.knobs, step_ms)
-            if self.ok(ns, p, t.knobs, step_ms, vs_exact):
-                return self.text(p, t.knobs)
+            p = self.params(t.rng, c.k, c.step_ms)
+            if self.ok(c.ns, p, c, vs_exact):
+                return self.text(p, c.k, c.order)
         raise FamilyError("rk4_oscillator_state: no robust configuration in 1000 draws")
 
-    def fmt(self, k: Knobs) -> str:
-        return ("`key=value` lines, in this order: " + ", ".join(FIELD_TEXT[f] for f in k.fields)
+    def fmt(self, c: Case) -> str:
+        if c.variant == "crossings":
+            return ("one line per zero crossing of x over the run (see above), in time order, the time rounded to 6 "
+                    "decimals (`%.6f`).")
+        if c.variant == "trajectory":
+            return (f"a CSV table with the header `{','.join(c.fields)}` and one row at every whole second "
+                    "t = 0, 1, ..., T (that is, every 1 / h steps, the initial state first) holding the time and the "
+                    "state then" + (" with its energy" if "energy" in c.fields else "")
+                    + "; every value rounded to 6 decimals (`%.6f`, never `-0.000000`).")
+        return ("`key=value` lines, in this order: " + ", ".join(FIELD_TEXT[f] for f in c.fields)
                 + "; every value rounded to 6 decimals (`%.6f`, never `-0.000000`).")
 
     def program_case(self, t: TaskBuilder) -> None:
-        k = t.knobs
-        step_ms, src, ns = self.setup(t)
-        texts = [self.config(t, ns, step_ms, None) for _ in range(10)]
-        cases = [(text, ns["report"](text, step_ms)) for text in texts]
-        t.say("I want a small simulator for the oscillators in our lab course. It reads one configuration on "
-              "standard input: `key = value` lines (keys " + ", ".join(f"`{x}`" for x in ns["KEYS"])
-              + "; a key that is absent is 0; `#` starts a comment). " + self.model(k))
-        v = t.deliver(str(step_ms), WHAT)
-        t.say(f"Output: {self.fmt(k)}")
-        t.expect_program("The step is always the one given above: hard-code it.", cases, {"Python": src})
+        c = self.setup(t)
+        texts = [self.config(t, c, None) for _ in range(10)]
+        cases = [(text, c.ns["report"](text, c.step_ms)) for text in texts]
+        t.say(f"I want a small simulator for the {c.system} in our lab course. It reads one configuration on "
+              "standard input: `key = value` lines (keys " + ", ".join(f"`{x}`" for x in c.ns["KEYS"])
+              + "; a key that is absent is 0; `#` starts a comment). " + self.model(c))
+        v = t.deliver(str(c.step_ms), WHAT)
+        t.say(f"Output: {self.fmt(c)}")
+        t.expect_program("The step is always the one given above: hard-code it.", cases, {"Python": c.src})
         t.solve(f'test -n "{v}"\nsed -i "s/@@STEP_MS@@/{v}/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
-        k = t.knobs
-        step_ms, src, ns = self.setup(t)
-        text = self.config(t, ns, step_ms, "relative" if t.partial_credit else "rounded")
+        c = self.setup(t)
+        text = self.config(t, c, "relative" if t.partial_credit else "rounded")
         t.add_file("/app/sim/oscillator.cfg", text)
-        t.say("The parameters of our oscillator are in `/app/sim/oscillator.cfg` (`key = value` lines). "
-              + self.model(k))
-        v = t.deliver(str(step_ms), WHAT)
-        t.add_solution_file("rk4.py", src)
+        t.say(f"The parameters of our {c.system} are in `/app/sim/oscillator.cfg` (`key = value` lines). "
+              + self.model(c))
+        v = t.deliver(str(c.step_ms), WHAT)
+        t.add_solution_file("rk4.py", c.src)
+        out = "/app/out/" + {"crossings": "crossings.txt", "trajectory": "trajectory.csv"}.get(c.variant, "state.txt")
         if t.partial_credit:  # one number graded by its relative error, not report lines
-            t.say("I need the position x at t = T.")
-            t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/rk4.py --x "{v}" < /app/sim/oscillator.cfg '
-                    '> /app/out/x_T.txt')
-            t.expect_number("/app/out/x_T.txt", ns["measure"](text, step_ms)["x_T"], REL_TOL,
-                            "x(T), unrounded (at least 12 significant digits),")
+            t.say(NUMBER_ASK[c.variant])
+            out = out.rsplit("/", 1)[0] + "/" + {"crossings": "half_period.txt", "trajectory": "mean_x.txt"}.get(
+                c.variant, "x_T.txt")
+            t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/rk4.py --number "{v}" '
+                    f'< /app/sim/oscillator.cfg > {out}')
+            t.expect_number(out, c.ns["number"](text, c.step_ms), REL_TOL,
+                            f"{NUMBER_WHAT[c.variant]}, unrounded (at least 12 significant digits),")
             return
-        t.say(f"Output format: {self.fmt(k)}")
+        t.say(f"Output format: {self.fmt(c)}")
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/rk4.py "{v}" < /app/sim/oscillator.cfg '
-                '> /app/out/state.txt')
-        t.expect_output("/app/out/state.txt", ns["report"](text, step_ms), "the final state (format above)")
+                f'> {out}')
+        t.expect_output(out, c.ns["report"](text, c.step_ms),
+                        {"crossings": "the crossing times", "trajectory": "the table"}.get(
+                            c.variant, "the final state") + " (format above)")

@@ -1,7 +1,9 @@
 """How much energy did one circuit draw in a time window? A power logger's CSV (several channels,
 unsorted rows, irregular sampling, readings in W or kW, duplicated rows and gaps at higher levels),
 integrated with the trapezoid rule from a trigger instant (delivered separately, in milliseconds) to a
-given end, with linear interpolation at the window edges."""
+given end, with linear interpolation at the window edges. Variants: that channel's energy report; the
+energy of every channel in the window, most first; or the instant by which the channel had drawn a given
+share of its window energy (the root of the quadratic running energy inside one trapezoid)."""
 
 from __future__ import annotations
 
@@ -13,12 +15,15 @@ from tmax.families.programs import fill, run_python
 from tmax.families.unseen import distinct, hidden
 
 REFERENCE = r'''
+import math
 import sys
 
+VARIANT = "@VARIANT@"
 CHANNEL = "@CHANNEL@"
 T0_MS = "@@T0_MS@@"  # the trigger (the window start, in ms since the start of the recording): the oracle writes it
 T1 = @T1@
 FIELDS = @FIELDS@
+SHARE = @SHARE@  # energy_share: the percentage of the window's energy
 
 
 def samples(text, channel):
@@ -40,6 +45,11 @@ def samples(text, channel):
     return pts
 
 
+def channels(text):
+    """Every channel the log names, in byte order."""
+    return sorted({line.split(",")[1].strip() for line in text.splitlines()[1:] if line.count(",") == 3})
+
+
 def at(pts, t):
     for (ta, va), (tb, vb) in zip(pts, pts[1:]):
         if ta <= t <= tb:
@@ -47,27 +57,60 @@ def at(pts, t):
     raise ValueError("window outside the data")
 
 
+def path(pts, t0):
+    """The integration path: the interpolated start, the samples strictly inside, the interpolated end."""
+    return [(t0, at(pts, t0))] + [(t, v) for t, v in pts if t0 < t < T1] + [(T1, at(pts, T1))]
+
+
+def joules(pts, t0):
+    p = path(pts, t0)
+    return sum((tb - ta) * (va + vb) / 2 for (ta, va), (tb, vb) in zip(p, p[1:]))
+
+
+def share_time(pts, t0):
+    """When the energy since t0 reaches SHARE percent of the window's: inside the trapezoid where it
+    does, the power is linear, so the energy is quadratic in time; its stable root."""
+    p = path(pts, t0)
+    left = joules(pts, t0) * SHARE / 100
+    for (ta, va), (tb, vb) in zip(p, p[1:]):
+        seg = (tb - ta) * (va + vb) / 2
+        if seg >= left:
+            slope = (vb - va) / (tb - ta)
+            return ta + 2 * left / (va + math.sqrt(va * va + 2 * slope * left))
+        left -= seg
+    return T1
+
+
 def measure(text, t0_ms=None):
     t0 = int(T0_MS if t0_ms is None else t0_ms) / 1000
     pts = samples(text, CHANNEL)
-    path = [(t0, at(pts, t0))] + [(t, v) for t, v in pts if t0 < t < T1] + [(T1, at(pts, T1))]
-    joules = sum((tb - ta) * (va + vb) / 2 for (ta, va), (tb, vb) in zip(path, path[1:]))
+    j = joules(pts, t0)
     inside = [(t, v) for t, v in pts if t0 <= t <= T1]
     peak_t, peak = min(inside, key=lambda p: (-p[1], p[0]))
-    return {"energy_kJ": joules / 1000, "mean_W": joules / (T1 - t0), "samples": len(inside),
-            "peak": "%.2f@%.3f" % (peak, peak_t - t0)}
+    return {"energy_kJ": j / 1000, "mean_W": j / (T1 - t0), "samples": len(inside),
+            "peak": "%.2f@%.3f" % (peak, peak_t - t0), "share_t": share_time(pts, t0),
+            "by_channel": {ch: joules(samples(text, ch), t0) / 1000 for ch in channels(text)}}
+
+
+def number(text, t0_ms=None):
+    """The one number a partial-credit answer gives."""
+    return measure(text, t0_ms)["share_t" if VARIANT == "energy_share" else "energy_kJ"]
 
 
 def report(text, t0_ms=None):
     m = measure(text, t0_ms)
+    if VARIANT == "per_channel":  # most energy first
+        return "".join("%s,%.3f\n" % (ch, e) for ch, e in sorted(m["by_channel"].items(), key=lambda c: (-c[1], c[0])))
+    if VARIANT == "energy_share":
+        return "%.3f\n" % m["share_t"]
     fmt = {"energy_kJ": "%.3f", "mean_W": "%.2f", "samples": "%d", "peak": "%s"}
     return "".join("%s=%s\n" % (k, fmt[k] % m[k]) for k in FIELDS)
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    if args[:1] == ["--energy"]:
-        print(repr(measure(sys.stdin.read(), int(args[1]))["energy_kJ"]))
+    if args[:1] == ["--number"]:
+        print(repr(number(sys.stdin.read(), int(args[1]))))
     else:
         sys.stdout.write(report(sys.stdin.read(), int(args[0]) if args else None))
 '''
@@ -104,7 +147,7 @@ def channel_rows(rng, k: "Knobs", ch: str, span: float) -> list[tuple[str, str, 
     return rows
 
 
-def make_log(rng, k: "Knobs", channels: list[str], span: float) -> str:
+def make_log(rng, k: "Knobs", channels: list[str], span: float, cols: tuple[str, ...]) -> str:
     rows = []
     for ch in channels:
         rows += channel_rows(rng, k, ch, span)
@@ -116,7 +159,7 @@ def make_log(rng, k: "Knobs", channels: list[str], span: float) -> str:
         rng.shuffle(rows)
     else:
         rows.sort(key=lambda r: (float(r[0]), r[1]))
-    return "t_s,channel,value,unit\n" + "".join(",".join(r) + "\n" for r in rows)
+    return ",".join(cols) + "\n" + "".join(",".join(r) + "\n" for r in rows)
 
 
 @dataclass(frozen=True)
@@ -133,6 +176,9 @@ class Knobs:
 
 
 WHAT = "the trigger time in ms"
+COLUMN_NAMES = (("t_s", "time_s", "elapsed_s"), ("channel", "circuit", "feed"), ("value", "power", "reading"),
+                ("unit", "units"))
+LOG_NAMES = ("power_log.csv", "bench_power.csv", "logger_export.csv", "rig_power.csv", "power_trace.csv")
 
 
 class Setup:
@@ -146,12 +192,22 @@ class Setup:
         self.channel = rng.choice(self.channels)
         self.span = 80 if fuzz else k.span
         self.t1 = rng.randrange(self.span // 2, self.span - (5 if k.irregular else 2))
-        self.src = fill(REFERENCE, T1=float(self.t1), FIELDS=k.fields, CHANNEL=self.channel)
+        self.variant = t.variant
+        # the logger's column names (time, channel, value, unit) vary between rigs
+        self.cols = tuple(rng.choice(names) for names in COLUMN_NAMES)
+        self.share = rng.randrange(20, 81, 5) if t.variant == "energy_share" else 0
+        self.src = fill(REFERENCE, T1=float(self.t1), FIELDS=k.fields, CHANNEL=self.channel,
+                        VARIANT=t.variant, SHARE=self.share)
         self.ns = run_python(self.src)
 
     def robust(self, text: str, t0_ms: int) -> bool:
         fields = self.k.fields
         m = self.ns["measure"](text, t0_ms)
+        if self.variant == "per_channel":  # every line rounds safely and the order is clear
+            es = sorted(m["by_channel"].values())
+            return all(safe(e, 3) for e in es) and all(b - a > 0.002 for a, b in zip(es, es[1:]))
+        if self.variant == "energy_share":
+            return safe(m["share_t"], 3) and t0_ms / 1000 < m["share_t"] < self.t1
         ok = all(safe(m[f], DECIMALS[f]) for f in fields if f in DECIMALS)
         if "peak" in fields:
             t0 = t0_ms / 1000
@@ -162,7 +218,7 @@ class Setup:
 
     def log(self, t0_ms: int) -> str:
         for _ in range(200):
-            text = make_log(self.rng, self.k, self.channels, self.span)
+            text = make_log(self.rng, self.k, self.channels, self.span, self.cols)
             if self.robust(text, t0_ms):
                 return text
         raise FamilyError("trapezoid_window_integral: no log with safely rounded results in 200 draws")
@@ -194,6 +250,7 @@ class TrapezoidWindowIntegral(Family):
                         "unit handling", "duplicate sample removal", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
+    variants = ("window_energy", "per_channel", "energy_share")
     # Level 0: one channel sampled every second, window ends on samples: one awk trapezoid sum.
     levels = {0: Knobs(channels=1, span=120, step=1.0, irregular=False, shuffle=False, kw=False, dupes=False,
                        gaps=False, fields=("energy_kJ",)),
@@ -206,8 +263,10 @@ class TrapezoidWindowIntegral(Family):
               4: Knobs(channels=4, span=900, step=0, irregular=True, shuffle=True, kw=True, dupes=True,
                        gaps=True, fields=("energy_kJ", "mean_W", "samples", "peak"))}
 
-    def rules(self, k: Knobs) -> str:
-        out = ["Take only the rows of that channel."]
+    def rules(self, d: Setup) -> str:
+        k, variant, (_, _, value, unit) = d.k, d.variant, d.cols
+        out = ["Integrate each channel over its own rows." if variant == "per_channel"
+               else "Take only the rows of that channel."]
         if k.shuffle:
             out.append("Rows are not in time order.")
         if k.dupes:
@@ -216,9 +275,9 @@ class TrapezoidWindowIntegral(Family):
             out.append("A row whose value is empty or `NaN` is a dropout: ignore it, and integrate straight across "
                        "from the previous valid sample to the next one.")
         if k.kw:
-            out.append("The `unit` column says whether `value` is in `W` or `kW` (1 kW = 1000 W).")
+            out.append(f"The `{unit}` column says whether `{value}` is in `W` or `kW` (1 kW = 1000 W).")
         else:
-            out.append("All values are in watts (`unit` is always `W`).")
+            out.append(f"All values are in watts (`{unit}` is always `W`).")
         out.append("Integrate the power over time with the trapezoid rule between consecutive samples (the result "
                    "in joules, 1 kJ = 1000 J).")
         if k.irregular:
@@ -228,47 +287,67 @@ class TrapezoidWindowIntegral(Family):
                        "sample to sample, and from the last sample inside to the other end.")
         else:
             out.append("Both window ends coincide with sample times, so integrate sample to sample.")
+        if variant == "energy_share":
+            out.append("The running energy is that integral from the window start up to a moment. In the trapezoid "
+                       "where it reaches the share, the power is linear in time, so the running energy is quadratic "
+                       "there: the instant is the exact root of that quadratic inside the trapezoid, not the nearest "
+                       "sample.")
         return " ".join(out)
 
     def texts(self, d: Setup) -> tuple[str, str, str]:
-        """(the log header, the window, the output format) as the instruction states them."""
-        fmt = "`key=value` lines, in this order: " + ", ".join(FIELD_TEXT[f] for f in d.k.fields) + "."
-        header = ("The logger writes a CSV with header `t_s,channel,value,unit`: `t_s` is the time in seconds since "
-                  "the start of the recording, `channel` the circuit, `value` the instantaneous power.")
+        """(the log header, what is asked over the window, the output format) as the instruction states them."""
+        tcol, chan, value, _ = d.cols
+        header = (f"The logger writes a CSV with header `{','.join(d.cols)}`: `{tcol}` is the time in seconds since "
+                  f"the start of the recording, `{chan}` names the circuit, `{value}` is the instantaneous power.")
         window = (f"from the moment the test rig's trigger fired until t = {d.t1} s. The trigger time, in "
                   "milliseconds since the start of the recording, is given below; it is the start of the window.")
-        return header, window, fmt
+        if d.variant == "per_channel":
+            ask = f"the energy drawn by each channel of the log {window}"
+            fmt = (f"CSV lines `{chan},energy_kJ` without a header, one for every channel that appears in the log, "
+                   "the energy in kJ with 3 decimals, most energy first.")
+        elif d.variant == "energy_share":
+            ask = (f"the instant by which channel `{d.channel}` had drawn {d.share}% of the energy it draws over the "
+                   f"window, which runs {window}")
+            fmt = "a single line: that instant, in seconds since the start of the recording, with 3 decimals."
+        else:
+            ask = f"the energy drawn by channel `{d.channel}` {window}"
+            fmt = "`key=value` lines, in this order: " + ", ".join(FIELD_TEXT[f] for f in d.k.fields) + "."
+        return header, ask, fmt
 
     def program_case(self, t: TaskBuilder) -> None:
         d = Setup(t, fuzz=True)
-        header, window, fmt = self.texts(d)
+        header, ask, fmt = self.texts(d)
         t0_ms, shown_logs = d.draw(2)
         texts = shown_logs + [d.log(t0_ms) for _ in range(8)]
         cases = [(text, d.ns["report"](text, t0_ms)) for text in texts]
         t.say("Our bench power logger records several circuits at once and I want a reusable tool: it reads one "
-              f"log on standard input and reports the energy drawn by channel `{d.channel}` {window} " + header)
+              f"log on standard input and reports {ask} " + header)
         v = t.deliver(str(t0_ms), WHAT)
-        t.say(self.rules(t.knobs) + f" The output is {fmt}")
+        t.say(self.rules(d) + f" The output is {fmt}")
         t.expect_program("The trigger time is always the one given above: hard-code it.", cases, {"Python": d.src})
         t.solve(f'test -n "{v}"\nsed -i "s/@@T0_MS@@/{v}/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
         d = Setup(t, fuzz=False)
-        header, window, fmt = self.texts(d)
+        header, ask, fmt = self.texts(d)
         t0_ms, (text,) = d.draw(1)
-        t.add_file("/app/data/power_log.csv", text)
-        t.say(f"`/app/data/power_log.csv` is a recording from our bench power logger. {header} I need the energy "
-              f"drawn by channel `{d.channel}` {window}")
+        log = f"/app/data/{t.rng.choice(LOG_NAMES)}"
+        t.add_file(log, text)
+        t.say(f"`{log}` is a recording from our bench power logger. {header} I need {ask}")
         v = t.deliver(str(t0_ms), WHAT)
-        t.say(self.rules(t.knobs))
+        t.say(self.rules(d))
         t.add_solution_file("integrate.py", d.src)
-        if t.partial_credit:  # one number graded by its relative error, not report lines
-            t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/integrate.py --energy "{v}" '
-                    '< /app/data/power_log.csv > /app/out/energy_kJ.txt')
-            t.expect_number("/app/out/energy_kJ.txt", d.ns["measure"](text, t0_ms)["energy_kJ"], 1e-6,
-                            "the energy in kJ (unrounded)")
+        out = "/app/out/" + {"per_channel": "channel_energy.csv", "energy_share": "share_time.txt"}.get(
+            d.variant, "energy_report.txt")
+        if t.partial_credit and d.variant != "per_channel":  # one number graded by its relative error
+            t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/integrate.py --number "{v}" '
+                    f'< {log} > {out}')
+            t.expect_number(out, d.ns["number"](text, t0_ms), 1e-6,
+                            "the instant in s since the start of the recording (unrounded)"
+                            if d.variant == "energy_share" else "the energy in kJ (unrounded)")
             return
         t.say(f"Output format: {fmt}")
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/integrate.py "{v}" < /app/data/power_log.csv '
-                '> /app/out/energy_report.txt')
-        t.expect_output("/app/out/energy_report.txt", d.ns["report"](text, t0_ms), "the report (format above)")
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/integrate.py "{v}" < {log} > {out}')
+        t.expect_output(out, d.ns["report"](text, t0_ms),
+                        "the per-channel energies (format above)" if d.variant == "per_channel"
+                        else "the report (format above)")

@@ -2,10 +2,15 @@
 others) for AWS key IDs, GitHub tokens, Slack webhooks and Stripe live keys, and say whether each is
 still live at the branch tip or only in history. Traps: secrets on unrelated or later branches,
 deleted files, merged feature branches, documented example keys, allow pragmas and near-miss
-strings. Variant: a pre-commit secret detector judged on hidden benign and malicious files."""
+strings. Variants: the leak report (type, keyed fingerprint, live or removed); each secret's origin
+(the oldest reachable commit holding it, by date, and its file); or a `git filter-repo --replace-text`
+file that redacts every leaked secret to a fingerprinted marker. Under adversarial_corpus the same
+variants are a pre-commit detector on whole files, a pre-receive check on a commit's diff (added lines
+only), and a review check that a diff is a clean scrub (removes a secret, adds none)."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import hmac
 import json
@@ -32,6 +37,7 @@ PATTERNS = [
 ]
 ALLOWED = {"AKIAIOSFODNN7EXAMPLE"}
 PRAGMA = @PRAGMA@
+MODE = @MODE@  # what the pre-commit mode judges: file, added (a diff's + lines) or scrub (a diff)
 
 
 def scan(text):
@@ -60,6 +66,35 @@ def report(history_texts, tip_texts, key):
     return "".join(f"{k} {f} {'live' if is_live else 'removed'}\n" for k, f, is_live in rows)
 
 
+def origins(versions, key):
+    """versions: (commit date, path, text) of every file version reachable; per secret, the oldest."""
+    first = {}
+    for date, path, text in sorted(versions):
+        for _, v in scan(text):
+            first.setdefault(v, (date[:10], path))
+    return "".join(f"{f} {d} {p}\n" for d, f, p in sorted((d, fingerprint(key, v), p) for v, (d, p) in first.items()))
+
+
+def replacements(history_texts, key):
+    seen = set()
+    for t in history_texts:
+        seen |= scan(t)
+    return "".join(f"{v}==>REDACTED-{fingerprint(key, v)}\n" for v in sorted({v for _, v in seen}))
+
+
+def side(diff, sign):
+    """The added (+) or removed (-) lines of a unified diff, without the file headers."""
+    return "\n".join(line[1:] for line in diff.splitlines()
+                     if line.startswith(sign) and not line.startswith(sign * 3 + " "))
+
+
+def rejected(text):
+    if MODE == "file":
+        return bool(scan(text))
+    added = scan(side(text, "+"))
+    return bool(added) if MODE == "added" else bool(added) or not scan(side(text, "-"))
+
+
 def blobs(repo, args):
     out = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, check=True).stdout
     return sorted({line.split()[2] for line in out.splitlines() if line.split()[1] == "blob"})
@@ -73,21 +108,34 @@ def contents(repo, ids):
     return texts
 
 
-def audit(repo, branch, key):
-    listing = subprocess.run(["git", "-C", repo, "rev-list", branch], capture_output=True, text=True,
-                             check=True).stdout.split()
+def git(repo, *args):
+    return subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, check=True).stdout
+
+
+def audit(repo, branch, key, variant="leaks"):
+    listing = git(repo, "rev-list", branch).split()
+    if variant == "origins":
+        versions = []
+        for commit in listing:
+            date = git(repo, "show", "-s", "--format=%aI", commit).strip()
+            for line in git(repo, "ls-tree", "-r", commit).splitlines():
+                meta, path = line.split("\t", 1)
+                versions.append((date, path, contents(repo, [meta.split()[2]])[0]))
+        return origins(versions, key)
     history = set()
     for commit in listing:
         history.update(blobs(repo, ["ls-tree", "-r", commit]))
+    if variant == "purge":
+        return replacements(contents(repo, sorted(history)), key)
     tip = blobs(repo, ["ls-tree", "-r", branch])
     return report(contents(repo, sorted(history)), contents(repo, tip), key)
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4:  # REPO BRANCH KEY
-        sys.stdout.write(audit(sys.argv[1], sys.argv[2], sys.argv[3]))
-    else:  # pre-commit mode: one file on stdin
-        sys.exit(1 if scan(sys.stdin.read()) else 0)
+    if len(sys.argv) >= 4:  # REPO BRANCH KEY [VARIANT]
+        sys.stdout.write(audit(*sys.argv[1:5]))
+    else:  # pre-commit mode: one file or diff on stdin
+        sys.exit(1 if rejected(sys.stdin.read()) else 0)
 '''
 
 MKREPO = r'''
@@ -200,11 +248,12 @@ FILES = {"app/settings.py": ["import os", "", "DEBUG = False", 'DATABASE_URL = o
 class _Repo:
     """Simulates the history on the host: each branch's tree and every file text reachable from it."""
 
-    def __init__(self):
+    def __init__(self, day=0):
         self.ops: list[dict] = []
         self.tree: dict[str, dict[str, str]] = {}
         self.seen: dict[str, list[str]] = {}
-        self.day = 0
+        self.versions: dict[str, list[tuple[str, str, str]]] = {}  # (commit date, path, text) reachable
+        self.day = day
 
     def date(self):
         self.day += 1
@@ -213,17 +262,20 @@ class _Repo:
     def commit(self, branch, files, msg):
         tree = self.tree.setdefault(branch, {})
         self.seen.setdefault(branch, [])
+        date = self.date()
         for p, text in files.items():
             if text is None:
                 tree.pop(p, None)
             else:
                 tree[p] = text
                 self.seen[branch].append(text)
-        self.ops.append({"op": "commit", "branch": branch, "files": files, "msg": msg, "date": self.date()})
+                self.versions.setdefault(branch, []).append((date, p, text))
+        self.ops.append({"op": "commit", "branch": branch, "files": files, "msg": msg, "date": date})
 
     def branch(self, name, base):
         self.tree[name] = dict(self.tree[base])
         self.seen[name] = list(self.seen[base])
+        self.versions[name] = list(self.versions[base])
         self.ops.append({"op": "branch", "name": name, "from": base})
 
     def merge(self, into, frm, touched):
@@ -233,24 +285,60 @@ class _Repo:
             else:
                 self.tree[into].pop(p, None)
         self.seen[into] += self.seen[frm]
+        self.versions[into] += self.versions[frm]
         self.ops.append({"op": "merge", "into": into, "from": frm, "msg": f"Merge branch '{frm}'",
                          "date": self.date()})
 
 
-# Level 0's detector: the internal token alone.
+# Level 0's detector: the internal token alone, in a file or in a diff's added or removed lines.
 ATOMIC_DETECTOR = r'''
 import re
 import sys
 
 TOKEN = re.compile(r"(?<![A-Za-z0-9])@PREFIX@_[0-9a-f]{32}(?![A-Za-z0-9])")
-sys.exit(1 if TOKEN.search(sys.stdin.read()) else 0)
+MODE = @MODE@
+text = sys.stdin.read()
+
+
+def holds(sign):
+    return any(TOKEN.search(x) for x in text.splitlines() if x.startswith(sign) and not x.startswith(sign * 3 + " "))
+
+
+bad = TOKEN.search(text) if MODE == "file" else holds("+") if MODE == "added" else holds("+") or not holds("-")
+sys.exit(1 if bad else 0)
 '''
+MSGS = ["Fix typo", "Bump retries", "Add region", "Tidy config", "Update runbook", "Hotfix deploy script",
+        "Wire up notifications", "Rotate settings", "Add payments config", "CI tweaks"]
+MODES = {"leaks": "file", "origins": "added", "purge": "scrub"}  # what each variant's detector judges
+TOPS = {"app": ("app", "shop", "service", "backend", "api"), "deploy": ("deploy", "ops", "scripts"),
+        "ci": ("ci", "build", "pipelines"), "config": ("config", "conf", "settings"), "docs": ("docs", "doc", "wiki")}
+NOTES = ("owner", "payments", "team", "review", "quarterly", "legacy", "staging", "rotate", "vendor", "audit",
+         "billing", "cleanup", "oncall", "migration", "region", "cache", "queue", "retry", "export", "nightly")
 # Level 0's leak: one kind, its grep pattern and its description.
 ATOMIC_KINDS = {"aws": ("AWS access key ID", "AKIA[0-9A-Z]{16}", "`AKIA` followed by 16 characters from `A-Z0-9`"),
                 "gh": ("GitHub token", "ghp_[A-Za-z0-9]{36}", "`ghp_` followed by 36 characters from `A-Za-z0-9`"),
                 "stripe": ("Stripe live key", "sk_live_[A-Za-z0-9]{24}",
                            "`sk_live_` followed by 24 characters from `A-Za-z0-9`")}
 STOCK = "\n".join("\n".join(v) for v in FILES.values())
+
+
+def _stock(rng, n):
+    """``n`` stock files, moved under drawn top directories, each with a drawn note line where the format has
+    comments: small repositories of different seeds differ in more than the secret."""
+    out = {}
+    for path in rng.sample(sorted(p for p in FILES if p not in ("README.md", ".env.example")), n):
+        top, _, rest = path.partition("/")
+        lines = list(FILES[path])
+        if not path.endswith(".json"):
+            note = " ".join(rng.sample(NOTES, rng.randrange(2, 5)))
+            lines.insert(rng.randrange(1, len(lines) + 1), note.capitalize() + "." if path.endswith(".md") else f"# {note}")
+        out[f"{rng.choice(TOPS[top])}/{rest}"] = lines
+    return out
+
+
+def _diff(path, before, after):
+    return "".join(difflib.unified_diff(_text(before).splitlines(True), _text(after).splitlines(True),
+                                        f"a/{path}", f"b/{path}"))
 
 
 @dataclass(frozen=True)
@@ -277,6 +365,7 @@ class GitSecretScan(Family):
                         "regular expressions", "allowlist and denylist matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
     programs = {"Python": REFERENCE}
+    variants = ("leaks", "origins", "purge")
     levels = {0: Knobs(commits=2, removed=False, decoy_branch=False, pragma=False, merge=False, deleted_file=False,
                        items=10),
               1: Knobs(commits=6, removed=False, decoy_branch=False, pragma=False, merge=False, deleted_file=False,
@@ -302,122 +391,237 @@ class GitSecretScan(Family):
                 + (f" A line containing `{pragma}` was reviewed and is ignored entirely." if pragma else ""))
 
     def _atomic_corpus(self, t: TaskBuilder) -> None:
-        """Level 0: reject a file holding one of our internal tokens; other teams' tokens pass."""
-        k, rng = t.knobs, t.rng
+        """Level 0: our internal tokens only (other teams' tokens pass), in a staged file or in a commit's diff:
+        a token added is rejected; a scrub must remove one and add none."""
+        k, rng, mode = t.knobs, t.rng, MODES[t.variant]
         prefix = unseen(t, lambda: t.code(2), STOCK)
         others = distinct(lambda: t.code(2), 3, [prefix])
         paths = sorted(p for p in FILES if p != "README.md")  # its documented example key is no finding here
 
-        def item(token):
+        def token(p):
+            return f"{p}_" + "".join(rng.choice("0123456789abcdef") for _ in range(32))
+
+        def item(tok):
             path = rng.choice(paths)
             lines = list(FILES[path])
-            if token:
-                hexes = "".join(rng.choice("0123456789abcdef") for _ in range(32))
-                lines.insert(rng.randrange(1, len(lines) + 1), _line(rng, f"{token}_{hexes}", path))
+            if tok:
+                lines.insert(rng.randrange(1, len(lines) + 1), _line(rng, token(tok), path))
             return _text(lines)
 
-        clean = [item(rng.choice([None, *others])) for _ in range(k.items)]
-        bad = [item(prefix) for _ in range(k.items)]
+        def change(add, remove):
+            """A diff of a stock file that replaces a line holding a ``remove`` token by a vault reference and
+            adds a line holding an ``add`` token (None: not that part; neither: a note is added)."""
+            path = rng.choice(paths)
+            before = list(FILES[path])
+            after = list(before)
+            if remove:
+                at = rng.randrange(1, len(before) + 1)
+                before.insert(at, _line(rng, token(remove), path))
+                after.insert(at, _line(rng, "${FROM_VAULT}", path))
+            if add or not remove:
+                after.insert(rng.randrange(1, len(after) + 1),
+                             _line(rng, token(add), path) if add else f"# {' '.join(rng.sample(NOTES, 3))}")
+            return _diff(path, before, after)
+
+        def anyone(*extra):
+            return rng.choice([None, *others, *extra])
+
+        if mode == "file":
+            clean = [item(anyone()) for _ in range(k.items)]
+            bad = [item(prefix) for _ in range(k.items)]
+            what = ("reads one staged file on standard input and rejects it if it contains an internal token")
+        elif mode == "added":
+            clean = [change(anyone(), anyone(prefix)) for _ in range(k.items)]
+            bad = [change(prefix, anyone(prefix)) for _ in range(k.items)]
+            what = ("reads one commit's change as a unified diff on standard input and rejects it if a line the "
+                    "commit adds (starting with `+`, not the `+++` file header) contains an internal token; removed "
+                    "and unchanged lines do not count. An internal token is")
+        else:
+            clean = [change(anyone(), prefix) for _ in range(k.items)]
+            bad = [change(prefix, anyone(prefix)) if rng.random() < 0.5 else change(anyone(), anyone())
+                   for _ in range(k.items)]
+            what = ("reviews cleanup commits: it reads one commit's change as a unified diff on standard input and "
+                    "accepts it only if a line the commit removes (starting with `-`, not the `---` file header) "
+                    "contains an internal token and no line it adds (`+`, not the `+++` header) contains one; it "
+                    "rejects every other diff. An internal token is")
         who = t.deliver(prefix, "the internal token prefix")
-        t.say("Write a pre-commit check for our internal API tokens. It reads one staged file on standard input and "
-              "rejects it if it contains an internal token: the token prefix given above, then `_`, then 32 "
-              "lowercase hex digits (no ASCII letter or digit just before or after). Other teams' tokens (another "
-              "prefix) are fine.")
-        t.expect_classifier("Reject (exit 1) files with an internal token, accept (exit 0) the rest.", clean, bad,
-                            {"Python": fill(ATOMIC_DETECTOR, PREFIX="@@PREFIX@@")})
+        t.say(f"Write a {'pre-commit' if mode == 'file' else 'pre-receive'} check for our internal API tokens. It "
+              f"{what}{':' if mode == 'file' else ''} the token prefix given above, then `_`, then 32 lowercase hex "
+              "digits (no ASCII letter or digit just before or after). Other teams' tokens (another prefix) are "
+              "fine.")
+        t.expect_classifier("Reject (exit 1) " + ("files with an internal token" if mode == "file" else
+                                                  "diffs that add an internal token" if mode == "added" else
+                                                  "every diff that is not a clean scrub")
+                            + ", accept (exit 0) the rest.", clean, bad,
+                            {"Python": fill(ATOMIC_DETECTOR, PREFIX="@@PREFIX@@", MODE=repr(mode))})
         t.solve(f'test -n "{who}"\nsed -i "s/@@PREFIX@@/{who}/" /app/solution.py')
 
     def _atomic_output(self, t: TaskBuilder) -> None:
-        """Level 0: one secret in one file at the tip; its fingerprint is one grep and one HMAC."""
-        rng = t.rng
+        """Level 0: one secret in one file of a small history; its fingerprint is one grep and one HMAC (its
+        origin one `git log -S` more)."""
+        rng, v = t.rng, t.variant
         kind = rng.choice(sorted(ATOMIC_KINDS))
         what, rx, shape = ATOMIC_KINDS[kind]
         secret = _Secrets(rng, "").real(kind)
-        stock = ["app/settings.py", "ci/pipeline.yml", "config/payments.json", "deploy/notify.sh"]
-        path = rng.choice(stock)
-        repo = _Repo()
-        repo.commit("main", {p: _text(FILES[p]) for p in stock}, "Initial import")
-        lines = list(FILES[path])
+        files = _stock(rng, rng.randrange(3, 6))
+        path = rng.choice(sorted(files))
+        repo = _Repo(day=rng.randrange(300))
+        repo.commit("main", {p: _text(x) for p, x in files.items()}, rng.choice(["Initial import", "First commit"]))
+
+        def chore():
+            p = rng.choice(sorted(x for x in files if not x.endswith(".json")))
+            lines = repo.tree["main"][p].splitlines()
+            lines.insert(rng.randrange(1, len(lines) + 1), f"# {' '.join(rng.sample(NOTES, 3))}")
+            repo.commit("main", {p: _text(lines)}, rng.choice(MSGS))
+
+        for _ in range(rng.randrange(3)):
+            chore()
+        lines = repo.tree["main"][path].splitlines()
         lines.insert(rng.randrange(1, len(lines) + 1), _line(rng, secret, path))
-        repo.commit("main", {path: _text(lines)}, "Wire up credentials")
+        repo.commit("main", {path: _text(lines)}, rng.choice(["Wire up credentials", "Add the client config"]))
+        added = repo.ops[-1]["date"][:10]
+        for _ in range(rng.randrange(3)):
+            chore()
         t.add_file("/tmp/tmax-fixture/history.json",
                    json.dumps({"repo": "/app/repo", "ops": repo.ops}, indent=0, sort_keys=True) + "\n")
         t.add_file("/tmp/tmax-fixture/mkrepo.py", MKREPO)
         t.add_setup("python3 /tmp/tmax-fixture/mkrepo.py /tmp/tmax-fixture/history.json && "
                     "rm -f /tmp/tmax-fixture/history.json /tmp/tmax-fixture/mkrepo.py")
         key = unseen(t, lambda: t.code(2))  # keys the fingerprint: nothing shown may spell it
-        truth = hmac.new(key.encode(), secret.encode(), hashlib.sha256).hexdigest()[:16] + "\n"
+        fp = hmac.new(key.encode(), secret.encode(), hashlib.sha256).hexdigest()[:16]
         who = t.deliver(key, "the report key")
-        t.say(f"`/app/repo` is our git repository. Its file `{path}` leaks one {what} ({shape}). Report it "
-              f"without repeating it: write its fingerprint, the first 16 hex digits (lowercase) of the HMAC-SHA256 "
-              f"of the secret's exact text keyed with the report key given above (its ASCII bytes), as one line.")
+        hmac_cmd = ("$(python3 -c 'import hashlib, hmac, sys; print(hmac.new(sys.argv[1].encode(), sys.argv[2].encode(), "
+                    f"hashlib.sha256).hexdigest()[:16])' \"{who}\" \"$s\")")
+        fingerprint = ("its fingerprint, the first 16 hex digits (lowercase) of the HMAC-SHA256 of the secret's exact "
+                       "text keyed with the report key given above (its ASCII bytes)")
+        t.say(f"`/app/repo` is our git repository. Its file `{path}` leaks one {what} ({shape}).")
+        if v == "leaks":
+            t.say(f"Report it without repeating it: write {fingerprint}, as one line.")
+            out, truth, line = "/app/out/leaks.txt", fp, hmac_cmd
+        elif v == "origins":
+            t.say(f"When did it get in? Write {fingerprint}, a space, and the author date (`YYYY-MM-DD`) of the "
+                  "commit that added it, as one line.")
+            out, truth = "/app/out/origins.txt", f"{fp} {added}"
+            line = hmac_cmd + f' $(git -C /app/repo log --format=%ad --date=short -S"$s" | tail -1)'
+        else:
+            t.say("We will scrub it from history with `git filter-repo --replace-text`. Write the replacements "
+                  f"line for it, `<secret>==>REDACTED-<fingerprint>`, where the fingerprint is {fingerprint.split(', ', 1)[1]}.")
+            out, truth, line = "/app/out/replacements.txt", f"{secret}==>REDACTED-{fp}", "$s==>REDACTED-" + hmac_cmd
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\ns=$(grep -oE \'{rx}\' /app/repo/{path})\n'
-                "python3 -c 'import hashlib, hmac, sys; print(hmac.new(sys.argv[1].encode(), sys.argv[2].encode(), "
-                f"hashlib.sha256).hexdigest()[:16])' \"{who}\" \"$s\" > /app/out/leaks.txt")
-        t.expect_output("/app/out/leaks.txt", truth, "the fingerprint")
+                f'echo "{line}" > {out}')
+        t.expect_output(out, truth + "\n", {"leaks": "the fingerprint", "origins": "the fingerprint and date",
+                                            "purge": "the replacements line"}[v])
 
     def corpus_case(self, t: TaskBuilder) -> None:
         if t.level == 0:
             return self._atomic_corpus(t)
-        k, rng = t.knobs, t.rng
+        k, rng, mode = t.knobs, t.rng, MODES[t.variant]
         pragma = "secretscan:allow" if k.pragma else ""
         patterns = self.patterns(None, pragma)
         # The delivered prefix must be a word that no stock file (the clean example among them) spells.
         prefix = unseen(t, lambda: t.code(2), STOCK, patterns)
         sec = _Secrets(rng, prefix)
-        ns = run_python(fill(REFERENCE, PRAGMA=repr(pragma), PREFIX=prefix))
+        ns = run_python(fill(REFERENCE, PRAGMA=repr(pragma), PREFIX=prefix, MODE=repr(mode)))
         clean, bad = [], []
         paths = sorted(FILES)
-        for _ in range(100 * k.items):
-            if len(clean) >= k.items and len(bad) >= k.items:
-                break
-            path = rng.choice(paths)
+
+        def secret(path, kind=None):
+            line = _line(rng, sec.real(kind), path)
+            return line + f"  # {pragma}" if pragma and rng.random() < 0.25 else line
+
+        def staged(path):
             lines = list(FILES[path])
             for _ in range(rng.randrange(1, 4)):
                 lines.insert(rng.randrange(len(lines) + 1), _line(rng, sec.near(), path))
             if rng.random() < 0.5:
-                line = _line(rng, sec.real(), path)
-                if pragma and rng.random() < 0.25:
-                    line += f"  # {pragma}"
-                lines.insert(rng.randrange(len(lines) + 1), line)
-            text = _text(lines)
-            (bad if ns["scan"](text) else clean).append(text)
+                lines.insert(rng.randrange(len(lines) + 1), secret(path))
+            return lines
+
+        def change(path, held=0.5, vault=0.6, new=0.4, kind=None):
+            """A diff of a staged-like file: lines holding secrets go to the vault (each with chance ``vault``),
+            new lines come in (secrets with chance ``new``)."""
+            before = staged(path) if rng.random() < held else list(FILES[path])
+            if kind:
+                before.insert(rng.randrange(1, len(before) + 1), _line(rng, sec.real(kind), path))
+            after = []
+            for line in before:
+                found = sorted(ns["scan"](line))
+                after.append(line.replace(found[0][1], "${FROM_VAULT}") if found and rng.random() < vault else line)
+            for _ in range(rng.randrange(0 if after != before else 1, 3)):
+                after.insert(rng.randrange(len(after) + 1), secret(path) if rng.random() < new else
+                             _line(rng, sec.near(), path))
+            return _diff(path, before, after)
+
+        for _ in range(100 * k.items):
+            if len(clean) >= k.items and len(bad) >= k.items:
+                break
+            path = rng.choice(paths)
+            item = (_text(staged(path)) if mode == "file" else
+                    change(path) if mode == "added" else change(path, held=0.9, new=0.2))
+            (bad if ns["rejected"](item) else clean).append(item)
         else:
             raise FamilyError("git_secret_scan: too few clean or secret files drawn")
         clean, bad = clean[:k.items], bad[:k.items]
-        # Files whose only secret is an internal token: a detector with any other prefix lets them through.
+        # Items whose only secret is an internal token: a detector with any other prefix gets them wrong.
         for i in range(min(3, len(bad))):
             path = rng.choice(paths)
-            lines = list(FILES[path])
-            lines.insert(rng.randrange(1, len(lines) + 1), _line(rng, sec.real("internal"), path))
-            bad[i] = _text(lines)
+            if mode == "file":
+                lines = list(FILES[path])
+                lines.insert(rng.randrange(1, len(lines) + 1), _line(rng, sec.real("internal"), path))
+                bad[i] = _text(lines)
+            elif mode == "added":  # adds the token, and nothing else that counts
+                before = list(FILES[path])
+                after = before + [_line(rng, sec.real("internal"), path)]
+                bad[i] = _diff(path, before, after)
+            else:  # a clean scrub of the token alone
+                clean[i] = change(path, held=0, vault=1, new=0, kind="internal")
         for _ in range(100):  # the example must not show the prefix
             near = sec.near()
             if prefix.lower() not in near.lower():
                 break
         else:
             raise FamilyError("git_secret_scan: every near miss drawn showed the prefix")
-        t.add_file("/app/examples/clean_settings.py", _text(FILES["app/settings.py"] + [_line(rng, near, "x.py")]))
+        stock = FILES["app/settings.py"]
+        if mode == "file":
+            example, ask = "/app/examples/clean_settings.py", ("a pre-commit secret detector. It reads one staged "
+                                                               "file's full text on standard input and must reject it "
+                                                               "if it contains a secret, and accept it otherwise")
+            t.add_file(example, _text(stock + [_line(rng, near, "x.py")]))
+        elif mode == "added":
+            example, ask = "/app/examples/clean.diff", (
+                "a pre-receive secret check. It reads one commit's change as a unified diff (as `git diff` prints "
+                "it) on standard input and must reject it if a line the commit adds (starting with `+`, not the "
+                "`+++` file header) contains a secret, and accept it otherwise: removed and unchanged lines do not "
+                "count, so a commit that scrubs a secret is welcome")
+            t.add_file(example, _diff("app/settings.py", stock, stock + [_line(rng, near, "x.py")]))
+        else:
+            example, ask = "/app/examples/clean.diff", (
+                "the check that reviews our secret-cleanup commits. It reads one commit's change as a unified diff "
+                "(as `git diff` prints it) on standard input and must accept it only if it is a clean scrub: at "
+                "least one line the commit removes (starting with `-`, not the `---` file header) contains a "
+                "secret, and no line it adds (`+`, not `+++`) contains one; it rejects every other diff")
+            leak = _line(rng, sec.real("aws"), "x.py")
+            t.add_file(example, _diff("app/settings.py", stock + [leak],
+                                      stock + [leak.replace(leak.split('"')[1], "${FROM_VAULT}")]))
         who = t.deliver(prefix, "the internal token prefix")
-        t.say(f"We keep leaking credentials into git. Write a pre-commit secret detector. It reads one staged "
-              f"file's full text on standard input and must reject it "
-              f"if it contains a secret, and accept it otherwise. Secrets are: {patterns} Near misses (wrong "
-              f"length, wrong case, test keys) are not secrets and must not block a commit; "
-              f"`/app/examples/clean_settings.py` is a file that must pass.")
+        t.say(f"We keep leaking credentials into git. Write {ask}. Secrets are: {patterns} Near misses (wrong "
+              f"length, wrong case, test keys) are not secrets and never count; `{example}` must pass.")
         # The oracle's detector gets the delivered prefix, not a copy with it baked in.
-        t.expect_classifier("Reject (exit 1) files with a secret, accept (exit 0) the rest.", clean, bad,
-                            {"Python": fill(REFERENCE, PRAGMA=repr(pragma), PREFIX="@@PREFIX@@")})
+        t.expect_classifier("Reject (exit 1) " + {"file": "files with a secret", "added": "diffs that add a secret",
+                                                  "scrub": "every diff that is not a clean scrub"}[mode]
+                            + ", accept (exit 0) the rest.", clean, bad,
+                            {"Python": fill(REFERENCE, PRAGMA=repr(pragma), PREFIX="@@PREFIX@@", MODE=repr(mode))})
         t.solve(f'test -n "{who}"\nsed -i "s/@@PREFIX@@/{who}/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
         if t.level == 0:
             return self._atomic_output(t)
-        k, rng = t.knobs, t.rng
+        k, rng, v = t.knobs, t.rng, t.variant
         pragma = "secretscan:allow" if k.pragma else ""
         prefix = unseen(t, lambda: t.code(1), STOCK)  # stated, not delivered: no stock line may spell it
         patterns = self.patterns(prefix, pragma)
         sec = _Secrets(rng, prefix)
-        ref_src = fill(REFERENCE, PRAGMA=repr(pragma), PREFIX=prefix)
+        ref_src = fill(REFERENCE, PRAGMA=repr(pragma), PREFIX=prefix, MODE=repr(MODES[v]))
         ns = run_python(ref_src)
         # -- the repository -----------------------------------------------------------------
         repo = _Repo()
@@ -437,8 +641,7 @@ class GitSecretScan(Family):
 
         paths = sorted(FILES)
         repo.commit("main", {p: _text(v) for p, v in files.items()}, "Initial import")
-        msgs = ["Fix typo", "Bump retries", "Add region", "Tidy config", "Update runbook", "Hotfix deploy script",
-                "Wire up notifications", "Rotate settings", "Add payments config", "CI tweaks"]
+        msgs = MSGS
         planted = []  # (branch, path, secret)
 
         def work(branch, n, allow_secret=True, removable=True):
@@ -499,7 +702,12 @@ class GitSecretScan(Family):
         t.add_file("/tmp/tmax-fixture/mkrepo.py", MKREPO)
         # The report key keys every finding's fingerprint, so no visible text may spell it.
         key = unseen(t, lambda: t.code(2), patterns)
-        truth = ns["report"](repo.seen[target], [repo.tree[target][p] for p in sorted(repo.tree[target])], key)
+        if v == "leaks":
+            truth = ns["report"](repo.seen[target], [repo.tree[target][p] for p in sorted(repo.tree[target])], key)
+        elif v == "origins":
+            truth = ns["origins"](repo.versions[target], key)
+        else:
+            truth = ns["replacements"](repo.seen[target], key)
         t.add_setup("python3 /tmp/tmax-fixture/mkrepo.py /tmp/tmax-fixture/history.json && "
                     "rm -f /tmp/tmax-fixture/history.json /tmp/tmax-fixture/mkrepo.py")
         who = t.deliver(key, "the report key")
@@ -507,13 +715,24 @@ class GitSecretScan(Family):
               f"git repository. Audit the branch `{target}`: every commit "
               f"reachable from its tip (merged branches included, other branches excluded), every file in every "
               f"such commit. Secrets are: {patterns}")
+        out = {"leaks": "/app/out/leaks.txt", "origins": "/app/out/origins.txt", "purge": "/app/out/replacements.txt"}[v]
         t.add_solution_file("secrets_audit.py", ref_src)
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
-                f'python3 /solution/secrets_audit.py /app/repo "{target}" "{who}" > /app/out/leaks.txt')
-        fmt = ("one line per distinct secret: `<type> <fingerprint> <status>`; the report must not repeat the "
-               "secrets themselves, so the fingerprint is the first 16 hex digits (lowercase) of the HMAC-SHA256 "
-               "of the secret's exact text, keyed with the report key given above (its ASCII bytes); the status is "
-               "`live` if the secret is still in some file at the branch tip and `removed` if it is only in "
-               "history; sorted by type, then fingerprint (byte order)")
+                f'python3 /solution/secrets_audit.py /app/repo "{target}" "{who}" {v} > {out}')
+        fp = ("the first 16 hex digits (lowercase) of the HMAC-SHA256 of the secret's exact text, keyed with the "
+              "report key given above (its ASCII bytes)")
+        fmt = {"leaks": ("one line per distinct secret: `<type> <fingerprint> <status>`; the report must not repeat "
+                         f"the secrets themselves, so the fingerprint is {fp}; the status is `live` if the secret is "
+                         "still in some file at the branch tip and `removed` if it is only in history; sorted by "
+                         "type, then fingerprint (byte order)"),
+               "origins": ("one line per distinct secret: `<fingerprint> <date> <path>`, where the fingerprint is "
+                           f"{fp} (the report must not repeat the secrets), the date is the author date "
+                           "(`YYYY-MM-DD`) of the oldest commit reachable from the branch tip in which some file "
+                           "holds the secret, and the path is that file's path in that commit; sorted by date, then "
+                           "fingerprint (byte order)"),
+               "purge": ("a replacements file for `git filter-repo --replace-text` that redacts every distinct "
+                         "secret: one line per secret, `<secret>==>REDACTED-<fingerprint>`, where the fingerprint "
+                         f"is {fp}; sorted by the secret (byte order)")}[v]
         t.say(f"Report format: {fmt}.")
-        t.expect_output("/app/out/leaks.txt", truth, "the leak report")
+        t.expect_output(out, truth, {"leaks": "the leak report", "origins": "the origins report",
+                                     "purge": "the replacements file"}[v])

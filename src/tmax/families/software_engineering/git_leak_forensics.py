@@ -1,9 +1,11 @@
 """When was a leaked string in the repository? A reproducible git history (fixed authors and dates) in
 which a secret is added, moved between files, removed and (at higher levels) re-added, beside other
-credentials of the same look; report every window during which it was in the tree: the adding commit,
-the removing commit, the author's email. Commit hashes are computed on the host from the same objects
-git writes, and the oracle uses git. The repository is a bare clone: no file shows the secret in
-plain text, and only the delivered string says which of the credentials leaked."""
+credentials of the same look. Variants: every window during which it was in the tree (the adding
+commit, the removing commit, the author's email); every file that ever held it, with the number of
+commits whose version of the file did; or the total exposure in seconds between the committer dates
+that open and close its windows. Commit hashes are computed on the host from the same objects git
+writes, and the oracle uses git. The repository is a bare clone: no file shows the secret in plain
+text, and only the delivered string says which of the credentials leaked."""
 
 from __future__ import annotations
 
@@ -52,19 +54,31 @@ subprocess.run(["rm", "-rf", os.path.join(dest, "hooks"), os.path.join(dest, "de
 ORACLE = r'''
 import subprocess, sys
 
-token, repo = sys.argv[1], sys.argv[2]
+token, repo, variant = sys.argv[1], sys.argv[2], sys.argv[3]
 def git(*a):
     return subprocess.run(["git", "-C", repo, *a], capture_output=True, text=True).stdout
-present, start, out = False, None, []
-for c in git("rev-list", "--reverse", "HEAD").split():
-    has = bool(git("grep", "-l", "-F", token, c).strip())
+def when(c):
+    return int(git("log", "-1", "--format=%ct", c))
+present, start, out, paths, exposed = False, None, [], {}, 0
+commits = git("rev-list", "--reverse", "HEAD").split()
+for c in commits:
+    holding = [line.split(":", 1)[1] for line in git("grep", "-l", "-F", token, c).splitlines()]
+    for p in holding:
+        paths[p] = paths.get(p, 0) + 1
+    has = bool(holding)
     if has and not present:
         start = c
     if present and not has:
         out.append(f"{start} {c} {git('log', '-1', '--format=%ae', start).strip()}")
+        exposed += when(c) - when(start)
     present = has
 if present:
     out.append(f"{start} STILL-PRESENT {git('log', '-1', '--format=%ae', start).strip()}")
+    exposed += when(commits[-1]) - when(start)
+if variant == "paths":
+    out = [f"{p} {n}" for p, n in sorted(paths.items())]
+if variant == "exposure":
+    out = [str(exposed)]
 print("\n".join(out))
 '''
 
@@ -148,16 +162,38 @@ class Knobs:
     others: int  # other credentials of the same look, with their own windows
 
 
+REPO = "The repository is `/app/repo`, a bare clone (branch `main`, linear history). "
+WINDOW = ("Find every window of history during which the exact string (case-sensitive) was present anywhere in "
+          "the tracked files: it begins at the commit whose tree contains it while its parent's tree does not, "
+          "and ends at the first later commit whose tree no longer contains it. Moving it from one file to "
+          "another within a single commit does not end a window, and near-misses (other case, partial copies) "
+          "do not count; other credentials in the history are not the leaked one.")
 SAY = ("A credential string was found in a public paste, and security wants to know exactly when it was "
-       "part of our code base. The repository is `/app/repo`, a bare clone (branch `main`, linear history). "
-       "Find every window of history during which the exact string (case-sensitive) was present anywhere in "
-       "the tracked files: it begins at the commit whose tree contains it while its parent's tree does not, "
-       "and ends at the first later commit whose tree no longer contains it. Moving it from one file to "
-       "another within a single commit does not end a window, and near-misses (other case, partial copies) "
-       "do not count; other credentials in the history are not the leaked one.")
+       "part of our code base. " + REPO + WINDOW)
 FORMAT = ("The report has one line per window, oldest first: the full 40-character hash of the commit that added "
           "it, a space, the full hash of the commit that removed it (or `STILL-PRESENT` if it is still in `main`'s "
           "latest commit), a space, and the author email of the adding commit.")
+# The other variants: (what they ask at levels 1-4, what level 0 asks, output path, what is graded).
+ASKS = {
+    "paths": ("A credential string was found in a public paste, and security must rotate it everywhere it was "
+              "ever checked in. " + REPO + "Which tracked files held the exact string (case-sensitive) in any "
+              "commit of `main`? Near-misses (other case, partial copies) do not count; other credentials in the "
+              "history are not the leaked one. The report has one line per file, sorted by path in byte order "
+              "(`LC_ALL=C sort`): the path, a space, and the number of commits of `main` whose version of that "
+              "file contains the string.",
+              "`/app/repo` is a bare git clone (branch `main`, linear history). Which tracked files contained the "
+              "exact string given above in any commit? One path per line, sorted in byte order (`LC_ALL=C sort`).",
+              "/app/out/leak_paths.txt", "the file list"),
+    "exposure": ("A credential string was found in a public paste, and security wants to know for how long it was "
+                 "exposed in our code base. " + REPO + WINDOW + " The exposure of a window is the time from the "
+                 "committer date of the commit that opens it to that of the commit that closes it; a window still "
+                 "open at `main`'s latest commit lasts until that commit's date. Give the total exposure over all "
+                 "windows, in seconds.",
+                 "`/app/repo` is a bare git clone (branch `main`, linear history). The exact string given above "
+                 "was added to the tracked files once and is still there. How many seconds passed from the "
+                 "committer date of the commit that added it to the committer date of `main`'s latest commit?",
+                 "/app/out/exposure.txt", "the exposure in seconds"),
+}
 
 
 def insert_line(rng, cur: dict[str, str], path: str, line: str) -> None:
@@ -178,6 +214,7 @@ class GitLeakForensics(Family):
     primitive_skills = ("git history search", "git log filtering", "commit message parsing", "text report formatting",
                         "regular expressions")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("windows", "paths", "exposure")
     levels = {0: Knobs(commits=5, windows=1, moves=0, decoys=0, end_present=True, others=1),
               1: Knobs(commits=8, windows=1, moves=0, decoys=0, end_present=True, others=1),
               2: Knobs(commits=16, windows=1, moves=0, decoys=1, end_present=False, others=1),
@@ -185,9 +222,9 @@ class GitLeakForensics(Family):
               4: Knobs(commits=42, windows=3, moves=2, decoys=3, end_present=None, others=2)}
 
     def output_case(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
+        k, rng, variant = t.knobs, t.rng, t.variant
         # Only fixed texts are shown (the history lives compressed in the bare clone).
-        token = unseen(t, lambda: t.code(2), SAY, FORMAT)
+        token = unseen(t, lambda: t.code(2), *((SAY, FORMAT) if variant == "windows" else ASKS[variant][:2]))
         others = distinct(lambda: t.code(2), k.others, taken=[token])
         n = k.commits
         files = {p: "" for p in FILES[:4]}
@@ -199,7 +236,9 @@ class GitLeakForensics(Family):
         if end_present:
             windows[-1] = (windows[-1][0], None)
         inside = [i for a, b in windows for i in range(a + 1, b if b is not None else n)]
-        moves = sorted(rng.sample(inside, min(k.moves, len(inside)))) if inside else []
+        # A file list with one file is no question: that variant always moves the secret once more.
+        n_moves = k.moves + (variant == "paths")
+        moves = sorted(rng.sample(inside, min(n_moves, len(inside)))) if inside else []
         decoy_at = sorted(rng.sample(range(1, n), k.decoys))
         # Other credentials, each in one file from one commit to another (or to the end).
         other_at = []
@@ -258,21 +297,50 @@ class GitLeakForensics(Family):
             files = cur
         hashes = git_hashes(plan)
         # truth: walk snapshots, as the oracle walks git
-        rows, start = [], None
+        spans, start = [], None  # (opening index, closing index or None)
         for i, c in enumerate(plan):
             has = any(token in text for text in c["files"].values())
             was = i > 0 and any(token in text for text in plan[i - 1]["files"].values())
             if has and not was:
                 start = i
             if was and not has:
-                rows.append(f"{hashes[start]} {hashes[i]} {plan[start]['email']}")
+                spans.append((start, i))
         if any(token in text for text in plan[-1]["files"].values()):
-            rows.append(f"{hashes[start]} STILL-PRESENT {plan[start]['email']}")
-        truth = "\n".join(rows) + "\n"
+            spans.append((start, None))
         t.add_file("/tmp/tmax-git/plan.json", json.dumps(plan, sort_keys=True) + "\n")
         t.add_file("/tmp/tmax-git/build.py", BUILDER)
         t.add_setup("python3 /tmp/tmax-git/build.py /tmp/tmax-git/plan.json /app/repo && rm -rf /tmp/tmax-git")
         var = t.deliver(token, "the leaked string")
+        if variant == "windows":
+            rows = [f"{hashes[a]} {'STILL-PRESENT' if b is None else hashes[b]} {plan[a]['email']}" for a, b in spans]
+            self._windows(t, var, "\n".join(rows) + "\n")
+            return
+        ask, atomic, out, what = ASKS[variant]
+        t.say(atomic if t.level == 0 else ask)
+        if variant == "paths":
+            held = sorted({p for c in plan for p, text in c["files"].items() if token in text})
+            counts = [sum(token in c["files"].get(p, "") for c in plan) for p in held]
+            truth = "".join(f"{p}\n" if t.level == 0 else f"{p} {n}\n" for p, n in zip(held, counts))
+            t.solve(f'mkdir -p /app/out\ngit -C /app/repo log --format= --name-only -S "{var}" main | sed "/^$/d" | '
+                    f"LC_ALL=C sort -u > {out}" if t.level == 0 else self._oracle(t, var, variant, out))
+            t.expect_output(out, truth, what)
+            return
+        exposure = sum(self._time(plan[len(plan) - 1 if b is None else b]) - self._time(plan[a]) for a, b in spans)
+        t.solve(f"mkdir -p /app/out\necho $(( $(git -C /app/repo log -1 --format=%ct main) - "
+                f'$(git -C /app/repo log --reverse --format=%ct -S "{var}" main | head -n 1) )) > {out}'
+                if t.level == 0 else self._oracle(t, var, variant, out))
+        t.expect_number(out, exposure, rel_tol=1e-9, what=what)
+
+    @staticmethod
+    def _time(commit: dict) -> int:
+        return int(commit["date"].split()[0].lstrip("@"))
+
+    @staticmethod
+    def _oracle(t: TaskBuilder, var: str, variant: str, out: str) -> str:
+        t.add_solution_file("windows.py", ORACLE)
+        return f'mkdir -p /app/out\npython3 /solution/windows.py "{var}" /app/repo {variant} > {out}'
+
+    def _windows(self, t: TaskBuilder, var: str, truth: str) -> None:
         if t.level == 0:  # one window, never removed: only the commit that added it (one `git log -S`)
             t.say("`/app/repo` is a bare git clone (branch `main`, linear history). Which commit added the exact "
                   "string given above to the tracked files? Give its full 40-character hash.")
@@ -282,6 +350,5 @@ class GitLeakForensics(Family):
             return
         t.say(SAY)
         t.say(FORMAT)
-        t.add_solution_file("windows.py", ORACLE)
-        t.solve(f'mkdir -p /app/out\npython3 /solution/windows.py "{var}" /app/repo > /app/out/leak_windows.txt')
+        t.solve(self._oracle(t, var, "windows", "/app/out/leak_windows.txt"))
         t.expect_output("/app/out/leak_windows.txt", truth, "the report")

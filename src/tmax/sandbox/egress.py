@@ -52,10 +52,21 @@ def _no_host(hosts: list[str]) -> str:
     return f"ip daddr {{ {', '.join(hosts)} }} drop" if hosts else ""
 
 
+# slirp4netns treats every address of its network but the resolver as an alias of the host's
+# loopback (10.0.2.2 is the usual one). --disable-host-loopback refuses them, but how it refuses
+# depends on libslirp's errno handling, and one CI run saw a handshake complete; these rules keep
+# every packet to them from leaving the namespace at all.
+SLIRP_NET = "10.0.2.0/24"
+NO_SLIRP_ALIASES = f"ip daddr {SLIRP_NET} reject"  # refused at once, not left to time out
+
+
 def public(hosts: list[str]) -> str:
     return f"""table inet {TABLE} {{
   chain filter_out {{
     type filter hook output priority 0; policy accept;
+    oifname "lo" accept
+    ip daddr {DNS} meta l4proto {{ tcp, udp }} th dport 53 accept
+    {NO_SLIRP_ALIASES}
     {_no_host(hosts)}
   }}
 }}
@@ -74,11 +85,12 @@ def ruleset(port: int, hosts: list[str] = ()) -> str:
   }}
   chain filter_out {{
     type filter hook output priority 0; policy drop;
+    oifname "lo" accept
+    ip daddr {DNS} meta l4proto {{ tcp, udp }} th dport 53 accept
+    {NO_SLIRP_ALIASES}
     {_no_host(list(hosts))}
     meta mark {MARK} accept
-    oifname "lo" accept
     ip daddr 127.0.0.1 tcp dport {port} accept
-    ip daddr {DNS} meta l4proto {{ tcp, udp }} th dport 53 accept
   }}
 }}
 """

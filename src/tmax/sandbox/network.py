@@ -3,8 +3,9 @@
 The sandbox always has a network namespace of its own; for an online task ``slirp4netns`` gives it
 a user-mode NAT (tap0, 10.0.2.100/24, DNS at 10.0.2.3) from outside, entering through the sandbox's
 user namespace, so it holds no privilege over the host. ``--disable-host-loopback`` makes the host's
-127.0.0.1 unreachable (10.0.2.2 is refused), and abstract unix sockets are per namespace, so the
-host's loopback services stay out of reach even online.
+127.0.0.1 unreachable (10.0.2.2 is refused, and ``egress``'s rules drop every packet to slirp's
+aliases before it leaves), and abstract unix sockets are per namespace, so the host's loopback
+services stay out of reach even online.
 """
 
 from __future__ import annotations

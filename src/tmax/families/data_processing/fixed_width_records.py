@@ -3,10 +3,12 @@ widths drawn per task), implied decimals, YYMMDD dates with a century window, tr
 header and trailer records, files whose trailer count does not match (rejected whole), adjustment
 records applied to balances, and records packed with no line separators at the top level. The CSV
 leaves the bank, so account numbers are replaced by salted pseudonyms (the salt reaches the agent
-through the fixture channel)."""
+through the fixture channel). Variants: one branch's accounts as CSV (accounts) or as typed JSON Lines
+(jsonl), or a lookup index of every branch's accounts sorted by pseudonym (ref_index)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
@@ -16,6 +18,7 @@ from tmax.families.unseen import distinct, unseen
 REFERENCE = r'''
 import glob
 import hashlib
+import json
 import sys
 
 LAYOUT = @LAYOUT@
@@ -25,6 +28,7 @@ HEADER = @HEADER@
 SIGNED = @SIGNED@
 PACKED = @PACKED@
 CHECK_TRAILER = @CHECK_TRAILER@
+VARIANT = @VARIANT@
 RECLEN = sum(w for _, _, w, _ in LAYOUT)
 
 
@@ -101,6 +105,15 @@ def convert(texts, salt=None, branch=None):
     for acct, amount in adjust:
         if acct in rows:
             rows[acct]["balance"] += amount
+    if VARIANT == "ref_index":  # every branch, by pseudonym
+        refs = sorted((pseudonym(a, salt), r) for a, r in rows.items())
+        out = ["account_ref,branch,balance"] if HEADER else []
+        return "".join(line + "\n" for line in out + [f"{p},{r['branch']},{money(r['balance'])}" for p, r in refs])
+    if VARIANT == "jsonl":
+        return "".join(json.dumps({"account_ref": pseudonym(a, salt), "name": rows[a]["name"],
+                                   "opened": rows[a]["opened"] or None, "balance_cents": rows[a]["balance"],
+                                   "currency": rows[a]["currency"]}) + "\n"
+                       for a in sorted(rows) if rows[a]["branch"] == branch)
     out = ["account_ref,name,opened,balance,currency"] if HEADER else []
     for acct in sorted(rows):
         r = rows[acct]
@@ -201,6 +214,12 @@ class Gen:
         return "\n".join(recs) + "\n"
 
 
+def want(variant: str, branch: str) -> str:
+    return {"accounts": f"the accounts of branch `{branch}` as CSV",
+            "jsonl": f"the accounts of branch `{branch}` as JSON Lines",
+            "ref_index": "a lookup index of the accounts of every branch by their pseudonym"}[variant]
+
+
 @dataclass(frozen=True)
 class Knobs:
     files: int  # extract files
@@ -217,6 +236,7 @@ class FixedWidthRecords(Family):
                         "CSV quoting and escaping")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
+    variants = ("accounts", "jsonl", "ref_index")
     levels = {0: Knobs(files=1, records=8), 1: Knobs(files=1, records=25), 2: Knobs(files=1, records=80), 3: Knobs(files=2, records=200),
               4: Knobs(files=4, records=400)}
 
@@ -232,11 +252,12 @@ class FixedWidthRecords(Family):
         # make unseen's decodings slow).
         salt = unseen(t, lambda: t.code(2), *branches)
         # Under partial credit a constant header line would match whatever the salt; leave it out there.
-        header = not t.partial_credit
+        var = t.variant
+        header = var != "jsonl" and not t.partial_credit
         layout = make_layout(rng, lv >= 3)
         gen = Gen(rng, layout, lv, branches)
         src = fill(REFERENCE, LAYOUT=layout, SIGNED=lv >= 3, PACKED=lv >= 4, CHECK_TRAILER=lv >= 4, BRANCH=branch,
-                   HEADER=header)
+                   HEADER=header, VARIANT=repr(var))
         doc = ["# Record layout of the account extract (positions are 1-based, widths in characters)",
                "# field        start  width  type"]
         doc += [f"{n:<14} {s:>5}  {w:>5}  {typ}" for n, s, w, typ in layout]
@@ -266,16 +287,24 @@ class FixedWidthRecords(Family):
                          "to an account in another file; one that refers to no known account is ignored). A file "
                          "whose trailer count differs from its number of `D` and `A` records is corrupt: ignore "
                          "that file entirely, adjustments included.")
-        rules.append("The CSV goes to an outside firm, so it must not show account numbers: each account is "
+        rules.append("The output goes to an outside firm, so it must not show account numbers: each account is "
                      "identified by its `account_ref`, the first 12 hex digits (lowercase) of the SHA-256 of the "
                      "text `<salt>:<account>`, with the pseudonymisation salt given above and the account number "
                      "without leading zeros (account `0000000042` gives `<salt>:42`).")
-        head = ("the header line `account_ref,name,opened,balance,currency` and " if header else
-                "no header line: the columns are `account_ref,name,opened,balance,currency`, with ")
-        fmt = (f"CSV with {head}one line per account of branch `{branch}`, sorted by account number (numerically, "
-               "although the number itself is not printed); balance in units with exactly two decimals and a "
-               "leading `-` when negative (e.g. `-123.45`, `0.07`); a name that contains a comma is enclosed in "
-               "double quotes")
+        cols = "account_ref,branch,balance" if var == "ref_index" else "account_ref,name,opened,balance,currency"
+        head = f"the header line `{cols}` and " if header else f"no header line: the columns are `{cols}`, with "
+        money = "balance in units with exactly two decimals and a leading `-` when negative (e.g. `-123.45`, `0.07`)"
+        fmt = {"accounts": f"CSV with {head}one line per account of branch `{branch}`, sorted by account number "
+                           f"(numerically, although the number itself is not printed); {money}; a name that "
+                           "contains a comma is enclosed in double quotes",
+               "jsonl": f"JSON Lines, one object per account of branch `{branch}`, sorted by account number "
+                        "(numerically, although the number itself is not printed), with the keys in this order as "
+                        "Python's `json.dumps` writes them: `{\"account_ref\": \"3f9a0c1d2e4b\", \"name\": "
+                        "\"SMITH A\", \"opened\": \"2019-03-04\", \"balance_cents\": -12345, \"currency\": "
+                        "\"EUR\"}` (`opened` is `null` when there is no date; `balance_cents` is the balance as an "
+                        "integer number of cents)",
+               "ref_index": f"CSV with {head}one line per account of every branch, sorted by `account_ref` (byte "
+                            f"order): its account_ref, its branch code, its {money}"}[var]
         return branch, salt, gen, src, "\n".join(f"- {r}" for r in rules), fmt
 
     def program_case(self, t: TaskBuilder) -> None:
@@ -300,7 +329,7 @@ class FixedWidthRecords(Family):
             raise FamilyError(f"family {self.name}: the salt occurs in a generated extract")
         v = t.deliver(salt, "the pseudonymisation salt")
         t.say(f"Our mainframe exports account extracts as fixed-width files. We need a converter: it reads one "
-              f"extract on standard input and prints the accounts of branch `{branch}` as CSV.\n\n"
+              f"extract on standard input and prints {want(t.variant, branch)}.\n\n"
               + bullets + f"\n\nOutput: {fmt}.")
         t.expect_program("Hard-code the salt given above, the branch code and the layout.", cases, {"Python": src})
         t.solve(f'sed -i "s/@@SALT@@/{v}/" /app/solution.py')
@@ -329,13 +358,15 @@ class FixedWidthRecords(Family):
         v = t.deliver(salt, "the pseudonymisation salt")
         where = ("`/app/data/extract_01.dat`" if nfiles == 1 else
                  "the files `/app/data/extract_*.dat` (process them all together)")
-        t.say(f"Our mainframe exports account extracts as fixed-width files: {where}. Convert the accounts of branch "
-              f"`{branch}` to CSV.\n\n" + bullets)
+        t.say(f"Our mainframe exports account extracts as fixed-width files: {where}. I need "
+              f"{want(t.variant, branch)}.\n\n" + bullets)
+        out = {"accounts": "/app/out/accounts.csv", "jsonl": "/app/out/accounts.jsonl",
+               "ref_index": "/app/out/ref_index.csv"}[t.variant]
         t.add_solution_file("convert.py", src)
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/convert.py dir /app/data "{v}" '
-                '> /app/out/accounts.csv')
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/convert.py dir /app/data "{v}" > {out}')
         t.say(f"Format: {fmt}.")
-        t.expect_output("/app/out/accounts.csv", truth, "the CSV")
+        t.expect_output(out, truth, {"accounts": "the CSV", "jsonl": "the JSON Lines",
+                                     "ref_index": "the index"}[t.variant])
 
     def atomic(self, t: TaskBuilder, salt: str, text: str, ns: dict) -> None:
         """One account looked up by its holder's name (unique in the file) and its pseudonym computed."""
@@ -345,13 +376,36 @@ class FixedWidthRecords(Family):
         names = [r["name"] for r in recs]
         pick = t.rng.choice([r for r in recs if names.count(r["name"]) == 1])
         start, width = next((s, w) for n, s, w, _ in ns["LAYOUT"] if n == "account")
+        ref = ns["pseudonym"](pick["account"], salt)
         v = t.deliver(salt, "the pseudonymisation salt")
-        t.say("`/app/data/extract_01.dat` holds fixed-width account records, one per line, laid out as in "
-              f"`/app/docs/layout.txt` (positions are 1-based). Find the account of `{pick['name']}` and write its "
-              "`account_ref` to `/app/out/ref.txt`: the first 12 hex digits (lowercase) of the SHA-256 of the text "
-              "`<salt>:<account>`, with the salt given above and the account number without leading zeros "
-              "(`0000000042` gives `<salt>:42`).")
+        hashing = ("the first 12 hex digits (lowercase) of the SHA-256 of the text `<salt>:<account>`, with the salt "
+                   "given above and the account number without leading zeros (`0000000042` gives `<salt>:42`)")
+        intro = ("`/app/data/extract_01.dat` holds fixed-width account records, one per line, laid out as in "
+                 "`/app/docs/layout.txt` (positions are 1-based).")
+        acct = f'cut -c{start}-{start + width - 1}'
+        if t.variant == "ref_index":  # the other way round: which holder has this pseudonym?
+            nstart, nwidth = next((s, w) for n, s, w, _ in ns["LAYOUT"] if n == "name")
+            t.say(f"{intro} An account's `account_ref` is {hashing}. Which holder's account has the account_ref "
+                  f"`{ref}`? Write the holder's name (the `name` field, padding trimmed) to `/app/out/holder.txt`.")
+            t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                    f'while IFS= read -r rec; do a=$(printf %s "$rec" | {acct}); '
+                    f'if [ "$(printf "%s:%d" "{v}" "$((10#$a))" | sha256sum | cut -c1-12)" = {ref} ]; then '
+                    f'printf "%s\\n" "$rec" | cut -c{nstart}-{nstart + nwidth - 1} | sed "s/ *$//"; fi; '
+                    'done < /app/data/extract_01.dat > /app/out/holder.txt')
+            return t.expect_output("/app/out/holder.txt", pick["name"] + "\n", "the holder's name")
+        lookup = (f'acct=$(grep -F "{pick["name"]} " /app/data/extract_01.dat | {acct})\n'
+                  f'ref=$(printf "%s:%d" "{v}" "$((10#$acct))" | sha256sum | cut -c1-12)\n')
+        if t.variant == "jsonl":
+            t.say(f"{intro} Find the account of `{pick['name']}` and write one compact JSON object (no spaces), "
+                  '`{"account_ref":"<ref>","name":"<name>"}`, to `/app/out/ref.json`, where the account_ref is '
+                  f"{hashing}.")
+            t.solve(f'test -n "{v}"\nmkdir -p /app/out\n{lookup}'
+                    f'printf \'{{"account_ref":"%s","name":"%s"}}\\n\' "$ref" "{pick["name"]}" > /app/out/ref.json')
+            return t.expect_output("/app/out/ref.json", json.dumps({"account_ref": ref, "name": pick["name"]},
+                                                                   separators=(",", ":")) + "\n", "the JSON object")
+        t.say(f"{intro} Find the account of `{pick['name']}` and write its `account_ref` to `/app/out/ref.txt`: "
+              f"{hashing}.")
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'acct=$(grep -F "{pick["name"]} " /app/data/extract_01.dat | cut -c{start}-{start + width - 1})\n'
+                f'acct=$(grep -F "{pick["name"]} " /app/data/extract_01.dat | {acct})\n'
                 f'printf "%s:%d" "{v}" "$((10#$acct))" | sha256sum | cut -c1-12 > /app/out/ref.txt')
-        t.expect_output("/app/out/ref.txt", ns["pseudonym"](pick["account"], salt) + "\n", "the account_ref")
+        t.expect_output("/app/out/ref.txt", ref + "\n", "the account_ref")

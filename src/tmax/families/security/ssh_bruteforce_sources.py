@@ -3,7 +3,11 @@ gzipped), count failed logins per source, find the densest burst inside a slidin
 ranges, and (higher levels) flag sources that later logged in successfully. Traps: pam and "Invalid
 user" lines that must not be double counted, "message repeated N times" lines, slow attackers whose
 total is high but never dense enough, bursts exactly one window long, usernames that contain text
-looking like a second source address, IPv6 sources, and a year rollover in year-less timestamps."""
+looking like a second source address, IPv6 sources, and a year rollover in year-less timestamps.
+Variants: the per-source report; fail2ban-style ban lines at the attempt where each source first
+reaches the threshold inside a window; or each flagged source's attack sessions (split at quiet gaps
+of a window or more). A file answer prints clock-corrected times in every variant, so the delivered
+offset decides it; a program (fuzz_equivalence) hard-codes the delivered window instead."""
 
 from __future__ import annotations
 
@@ -27,7 +31,8 @@ WINDOW = @WINDOW@  # @@WINDOW@@ where the oracle puts in the delivered one
 TRUSTED = @TRUSTED@
 START_YEAR = @YEAR@
 SHOW_LOGIN = @SHOW_LOGIN@
-SKEW = @SKEW@  # seconds the host clock ran fast; None: no first-seen column
+SKEW = @SKEW@  # seconds the host clock ran fast; None: no first-seen column, logged times
+VARIANT = @VARIANT@  # report, bans or sessions
 MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 HEAD = re.compile(r"^([A-Z][a-z][a-z]) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ sshd\[\d+\]: (.*)$")
 FAIL = re.compile(r"^Failed (?:password|publickey) for (.*) from (\S+) port \d+ ssh2$")
@@ -81,23 +86,35 @@ def analyse(text, window=None, skew=None):
         if o and addr(o.group(2)) is not None:
             logins.setdefault(addr(o.group(2)), []).append(ts)
     rows = []
+    shift = skew or 0
     for ip, stamps in fails.items():
         if any(ip.version == n.version and ip in n for n in trusted):
             continue
         stamps.sort()
-        best, lo = 0, 0
+        best, lo, fired = 0, 0, None
         for hi in range(len(stamps)):
             while stamps[hi] - stamps[lo] >= window:
                 lo += 1
             best = max(best, hi - lo + 1)
+            if fired is None and best >= THRESHOLD:
+                fired = stamps[hi]  # where a ban would have fired
         if best < THRESHOLD:
+            continue
+        order = (ip.version, int(ip))
+        if VARIANT == "bans":
+            rows.append(((fired, *order), f"{utc(fired - shift)} Ban {ip}"))
+            continue
+        if VARIANT == "sessions":  # a quiet gap of a window or more ends a session
+            cuts = [0] + [i for i in range(1, len(stamps)) if stamps[i] - stamps[i - 1] >= window] + [len(stamps)]
+            for a, b in zip(cuts, cuts[1:]):
+                rows.append(((stamps[a], *order), f"{ip} {utc(stamps[a] - shift)} {utc(stamps[b - 1] - shift)} {b - a}"))
             continue
         row = f"{ip} {best} {len(stamps)}"
         if skew is not None:
             row += " " + utc(stamps[0] - skew)
         if SHOW_LOGIN:
             row += " yes" if any(t >= stamps[0] for t in logins.get(ip, [])) else " no"
-        rows.append(((-best, -len(stamps), ip.version, int(ip)), row))
+        rows.append(((-best, -len(stamps), *order), row))
     rows.sort()
     return "".join(row + "\n" for _, row in rows)
 
@@ -117,7 +134,8 @@ if __name__ == "__main__":
         sys.stdout.write(analyse(sys.stdin.read()))
 '''
 
-# Level 0's program: every failed attempt's source and its clock-corrected time.
+# Level 0's program: every failed attempt's source and its clock-corrected time (report), each source's
+# fifth one (bans), or each source's first and last one (sessions).
 ATOMIC = r'''
 import datetime
 import re
@@ -125,6 +143,8 @@ import sys
 
 YEAR = @YEAR@
 SKEW = @SKEW@  # @@SKEW@@ where the oracle puts in the delivered one
+VARIANT = @VARIANT@
+NTH = 5  # a ban fires at a source's fifth failed attempt
 MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 FAIL = re.compile(r"^([A-Z][a-z][a-z]) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ sshd\[\d+\]: "
                   r"Failed (?:password|publickey) for .* from (\S+) port \d+ ssh2$")
@@ -132,12 +152,18 @@ FAIL = re.compile(r"^([A-Z][a-z][a-z]) +(\d{1,2}) (\d\d):(\d\d):(\d\d) \S+ sshd\
 
 def fails(text, skew=None):
     skew = SKEW if skew is None else skew
-    out = []
+    out, seen = [], {}  # seen: source -> its corrected times, in log order (sources by first appearance)
     for line in text.splitlines():
         m = FAIL.match(line)
         if m and m.group(1) in MONTHS:
             at = datetime.datetime(YEAR, MONTHS[m.group(1)], *(int(m.group(i)) for i in range(2, 6)))
-            out.append(f"{m.group(6)} {at - datetime.timedelta(seconds=skew):%Y-%m-%dT%H:%M:%SZ}\n")
+            at = f"{at - datetime.timedelta(seconds=skew):%Y-%m-%dT%H:%M:%SZ}"
+            out.append(f"{m.group(6)} {at}\n")
+            seen.setdefault(m.group(6), []).append(at)
+    if VARIANT == "bans":
+        return "".join(f"{ip} {ts[NTH - 1]}\n" for ip, ts in seen.items() if len(ts) >= NTH)
+    if VARIANT == "sessions":
+        return "".join(f"{ip} {ts[0]} {ts[-1]}\n" for ip, ts in seen.items())
     return "".join(out)
 
 
@@ -202,6 +228,7 @@ class SshBruteforceSources(Family):
                         "timeline reconstruction")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
+    variants = ("report", "bans", "sessions")
     levels = {0: Knobs(attackers=1, noise=15, files=1, gzip=False, trusted=False, repeat=False, ipv6=False,
                        login=False, rollover=False, inject=False),
               1: Knobs(attackers=3, noise=120, files=1, gzip=False, trusted=False, repeat=False, ipv6=False,
@@ -354,15 +381,28 @@ class SshBruteforceSources(Family):
                     lines.append(f"{stamp} {host} sshd[{rng.randrange(1000, 99999)}]: {msg}")
             return lines
 
-        fmt_rows = ("one line per flagged source: the address, a space, the largest number of failed attempts "
-                    f"from it inside one window, a space, its total number of failed attempts"
-                    + ("" if program else ", a space, the time of its first failed attempt corrected for the clock "
-                       "error (the logged time minus the offset given above, in seconds), as UTC "
-                       "`YYYY-MM-DDTHH:MM:SSZ`")
-                    + (", a space, then `yes` if the logs show a successful login (`Accepted ...`) from that "
-                       "address at or after its first failed attempt, otherwise `no`" if k.login else "")
-                    + ". Sort by the window count (highest first), then the total (highest first), then the "
-                    "address (IPv4 before IPv6, each in numeric order, not text order)")
+        when = ("as logged, written `YYYY-MM-DDTHH:MM:SSZ`" if program else "corrected for the clock error (the "
+                "logged time minus the offset given above, in seconds), as UTC `YYYY-MM-DDTHH:MM:SSZ`")
+        by_addr = "the address (IPv4 before IPv6, each in numeric order, not text order)"
+        if t.variant == "bans":
+            fmt_rows = ("one fail2ban-style line per flagged source, for the moment a ban would have fired: the time "
+                        f"of the failed attempt at which {threshold} of its failed attempts first lie inside one "
+                        f"window, {when}, a space, `Ban`, a space and the address. Sort by that time, then by "
+                        + by_addr)
+        elif t.variant == "sessions":
+            fmt_rows = ("one line per attack session of each flagged source; a source's failed attempts split into "
+                        "sessions wherever two consecutive ones are at least one window length apart. Each line: the "
+                        f"address, a space, the time of the session's first failed attempt, a space, the time of its "
+                        f"last one (both {when}), a space, its number of failed attempts. Sort by the first time, "
+                        "then by " + by_addr)
+        else:
+            fmt_rows = ("one line per flagged source: the address, a space, the largest number of failed attempts "
+                        f"from it inside one window, a space, its total number of failed attempts"
+                        + ("" if program else f", a space, the time of its first failed attempt {when}")
+                        + (", a space, then `yes` if the logs show a successful login (`Accepted ...`) from that "
+                           "address at or after its first failed attempt, otherwise `no`" if k.login else "")
+                        + ". Sort by the window count (highest first), then the total (highest first), then "
+                        + by_addr)
         rules = ("A failed attempt is a `Failed password ...` or `Failed publickey ...` line from sshd; "
                  "`Invalid user ...`, `pam_unix(sshd:auth): authentication failure ...` and `Connection closed "
                  "...` lines describe the same attempts or none at all and must not be counted. The source is the "
@@ -380,7 +420,7 @@ class SshBruteforceSources(Family):
 
     def reference(self, t: TaskBuilder, c: dict, window: int | str, skew: int | None) -> str:
         return fill(REFERENCE, THRESHOLD=c["threshold"], WINDOW=window, TRUSTED=c["trusted"], YEAR=c["year"],
-                    SHOW_LOGIN=t.knobs.login, SKEW=skew)
+                    SHOW_LOGIN=t.knobs.login and t.variant == "report", SKEW=skew, VARIANT=repr(t.variant))
 
     def _atomic_log(self, t: TaskBuilder, year: int, month: int, day: int) -> str:
         """Level 0: one dense attacker and a little chatter in one log of a few hours."""
@@ -401,19 +441,25 @@ class SshBruteforceSources(Family):
         texts = [self._atomic_log(t, year, month, rng.randrange(1, 20)) for _ in range(10)]
         for _ in range(60):  # the delivered offset: nothing the agent sees (the examples included) spells it
             skew = rng.randrange(10000, 86400)
-            ns = run_python(fill(ATOMIC, YEAR=year, SKEW=skew))
+            ns = run_python(fill(ATOMIC, YEAR=year, SKEW=skew, VARIANT=repr(t.variant)))
             cases = [(x, ns["fails"](x)) for x in texts]
             if not visible(t, str(skew), *(x for case in cases[:2] for x in case)):
                 break
         else:
             raise FamilyError("ssh_bruteforce_sources: every offset drawn was visible; draw another task")
         who = t.deliver(str(skew), "the clock offset in seconds")
+        prints = {"report": "for each such line in order, the source address, a space, and its corrected time",
+                  "bans": ("for each source with at least five such lines, in the order the sources first appear, "
+                           "the address, a space, and the corrected time of its fifth such line (where a ban fires)"),
+                  "sessions": ("for each source, in the order the sources first appear, the address, a space, the "
+                               "corrected time of its first such line, a space, and that of its last one")}
         t.say(f"Our SSH bastion's clock runs ahead of UTC by the offset given above (in seconds). Write a filter "
               f"for its auth logs: it reads one syslog-format log on standard input (all lines from {year}) and "
-              f"prints, for each sshd `Failed password ...` or `Failed publickey ...` line in order, the source "
-              f"address (after the final `from`), a space, and the logged time minus the offset as UTC "
-              f"`YYYY-MM-DDTHH:MM:SSZ`. Other lines print nothing.")
-        t.expect_program("Hard-code the offset.", cases, {"Python": fill(ATOMIC, YEAR=year, SKEW="@@SKEW@@")})
+              f"looks at the sshd `Failed password ...` and `Failed publickey ...` lines, whose source is the address "
+              f"after the final `from` and whose corrected time is the logged time minus the offset, as UTC "
+              f"`YYYY-MM-DDTHH:MM:SSZ`. It prints, {prints[t.variant]}; nothing else.")
+        t.expect_program("Hard-code the offset.", cases,
+                         {"Python": fill(ATOMIC, YEAR=year, SKEW="@@SKEW@@", VARIANT=repr(t.variant))})
         t.solve(f'test -n "{who}"\nsed -i "s/@@SKEW@@/{who}/" /app/solution.py')
 
     def _atomic_output(self, t: TaskBuilder) -> None:
@@ -421,25 +467,32 @@ class SshBruteforceSources(Family):
         year, month, day = 2026, rng.randrange(1, 13), rng.randrange(1, 20)
         text = self._atomic_log(t, year, month, day)
         t.add_file("/app/logs/auth.log", text)
-        rows = [r.split() for r in run_python(fill(ATOMIC, YEAR=year, SKEW=0))["fails"](text).splitlines()]
+        rows = [r.split() for r in run_python(fill(ATOMIC, YEAR=year, SKEW=0, VARIANT=repr("report")))["fails"](text)
+                .splitlines()]
         tally = sorted((-sum(r[0] == ip for r in rows), ip) for ip in sorted({r[0] for r in rows}))
         if len(tally) > 1 and tally[0][0] == tally[1][0]:
             raise FamilyError("ssh_bruteforce_sources: no single busiest source")
         ip = tally[0][1]
         skew = int(unseen(t, lambda: str(rng.randrange(10000, 86400))))  # no visible number may spell it
-        first = next(r for r in run_python(fill(ATOMIC, YEAR=year, SKEW=skew))["fails"](text).splitlines()
-                     if r.split()[0] == ip)
+        ns = run_python(fill(ATOMIC, YEAR=year, SKEW=skew, VARIANT=repr(t.variant)))
+        answer = next(r for r in ns["fails"](text).splitlines() if r.split()[0] == ip).split(" ", 1)[1]
         who = t.deliver(str(skew), "the clock offset in seconds")
+        ask, pick = {"report": (f"When did the brute force from `{ip}` begin? Give the time of its first `Failed password` "
+                                "line", "sed -n 1p"),
+                     "bans": (f"A ban fires at a source's fifth failed attempt. When would `{ip}` have been banned? Give "
+                              "the time of its fifth `Failed password` line", "sed -n 5p"),
+                     "sessions": (f"How long did the brute force from `{ip}` run? Give the time of its first `Failed "
+                                  "password` line, a space and the time of its last one (each", "sed -n '1p;$p'")
+                     }[t.variant]
         t.say(f"`/app/logs/auth.log` is our SSH bastion's auth log; all its timestamps are from {year}. The "
-              f"bastion's clock runs ahead of UTC by the offset given above (in seconds). When did the brute force "
-              f"from `{ip}` begin? Give the time of its first `Failed password` line minus the offset, as UTC "
-              f"`YYYY-MM-DDTHH:MM:SSZ`, on one line.")
+              f"bastion's clock runs ahead of UTC by the offset given above (in seconds). {ask} minus the "
+              f"offset, as UTC `YYYY-MM-DDTHH:MM:SSZ`{')' if t.variant == 'sessions' else ''}, on one line.")
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
-                f'ts=$(grep -m1 -E "sshd\\[[0-9]+\\]: Failed password .* from {ip} port" /app/logs/auth.log '
-                f'| cut -c1-15)\n'
-                f'date -u -d "@$(( $(date -u -d "$ts {year}" +%s) - {who} ))" +%Y-%m-%dT%H:%M:%SZ '
-                f'> /app/out/bruteforce.txt')
-        t.expect_output("/app/out/bruteforce.txt", first.split()[1] + "\n", "the start time")
+                f'grep -E "sshd\\[[0-9]+\\]: Failed password .* from {ip} port" /app/logs/auth.log | {pick} '
+                f'| cut -c1-15 | while read -r ts; do\n'
+                f'  date -u -d "@$(( $(date -u -d "$ts {year}" +%s) - {who} ))" +%Y-%m-%dT%H:%M:%SZ\n'
+                f'done | paste -sd" " > /app/out/bruteforce.txt')
+        t.expect_output("/app/out/bruteforce.txt", answer + "\n", "the time" + "s" * (t.variant == "sessions"))
 
     def program_case(self, t: TaskBuilder) -> None:
         if t.level == 0:

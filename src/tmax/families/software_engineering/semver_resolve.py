@@ -1,10 +1,13 @@
 """Which version of each dependency would the resolver pick? npm-style range constraints from one or
 several manifests, a local registry mirror (JSON per package) with pre-releases and yanked versions
-at higher levels; report the highest version that satisfies every constraint on a package. The approved
-major of one package is the delivered value; under partial credit every line carries it."""
+at higher levels. Variants: the highest version that satisfies every constraint on each package; the
+entries of a lockfile that no longer satisfy them (with the version to move to); or the approved
+package's releases in one major, in semver precedence order. The approved major of one package is
+the delivered value; under partial credit every line that would not depend on it carries it."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
@@ -16,6 +19,7 @@ import sys
 
 APPROVED_PKG = "@PKG@"
 APPROVED_MAJOR = @MAJOR@
+VARIANT = @VARIANT@  # "resolve", "stale_lock" or "precedence"
 
 
 def key(v):
@@ -70,14 +74,23 @@ def pinned(v, constraint):
                for alt in constraint.split("||") for tok in alt.split() for op, w in expand(tok))
 
 
+def eligible(tok, cons, yanked):
+    """May the resolver install ``tok`` under the constraints ``cons``?"""
+    if yanked:
+        return False
+    if "-" in tok and not any(pinned(tok, c) for c in cons):
+        return False  # pre-releases only when pinned exactly
+    return all(satisfies(tok, c) for c in cons)
+
+
 def resolve(text, major=None):
     major = APPROVED_MAJOR if major is None else major
-    cons, avail, section = {}, {}, None
+    cons, avail, locked, section = {}, {}, {}, None
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        if line in ("[constraints]", "[available]"):
+        if line in ("[constraints]", "[available]", "[locked]"):
             section = line
             continue
         name, _, rest = line.partition(" ")
@@ -85,18 +98,22 @@ def resolve(text, major=None):
             cons.setdefault(name, []).append(rest.strip())
         elif section == "[available]":
             avail.setdefault(name, []).extend(rest.split())
+        elif section == "[locked]":
+            locked[name] = rest.strip()
+    if VARIANT == "precedence":  # the approved package's releases in the major, yanked ones left out
+        got = [v for v in avail.get(APPROVED_PKG, []) if not v.endswith("!") and key(v)[0][0] == major]
+        return "".join(v + "\n" for v in sorted(got, key=key))
     cons.setdefault(APPROVED_PKG, []).append(f"^{major}.0.0")
     out = []
     for name in sorted(cons):
         best = None
         for tok in avail.get(name, []):
-            if tok.endswith("!"):
-                continue  # yanked
-            if "-" in tok and not any(pinned(tok, c) for c in cons[name]):
-                continue  # pre-releases only when pinned exactly
-            if all(satisfies(tok, c) for c in cons[name]) and (best is None or key(tok) > key(best)):
+            if eligible(tok, cons[name], tok.endswith("!")) and (best is None or key(tok) > key(best)):
                 best = tok
-        out.append(f"{name} {best or 'NONE'}\n")
+        if VARIANT == "resolve":
+            out.append(f"{name} {best or 'NONE'}\n")
+        elif name in locked and not eligible(locked[name], cons[name], locked[name] + "!" in avail.get(name, [])):
+            out.append(f"{name} {locked[name]} {best or 'NONE'}\n")
     return "".join(out)
 
 
@@ -113,10 +130,11 @@ C_REFERENCE = r'''
 
 #define APPROVED_PKG "@PKG@"
 #define APPROVED_MAJOR @@MAJOR@@
+#define VARIANT @VARIANT@ /* 0: resolve, 1: stale lock entries, 2: precedence order of one major */
 #define MAXP 256
 #define MAXV 256
 
-typedef struct { char name[128]; char *cons[MAXV]; int ncons; char *vers[MAXV]; int nvers; } Pkg;
+typedef struct { char name[128]; char *cons[MAXV]; int ncons; char *vers[MAXV]; int nvers; char *locked; } Pkg;
 typedef struct { long n[3]; int pre, nid; int isnum[16]; long num[16]; char str[16][32]; } Ver;
 
 static Pkg pkgs[MAXP];
@@ -244,6 +262,33 @@ static char *trim(char *s) {
 
 static int byname(const void *a, const void *b) { return strcmp(((const Pkg *)a)->name, ((const Pkg *)b)->name); }
 
+static int byprec(const void *a, const void *b) {
+    Ver x, y;
+    parse(*(char *const *)a, &x);
+    parse(*(char *const *)b, &y);
+    return cmpv(&x, &y);
+}
+
+/* May the resolver install tok (yanked: published with a trailing '!')? */
+static int eligible(const Pkg *p, const char *tok, int yanked) {
+    if (yanked) return 0;
+    Ver v; parse(tok, &v);
+    if (strchr(tok, '-')) {
+        int pinned = 0;
+        for (int c = 0; c < p->ncons; c++) if (check(&v, p->cons[c], 1)) pinned = 1;
+        if (!pinned) return 0;
+    }
+    for (int c = 0; c < p->ncons; c++) if (!check(&v, p->cons[c], 0)) return 0;
+    return 1;
+}
+
+static int is_yanked(const Pkg *p, const char *v) {
+    size_t n = strlen(v);
+    for (int j = 0; j < p->nvers; j++)
+        if (strlen(p->vers[j]) == n + 1 && !strncmp(p->vers[j], v, n) && p->vers[j][n] == '!') return 1;
+    return 0;
+}
+
 int main(void) {
     static char raw[1 << 16];
     int section = 0;
@@ -252,6 +297,7 @@ int main(void) {
         if (!*line || *line == '#') continue;
         if (!strcmp(line, "[constraints]")) { section = 1; continue; }
         if (!strcmp(line, "[available]")) { section = 2; continue; }
+        if (!strcmp(line, "[locked]")) { section = 3; continue; }
         if (!section) continue;
         char *sp = strchr(line, ' ');
         char *rest = "";
@@ -259,14 +305,28 @@ int main(void) {
         Pkg *p = get(line);
         if (section == 1) {
             p->cons[p->ncons++] = strdup(trim(rest));
+        } else if (section == 3) {
+            p->locked = strdup(trim(rest));
         } else {
             char *save, *tok = strtok_r(rest, " \t", &save);
             for (; tok; tok = strtok_r(NULL, " \t", &save)) p->vers[p->nvers++] = strdup(tok);
         }
     }
+    Pkg *ap = get(APPROVED_PKG);
+    if (VARIANT == 2) {
+        char *got[MAXV];
+        int n = 0;
+        for (int j = 0; j < ap->nvers; j++) {
+            size_t l = strlen(ap->vers[j]);
+            Ver v; parse(ap->vers[j], &v);
+            if (l && ap->vers[j][l - 1] != '!' && v.n[0] == APPROVED_MAJOR) got[n++] = ap->vers[j];
+        }
+        qsort(got, n, sizeof got[0], byprec);
+        for (int j = 0; j < n; j++) printf("%s\n", got[j]);
+        return 0;
+    }
     char approved[64];
     snprintf(approved, sizeof approved, "^%d.0.0", APPROVED_MAJOR);
-    Pkg *ap = get(APPROVED_PKG);
     ap->cons[ap->ncons++] = strdup(approved);
     qsort(pkgs, np, sizeof(Pkg), byname);
     for (int i = 0; i < np; i++) {
@@ -277,18 +337,13 @@ int main(void) {
         for (int j = 0; j < p->nvers; j++) {
             const char *tok = p->vers[j];
             size_t n = strlen(tok);
-            if (n && tok[n - 1] == '!') continue;
+            if (!eligible(p, tok, n && tok[n - 1] == '!')) continue;
             Ver v; parse(tok, &v);
-            if (strchr(tok, '-')) {
-                int pinned = 0;
-                for (int c = 0; c < p->ncons; c++) if (check(&v, p->cons[c], 1)) pinned = 1;
-                if (!pinned) continue;
-            }
-            int ok = 1;
-            for (int c = 0; c < p->ncons && ok; c++) ok = check(&v, p->cons[c], 0);
-            if (ok && (!best || cmpv(&v, &bv) > 0)) { best = tok; bv = v; }
+            if (!best || cmpv(&v, &bv) > 0) { best = tok; bv = v; }
         }
-        printf("%s %s\n", p->name, best ? best : "NONE");
+        if (VARIANT == 0) printf("%s %s\n", p->name, best ? best : "NONE");
+        else if (p->locked && !eligible(p, p->locked, is_yanked(p, p->locked)))
+            printf("%s %s %s\n", p->name, p->locked, best ? best : "NONE");
     }
     return 0;
 }
@@ -297,16 +352,23 @@ int main(void) {
 NAMES = ["left-pad", "fastjson", "httpkit", "logtail", "yamlish", "cryptbox", "tinyorm", "queuelet", "ratelimit",
          "uuidgen", "datefmt", "colorize", "argkit", "mimetypes", "zipstream", "retrykit", "pathutil", "csvtool",
          "eventbus", "cachelib", "templar", "minihttp", "sockpool", "textwrap2", "bytesize", "globber"]
-# Level 0: the newest release in one major (one version per input line).
+# Level 0: the newest release in one major (one version per input line); for the other variants the
+# lock lines (`<package> <version>`) off that major, or the major's releases in order.
 NEWEST = r'''
 import sys
 
 APPROVED_MAJOR = @MAJOR@
+VARIANT = @VARIANT@
 
 
 def newest(text, major=None):
     major = APPROVED_MAJOR if major is None else major
+    if VARIANT == "stale_lock":
+        pairs = [line.split() for line in text.splitlines() if line.strip()]
+        return "".join(sorted(f"{name}\n" for name, v in pairs if int(v.split(".")[0]) != major))
     got = [tuple(int(x) for x in v.split(".")) for v in text.split() if int(v.split(".")[0]) == major]
+    if VARIANT == "precedence":
+        return "".join(".".join(str(x) for x in v) + "\n" for v in sorted(got))
     return ".".join(str(x) for x in max(got)) + "\n" if got else "NONE\n"
 
 
@@ -315,18 +377,42 @@ if __name__ == "__main__":
 '''
 C_NEWEST = r'''
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define APPROVED_MAJOR @@MAJOR@@
+#define VARIANT @VARIANT@ /* 0: newest in the major, 1: lock lines off it, 2: the major's releases in order */
+
+static int cmp2(const void *x, const void *y) {
+    const long *a = x, *b = y;
+    return a[0] != b[0] ? (a[0] < b[0] ? -1 : 1) : (a[1] < b[1] ? -1 : a[1] > b[1]);
+}
+
+static int cmps(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
 int main(void) {
-    long a, b, c, bb = -1, bc = -1;
-    char line[256];
-    while (fgets(line, sizeof line, stdin))
-        if (sscanf(line, "%ld.%ld.%ld", &a, &b, &c) == 3 && a == APPROVED_MAJOR && (b > bb || (b == bb && c > bc))) {
-            bb = b;
-            bc = c;
+    long a, b, c, bb = -1, bc = -1, got[1024][2];
+    int n = 0;
+    char line[256], name[200], *off[1024];
+    while (fgets(line, sizeof line, stdin) && n < 1024) {
+        if (VARIANT == 1) {
+            if (sscanf(line, "%199s %ld.", name, &a) == 2 && a != APPROVED_MAJOR) off[n++] = strdup(name);
+        } else if (sscanf(line, "%ld.%ld.%ld", &a, &b, &c) == 3 && a == APPROVED_MAJOR) {
+            got[n][0] = b;
+            got[n++][1] = c;
+            if (b > bb || (b == bb && c > bc)) {
+                bb = b;
+                bc = c;
+            }
         }
-    if (bb < 0)
+    }
+    if (VARIANT == 1) {
+        qsort(off, n, sizeof off[0], cmps);
+        for (int i = 0; i < n; i++) printf("%s\n", off[i]);
+    } else if (VARIANT == 2) {
+        qsort(got, n, sizeof got[0], cmp2);
+        for (int i = 0; i < n; i++) printf("%d.%ld.%ld\n", APPROVED_MAJOR, got[i][0], got[i][1]);
+    } else if (bb < 0)
         printf("NONE\n");
     else
         printf("%d.%ld.%ld\n", APPROVED_MAJOR, bb, bc);
@@ -420,12 +506,55 @@ def fixture_world(rng, k, approved, major):
     return names, reg, cons
 
 
-def stdin_text(reg, cons):
+def stdin_text(reg, cons, lock=None):
     lines = ["[constraints]"] + [f"{p} {c}" for _, p, c in cons] + ["[available]"]
     for name in sorted(reg):
         vers, yanked = reg[name]
         lines.append(name + " " + " ".join(v + ("!" if v in yanked else "") for v in vers))
+    if lock is not None:
+        lines += ["[locked]"] + [f"{name} {v}" for name, v in sorted(lock.items())]
     return "\n".join(lines) + "\n"
+
+
+PRE_TAGS = ("alpha", "alpha.1", "alpha.beta", "beta", "beta.2", "beta.11", "rc.1", "rc.2", "rc.10")
+
+
+def history(rng, k, major):
+    """The approved package's releases when their order is asked: most in the major, some beside it; with
+    pre-releases on, several tags per release core (where precedence differs from a plain version sort)."""
+    cores = [f"{major}.{rng.randint(0, 3)}.{rng.randint(0, 9)}", f"{major}.{rng.randint(4, 12)}.{rng.randint(0, 14)}"]
+    n = rng.randint(max(6, k.versions - 4), k.versions)
+    for _ in range(50 * n):
+        if len(cores) >= n:
+            break
+        v = (f"{rng.choice([major - 1, major, major, major + 1])}.{rng.choice([0, 1, 2, 3, 8, 9, 10, 11, 12])}."
+             f"{rng.choice([0, 1, 2, 3, 5, 9, 10, 14])}")
+        if v not in cores:
+            cores.append(v)
+    out = list(dict.fromkeys(cores))
+    if k.pre:
+        mine = [v for v in out if v.split(".")[0] == str(major)]
+        out += [f"{v}-{tag}" for v in rng.sample(mine, min(3, len(mine))) for tag in rng.sample(PRE_TAGS, 3)]
+    rng.shuffle(out)
+    yanked = rng.sample([v for v in out if v.split(".")[0] == str(major)], 2) if k.yank else []
+    return out, yanked
+
+
+def lock_world(rng, k, approved, major, eligible):
+    """fixture_world with a lockfile: each package locked to an installable version or to any published
+    one; at least one entry stale (the approved package, on the next major, when the draw has none)."""
+    names, reg, cons = fixture_world(rng, k, approved, major)
+    need = {approved: [f"^{major}.0.0"]}
+    for _, name, c in cons:
+        need.setdefault(name, []).append(c)
+    lock = {}
+    for name in [*names, approved]:
+        vers, yanked = reg[name]
+        good = [v for v in vers if eligible(v, need[name], v in yanked)]
+        lock[name] = rng.choice(good if good and rng.random() < 0.5 else vers)
+    if all(eligible(v, need[name], v in reg[name][1]) for name, v in lock.items()):
+        lock[approved] = next(v for v in reg[approved][0] if v.startswith(f"{major + 1}.0."))
+    return names, reg, cons, lock
 
 
 @dataclass(frozen=True)
@@ -449,6 +578,18 @@ FMT = ("one line per package, sorted by package name: the name, a space, and the
        "`NONE` if no published version qualifies")
 
 
+def stale_rules(rules: str) -> str:
+    return ("The lockfile records the version installed for each package. An entry is stale when the resolver "
+            f"could not install its locked version any more: the version fails a constraint on the package{rules}. "
+            "The report has one line per stale entry, sorted by package name: the name, the locked version and the "
+            "version the resolver would install instead (the highest published version that satisfies every "
+            "constraint on the package, or `NONE`), separated by spaces")
+PRE_ORDER = (" A pre-release (`2.0.0-rc.1`) comes before its release; pre-release identifiers compare left to right, "
+             "digits-only ones numerically and others in ASCII order, a digits-only identifier before any other, "
+             "and a shorter run of identifiers before a longer one that begins with it. Leave out yanked releases.")
+VARIANT_CODE = {"resolve": 0, "stale_lock": 1, "precedence": 2}  # the C references' VARIANT
+
+
 @register
 class SemverResolve(Family):
     name = "semver_resolve"
@@ -458,6 +599,7 @@ class SemverResolve(Family):
                         "lockfile analysis", "JSON traversal", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    variants = ("resolve", "stale_lock", "precedence")
     levels = {0: Knobs(pkgs=2, versions=6, ops=("^",), pre=False, yank=False, services=False),
               1: Knobs(pkgs=4, versions=8, ops=("^", "~", "exact"), pre=False, yank=False, services=False),
               2: Knobs(pkgs=7, versions=12, ops=("^", "~", "exact", "range", "x", "lt"), pre=False, yank=False,
@@ -473,40 +615,73 @@ class SemverResolve(Family):
         return (" A version with a pre-release tag (such as `2.0.0-rc.1`) is never picked unless a constraint "
                 "pins exactly that version. Yanked releases are never picked.")
 
+    def stale(self, t: TaskBuilder) -> str:
+        return stale_rules(", is yanked, or is a pre-release that no constraint pins exactly" if t.knobs.pre else "")
+
     def program_case(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
+        k, rng, variant = t.knobs, t.rng, t.variant
         approved = rng.choice(APPROVED)
         major = rng.randint(1, 4)
         if t.level == 0:
             return self._atomic_program(t, approved, major)
         # The worked examples resolve for a demo major named in the instruction: they would show ours.
         demo = rng.choice([m for m in range(1, 6) if m != major])
-        resolve = run_python(fill(REFERENCE, PKG=approved, MAJOR=major))["resolve"]
+        ref = run_python(fill(REFERENCE, PKG=approved, MAJOR=major, VARIANT=repr(variant)))
         cases = []
         for i in range(10):
             m = demo if i < 2 else major
-            _, reg, cons = fixture_world(rng, replace(k, pkgs=rng.randint(2, k.pkgs)), approved, m)
-            text = stdin_text(reg, cons)
-            cases.append((text, resolve(text, m)))
+            kk = replace(k, pkgs=rng.randint(2, k.pkgs))
+            if variant == "stale_lock":
+                _, reg, cons, lock = lock_world(rng, kk, approved, m, ref["eligible"])
+                text = stdin_text(reg, cons, lock)
+            else:
+                _, reg, cons = fixture_world(rng, kk, approved, m)
+                if variant == "precedence":
+                    reg[approved], cons = history(rng, k, m), []
+                text = stdin_text(reg, cons)
+            cases.append((text, ref["resolve"](text, m)))
         var = t.deliver(str(major), f"the approved major version of {approved}")
-        t.say("Our release tooling needs a tiny resolver. Its input is a `[constraints]` section (lines "
-              "`<package> <constraint>`; several lines for one package must all hold) followed by an "
-              "`[available]` section (lines `<package> <version> <version> ...`, the published versions; a "
-              "version ending in `!` is yanked). For every package that has a constraint, pick the highest "
-              f"published version that satisfies all of its constraints. {SYNTAX}{self.rules(t)} In addition, "
-              f"`{approved}` is always required with the constraint `^N.0.0`, where N is the approved major "
-              f"version given above. Print {FMT}. The worked examples were resolved with a demo approved major "
-              f"of {demo}; your program must use ours.")
+        head = ("Our release tooling needs a tiny resolver. Its input is a `[constraints]` section (lines "
+                "`<package> <constraint>`; several lines for one package must all hold) followed by an "
+                "`[available]` section (lines `<package> <version> <version> ...`, the published versions; a "
+                "version ending in `!` is yanked)")
+        approve = (f"`{approved}` is always required with the constraint `^N.0.0`, where N is the approved major "
+                   "version given above")
+        if variant == "resolve":
+            ask = (f"{head}. For every package that has a constraint, pick the highest "
+                   f"published version that satisfies all of its constraints. {SYNTAX}{self.rules(t)} In addition, "
+                   f"{approve}. Print {FMT}.")
+        elif variant == "stale_lock":
+            ask = (f"{head} and a `[locked]` section (lines `<package> <version>`: what the lockfile installs). "
+                   f"{SYNTAX}{self.rules(t)} In addition, {approve}. {self.stale(t)}.")
+        else:
+            ask = ("Our release tooling needs a tiny helper. Its input is an empty `[constraints]` section followed "
+                   "by an `[available]` section (lines `<package> <version> <version> ...`, the published versions "
+                   "of each package; a version ending in `!` is yanked). Print the published versions of "
+                   f"`{approved}` whose major version is the approved major given above, one per line, oldest "
+                   "first in semantic-versioning precedence (versions compare numerically part by part)."
+                   + (PRE_ORDER if k.pre else ""))
+        t.say(f"{ask} The worked examples were resolved with a demo approved major of {demo}; your program must "
+              "use ours.")
         t.expect_program("Hard-code the approved major version in the program.", cases,
-                         {"Python": fill(REFERENCE, PKG=approved, MAJOR="@@MAJOR@@"),
-                          "C": fill(C_REFERENCE, PKG=approved)})
+                         {"Python": fill(REFERENCE, PKG=approved, MAJOR="@@MAJOR@@", VARIANT=repr(variant)),
+                          "C": fill(C_REFERENCE, PKG=approved, VARIANT=VARIANT_CODE[variant])})
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@MAJOR@@/{var}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
+        k, rng, variant = t.knobs, t.rng, t.variant
         approved = rng.choice(APPROVED)
         major = rng.randint(1, 4)
-        names, reg, cons = fixture_world(rng, k, approved, major)
+        if variant == "stale_lock" and t.level == 0:
+            return self._atomic_lock(t, approved, major)
+        src = fill(REFERENCE, PKG=approved, MAJOR=major, VARIANT=repr(variant))
+        lock = None
+        if variant == "stale_lock":
+            _, reg, cons, lock = lock_world(rng, k, approved, major, run_python(src)["eligible"])
+        else:
+            _, reg, cons = fixture_world(rng, k, approved, major)
+        if variant == "precedence":  # a release history of its own; no manifests
+            reg[approved], cons = history(rng, k, major), []
         for name in sorted(reg):
             vers, yanked = reg[name]
             entries = ",\n".join(f'    "{v}": {{"yanked": {"true" if v in yanked else "false"}, '
@@ -514,7 +689,9 @@ class SemverResolve(Family):
                                  for v in vers)
             t.add_file(f"/app/registry/{name}.json",
                        f'{{\n  "name": "{name}",\n  "versions": {{\n{entries}\n  }}\n}}\n')
-        if k.services:
+        if variant == "precedence":
+            where, cat = "", "true"
+        elif k.services:
             by_svc: dict[str, list[str]] = {}
             for svc, p, c in cons:
                 by_svc.setdefault(svc, []).append(f"{p} {c}")
@@ -529,53 +706,122 @@ class SemverResolve(Family):
             t.add_file("/app/deps.txt", "# package constraints\n" + "\n".join(f"{p} {c}" for _, p, c in cons) + "\n")
             where = "Our dependencies are declared in `/app/deps.txt` (lines `<package> <constraint>`)."
             cat = "grep -v '^#' /app/deps.txt"
-        if t.level == 0:  # one lookup: the newest release of one package in the approved major
+        if t.level == 0:  # one lookup: the newest release of one package in the approved major (or all of them)
             var = t.deliver(str(major), f"the approved major version of {approved}")
-            t.say(f"The local registry mirror is `/app/registry/` (one JSON file per package; the keys of "
-                  f"`versions` are its published versions). What is the highest published version of `{approved}` "
-                  "whose major version is the one given above? Versions compare numerically part by part.")
+            truth = run_python(fill(NEWEST, MAJOR=major, VARIANT=repr(variant)))["newest"](" ".join(reg[approved][0]))
+            if variant == "resolve":
+                t.say(f"The local registry mirror is `/app/registry/` (one JSON file per package; the keys of "
+                      f"`versions` are its published versions). What is the highest published version of `{approved}` "
+                      "whose major version is the one given above? Versions compare numerically part by part.")
+                t.solve(f"mkdir -p /app/out\njq -r '.versions | keys[]' /app/registry/{approved}.json | "
+                        f'grep "^{var}\\." | sort -V | tail -n 1 > /app/out/version.txt')
+                t.expect_output("/app/out/version.txt", truth, "the version")
+                return
+            fmt, tag, truth = self._tagged(t, "", var, major, truth)
+            t.say(f"The local registry mirror is `/app/registry/` (one JSON file per package; the keys of `versions` "
+                  f"are its published versions). List the published versions of `{approved}` whose major version is "
+                  f"the one given above, one per line{fmt}, oldest first; versions compare numerically part by part.")
             t.solve(f"mkdir -p /app/out\njq -r '.versions | keys[]' /app/registry/{approved}.json | "
-                    f'grep "^{var}\\." | sort -V | tail -n 1 > /app/out/version.txt')
-            t.expect_output("/app/out/version.txt", run_python(fill(NEWEST, MAJOR=major))["newest"](
-                " ".join(reg[approved][0])),
-                            "the version")
+                    f'grep "^{var}\\." | sort -V{tag} > /app/out/versions.txt')
+            t.expect_output("/app/out/versions.txt", truth, "the versions")
             return
-        truth = run_python(fill(REFERENCE, PKG=approved, MAJOR=major))["resolve"](stdin_text(reg, cons))
         var = t.deliver(str(major), f"the approved major version of {approved}")
-        fmt, tag = FMT, ""
-        if t.partial_credit:  # only the approved package's line depends on N: tag every line with it
-            fmt += ", then a space and `@N` (the approved major version)"
-            truth = "".join(f"{line} @{major}\n" for line in truth.splitlines())
-            tag = f' | sed "s/\\$/ @{var}/"'
-        t.say(f"{where} The local registry mirror is `/app/registry/` (one JSON file per package, listing its "
-              f"published versions). {SYNTAX}{self.rules(t)} We are also adding `{approved}` with the constraint "
-              "`^N.0.0`, where N is the approved major version given here. Work out which version of each package "
-              "(including that one) the resolver has to install: the highest published version that satisfies "
-              f"every constraint on it. The report has {fmt}.")
-        t.add_solution_file("resolve.py", fill(REFERENCE, PKG=approved, MAJOR=0))
+        truth = run_python(src)["resolve"](stdin_text(reg, cons, lock))
+        registry = ("The local registry mirror is `/app/registry/` (one JSON file per package, listing its "
+                    "published versions).")
+        adding = (f"We are also adding `{approved}` with the constraint `^N.0.0`, where N is the approved major "
+                  "version given here.")
+        locked = ""
+        if variant == "resolve":
+            fmt, tag, truth = self._tagged(t, FMT, var, major, truth)
+            t.say(f"{where} {registry} {SYNTAX}{self.rules(t)} {adding} Work out which version of each package "
+                  "(including that one) the resolver has to install: the highest published version that satisfies "
+                  f"every constraint on it. The report has {fmt}.")
+            out, what = "/app/out/resolved.txt", "the resolution report"
+        elif variant == "stale_lock":
+            t.add_file("/app/deps.lock", json.dumps({"lockfileVersion": 2, "packages": {
+                name: {"version": v, "resolved": f"registry/{name}.json"} for name, v in sorted(lock.items())}},
+                indent=2) + "\n")
+            fmt, tag, truth = self._tagged(t, self.stale(t), var, major, truth)
+            t.say(f"{where} {registry} {SYNTAX}{self.rules(t)} {adding} Our lockfile is `/app/deps.lock` "
+                  f"(`.packages.<name>.version`). {fmt}.")
+            locked = "; echo '[locked]'; jq -r '.packages | to_entries[] | .key + \" \" + .value.version' /app/deps.lock"
+            out, what = "/app/out/stale.txt", "the stale lock entries"
+        else:
+            fmt, tag, truth = self._tagged(t, "", var, major, truth)
+            t.say(f"{registry} Release engineering wants the release history of `{approved}` in the approved major "
+                  f"version N given here: list its published versions whose major version is N, one per line{fmt}, "
+                  "oldest first in semantic-versioning precedence (versions compare numerically part by part)."
+                  + (PRE_ORDER if k.pre else ""))
+            out, what = "/app/out/versions.txt", "the release history"
+        t.add_solution_file("resolve.py", fill(REFERENCE, PKG=approved, MAJOR=0, VARIANT=repr(variant)))
         t.solve("mkdir -p /app/out\n"
                 f"{{ echo '[constraints]'; {cat}; echo '[available]'; for f in /app/registry/*.json; do "
                 "jq -r '.name + \" \" + ([.versions | to_entries[] | .key + (if .value.yanked then \"!\" else \"\" "
-                "end)] | join(\" \"))' \"$f\"; done; } | "
-                f'python3 /solution/resolve.py "{var}"{tag} > /app/out/resolved.txt')
-        t.expect_output("/app/out/resolved.txt", truth, "the resolution report")
+                f"end)] | join(\" \"))' \"$f\"; done{locked}; }} | "
+                f'python3 /solution/resolve.py "{var}"{tag} > {out}')
+        t.expect_output(out, truth, what)
+
+    @staticmethod
+    def _tagged(t: TaskBuilder, fmt: str, var: str, major: int, truth: str) -> tuple[str, str, str]:
+        """Under partial credit a line that does not depend on N would earn credit without it: every line
+        then ends with ` @N` (in the format sentence, the oracle's sed and the truth)."""
+        if not t.partial_credit:
+            return fmt, "", truth
+        return (fmt + ", then a space and `@N` (the approved major version)", f' | sed "s/\\$/ @{var}/"',
+                "".join(f"{line} @{major}\n" for line in truth.splitlines()))
+
+    def _atomic_lock(self, t: TaskBuilder, approved: str, major: int) -> None:
+        """Level 0 of the lock variant: the lockfile's entries on another major than the approved one."""
+        rng = t.rng
+        names = sorted(rng.sample(NAMES, rng.randint(3, 5)) + [approved])
+        off = rng.sample(names, rng.randint(1, len(names) - 1))  # on another major: some, never all
+        lock = {}
+        for name in names:
+            a = rng.choice([m for m in range(0, 6) if m != major]) if name in off else major
+            lock[name] = f"{a}.{rng.choice([0, 1, 2, 3, 8, 9, 10, 11, 12])}.{rng.choice([0, 1, 2, 5, 9, 10, 14])}"
+        t.add_file("/app/deps.lock", json.dumps({"lockfileVersion": 2, "packages": {
+            name: {"version": v, "resolved": f"registry/{name}.json"} for name, v in lock.items()}}, indent=2) + "\n")
+        var = t.deliver(str(major), "the approved major version of our platform packages")
+        off_major = run_python(fill(NEWEST, MAJOR=major, VARIANT=repr("stale_lock")))["newest"]
+        fmt, tag, truth = self._tagged(t, "", var, major, off_major("".join(f"{n} {v}\n" for n, v in lock.items())))
+        t.say("Every package in the lockfile `/app/deps.lock` (`.packages.<name>.version`) is one of our platform "
+              "packages, released in lockstep: all of them must be on the approved major version given above. "
+              f"Which packages are locked to another major? One name per line{fmt}, sorted in byte order "
+              "(`LC_ALL=C sort`).")
+        t.solve("mkdir -p /app/out\njq -r --arg m \"" + var + "\" '.packages | to_entries[] | "
+                "select((.value.version | split(\".\")[0]) != $m) | .key' /app/deps.lock | LC_ALL=C sort"
+                f"{tag} > /app/out/stale.txt")
+        t.expect_output("/app/out/stale.txt", truth, "the packages")
 
     def _atomic_program(self, t: TaskBuilder, approved: str, major: int) -> None:
-        """Level 0 as a program: the newest release in the hard-coded major, from a list of versions."""
-        k, rng = t.knobs, t.rng
+        """Level 0 as a program: the newest release in the hard-coded major from a list of versions (or all of
+        them in order; or, for the lock, the names of the `<package> <version>` lines off that major)."""
+        k, rng, variant = t.knobs, t.rng, t.variant
         demo = rng.choice([m for m in range(1, 6) if m != major])
-        newest = run_python(fill(NEWEST, MAJOR=major))["newest"]
+        newest = run_python(fill(NEWEST, MAJOR=major, VARIANT=repr(variant)))["newest"]
         cases = []
         for i in range(10):
             m = demo if i < 2 else major
             _, reg, _ = fixture_world(rng, k, approved, m)
-            text = "".join(v + "\n" for v in reg[approved][0])
+            if variant == "stale_lock":
+                text = "".join(f"{name} {rng.choice(vers)}\n" for name, (vers, _) in sorted(reg.items()))
+            else:
+                text = "".join(v + "\n" for v in reg[approved][0])
             cases.append((text, newest(text, m)))
         var = t.deliver(str(major), f"the approved major version of {approved}")
-        t.say(f"I want a tiny helper: its input is the published versions of `{approved}`, one `X.Y.Z` per line; it "
-              "prints the highest one whose major version (X) is the approved major given above, or `NONE` if "
-              "there is none. Versions compare numerically part by part (1.10.0 is newer than 1.9.0). The worked "
-              f"examples use a demo approved major of {demo}.")
+        ask = {"resolve": (f"its input is the published versions of `{approved}`, one `X.Y.Z` per line; it prints the "
+                           "highest one whose major version (X) is the approved major given above, or `NONE` if there "
+                           "is none"),
+               "precedence": (f"its input is the published versions of `{approved}`, one `X.Y.Z` per line; it prints "
+                              "those whose major version (X) is the approved major given above, one per line, oldest "
+                              "first"),
+               "stale_lock": ("its input is a lockfile's entries, one `<package> X.Y.Z` per line; it prints the names "
+                              "of the packages whose major version (X) is not the approved major given above, one per "
+                              "line, sorted in byte order")}[variant]
+        t.say(f"I want a tiny helper: {ask}. Versions compare numerically part by part (1.10.0 is newer than 1.9.0). "
+              f"The worked examples use a demo approved major of {demo}.")
         t.expect_program("Hard-code the approved major version in the program.", cases,
-                         {"Python": fill(NEWEST, MAJOR="@@MAJOR@@"), "C": C_NEWEST})
+                         {"Python": fill(NEWEST, MAJOR="@@MAJOR@@", VARIANT=repr(variant)),
+                          "C": fill(C_NEWEST, VARIANT=VARIANT_CODE[variant])})
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@MAJOR@@/{var}/" "$f"; done')

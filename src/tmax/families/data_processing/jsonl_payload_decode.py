@@ -1,8 +1,10 @@
 """Telemetry messages as JSON Lines whose readings travel encoded: hex, base64, URL-safe base64 without
 padding, and gzip-then-base64 at the top level. Under the transport encoding each payload is
 encrypted with a keystream derived from the fleet key (delivered through the fixture channel) and the
-message id. Decode and decrypt each payload, check its CRC-32, keep one device's messages (first
-valid copy of each id), and flatten the key=value readings into a CSV."""
+message id. Decode and decrypt each payload, check its CRC-32 and keep the first valid copy of each id;
+then flatten one device's key=value readings into a CSV (readings), write that device's messages out
+as JSON Lines with every payload key (jsonl), or summarise every device's messages and temperature
+range (summary)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ DEVICE = "@DEVICE@"
 KEY = "@@KEY@@"
 CHECK_CRC = @CHECK_CRC@
 HEADER = @HEADER@
+VARIANT = @VARIANT@
 KEYS = ["temp", "hum", "bat"]
 
 
@@ -51,8 +54,8 @@ def decode(enc, payload, key, mid):
     raise ValueError(enc)
 
 
-def extract(texts, key=None, device=None):
-    key, device = key or KEY, device or DEVICE
+def kept(texts, key):
+    """Per device: message id -> the payload's values, for the first valid copy of each id."""
     rows = {}
     for text in texts:
         for line in text.split("\n"):
@@ -60,7 +63,10 @@ def extract(texts, key=None, device=None):
                 msg = json.loads(line)
             except ValueError:
                 continue
-            if not isinstance(msg, dict) or msg.get("device") != device or msg["id"] in rows:
+            if not isinstance(msg, dict):
+                continue
+            seen = rows.setdefault(msg["device"], {})
+            if msg["id"] in seen:
                 continue
             raw = decode(msg["enc"], msg["payload"], key, msg["id"])
             if CHECK_CRC and f"{zlib.crc32(raw):08x}" != msg["crc32"]:
@@ -69,7 +75,27 @@ def extract(texts, key=None, device=None):
             for pair in raw.decode("utf-8").split(";"):
                 name, _, value = pair.partition("=")
                 values[name] = value
-            rows[msg["id"]] = values
+            seen[msg["id"]] = values
+    return rows
+
+
+def summary(devices):
+    out = ["device,messages,min_temp,max_temp"] if HEADER else []
+    for name in sorted(d for d in devices if devices[d]):
+        temps = sorted((float(v["temp"]), v["temp"]) for v in devices[name].values() if "temp" in v)
+        lo, hi = (temps[0][1], temps[-1][1]) if temps else ("", "")
+        out.append(f"{name},{len(devices[name])},{lo},{hi}")
+    return "".join(line + "\n" for line in out)
+
+
+def extract(texts, key=None, device=None):
+    key, device = key or KEY, device or DEVICE
+    devices = kept(texts, key)
+    if VARIANT == "summary":
+        return summary(devices)
+    rows = devices.get(device, {})
+    if VARIANT == "jsonl":
+        return "".join(json.dumps({"id": mid, **dict(sorted(rows[mid].items()))}) + "\n" for mid in sorted(rows))
     out = ["id," + ",".join(KEYS)] if HEADER else []
     for mid in sorted(rows):
         out.append(str(mid) + "," + ",".join(rows[mid].get(k, "") for k in KEYS))
@@ -179,6 +205,11 @@ def names(t: TaskBuilder) -> tuple[list[str], str]:
     return devices, unseen(t, lambda: t.code(2), *devices)
 
 
+ATOMIC_INTRO = ("`/app/data/messages/relay-01.jsonl` holds telemetry as JSON Lines: each object has the message "
+                "`id`, the `device` (the first 16 hex digits of the SHA-256 of the device's name, `printf %s <name> | "
+                "sha256sum | cut -c1-16`) and the `payload` (standard base64).")
+
+
 @register
 class JsonlPayloadDecode(Family):
     name = "jsonl_payload_decode"
@@ -188,14 +219,15 @@ class JsonlPayloadDecode(Family):
                         "deduplication", "field extraction", "filtering by field")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
+    variants = ("readings", "jsonl", "summary")
     levels = {0: Knobs(files=1, messages=8), 1: Knobs(files=1, messages=30), 2: Knobs(files=1, messages=120), 3: Knobs(files=3, messages=300),
               4: Knobs(files=4, messages=600)}
 
     def rules(self, t: TaskBuilder, device: str) -> tuple[str, str, str]:
         """(the filled reference, the rules as a bullet list, the output format): both cases share them.
         Under partial credit a constant header line would match whatever the key; it is left out there."""
-        lv = t.level
-        header = not t.partial_credit
+        lv, var = t.level, t.variant
+        header = var != "jsonl" and not t.partial_credit
         rules = ["Each line is a JSON object with the message `id` (an integer), the `device` name, the payload "
                  "encoding `enc` and the encoded `payload`. Encodings: "
                  + "; ".join(ENC_RULES[e] for e in ENCODINGS[lv]) + ".",
@@ -203,8 +235,9 @@ class JsonlPayloadDecode(Family):
                  "payload XOR-ed with a keystream, the 32-byte SHA-256 digest of the text `<fleet key>:<id>` (the "
                  "message id in decimal) repeated as often as needed (byte i is XOR-ed with digest byte i mod 32).",
                  "A decrypted payload is UTF-8 text of `key=value` pairs separated by `;`, e.g. "
-                 "`temp=21.5;hum=40;bat=87`" + (" (in any order; other keys may appear and are ignored; a key can be "
-                                                 "missing)" if lv >= 3 else "") + "."]
+                 "`temp=21.5;hum=40;bat=87`" + (" (in any order; other keys may appear"
+                                                 + ("" if var == "jsonl" else " and are ignored")
+                                                 + "; a key can be missing)" if lv >= 3 else "") + "."]
         if lv >= 2:
             rules.append("`crc32` is the CRC-32 (as used by zlib and gzip, 8 lowercase hex digits) of the decrypted "
                          "payload bytes" + (" after decompression" if lv >= 4 else "") + ". Some payloads were "
@@ -215,12 +248,20 @@ class JsonlPayloadDecode(Family):
         if lv >= 4:
             rules.append("Some ids occur more than once (resends): each id counts once, with the first of its "
                          "messages (in file order) that passes the checksum.")
-        head = "the header line `id,temp,hum,bat` and " if header else \
-            "no header line: the columns are `id,temp,hum,bat`, with "
-        fmt = (f"CSV with {head}one line per kept message of device `{device}`, sorted by id (numerically): the id "
-               "and the values of `temp`, `hum` and `bat` exactly as written in the payload (an empty field for a "
-               "missing key)")
-        src = fill(REFERENCE, CHECK_CRC=lv >= 2, DEVICE=device, HEADER=header)
+        cols = "device,messages,min_temp,max_temp" if var == "summary" else "id,temp,hum,bat"
+        head = f"the header line `{cols}` and " if header else f"no header line: the columns are `{cols}`, with "
+        fmt = {"readings": f"CSV with {head}one line per kept message of device `{device}`, sorted by id "
+                           "(numerically): the id and the values of `temp`, `hum` and `bat` exactly as written in the "
+                           "payload (an empty field for a missing key)",
+               "jsonl": f"JSON Lines, one object per kept message of device `{device}`, sorted by id (numerically): "
+                        "`id` first as a number, then every key of the payload in byte order with its value as a "
+                        "string exactly as written, formatted as Python's `json.dumps` writes it (e.g. "
+                        '`{"id": 1042, "bat": "87", "hum": "40", "temp": "21.5"}`)',
+               "summary": f"CSV with {head}one line per device with at least one kept message, sorted by device name "
+                          "(byte order): the device, its number of kept messages, and the lowest and highest `temp` "
+                          "among them (compared as numbers, written exactly as in the payload; empty fields when "
+                          "none of its messages has a `temp`)"}[var]
+        src = fill(REFERENCE, CHECK_CRC=lv >= 2, DEVICE=device, HEADER=header, VARIANT=repr(var))
         return src, "\n".join(f"- {r}" for r in rules), fmt
 
     def program_case(self, t: TaskBuilder) -> None:
@@ -244,9 +285,11 @@ class JsonlPayloadDecode(Family):
         else:
             raise FamilyError(f"family {self.name}: no ten streams with messages of the device")
         v = t.deliver(key, "the fleet key")
+        what = {"readings": f"the readings of device `{devices[0]}`", "jsonl": f"the messages of device "
+                f"`{devices[0]}`", "summary": "a summary of every device"}[t.variant]
         t.say("Our field sensors send telemetry through a relay that writes JSON Lines with encoded payloads. "
-              f"We need a decoder: it reads one such stream on standard input and prints the readings of device "
-              f"`{devices[0]}`.\n\n" + bullets + f"\n\nOutput: {fmt}.")
+              f"We need a decoder: it reads one such stream on standard input and prints {what}.\n\n" + bullets
+              + f"\n\nOutput: {fmt}.")
         t.expect_program("Hard-code the fleet key given above and the device name.", cases, {"Python": src})
         t.solve(f'sed -i "s/@@KEY@@/{v}/" /app/solution.py')
 
@@ -266,22 +309,33 @@ class JsonlPayloadDecode(Family):
                 break
         else:
             raise FamilyError(f"family {self.name}: no stream with three messages of the device")
+        # Where the relay writes and what it calls its files vary by seed, not only the messages.
+        folder = f"/app/{rng.choice(['data', 'telemetry', 'relay'])}/{rng.choice(['messages', 'inbound', 'spool'])}"
+        stem = rng.choice(["relay", "batch", "uplink"])
         for i, text in enumerate(texts):
-            t.add_file(f"/app/data/messages/relay-{i + 1:02d}.jsonl", text)
+            t.add_file(f"{folder}/{stem}-{i + 1:02d}.jsonl", text)
         v = t.deliver(key, "the fleet key")
-        where = ("`/app/data/messages/relay-01.jsonl`" if k.files == 1 else
-                 "`/app/data/messages/relay-*.jsonl` (in name order, they form one stream)")
-        t.say(f"Our field sensors send telemetry through a relay that writes JSON Lines with encoded payloads: "
-              f"{where}. Decode the readings of device `{devices[0]}`.\n\n" + bullets)
+        where = (f"`{folder}/{stem}-01.jsonl`" if k.files == 1 else
+                 f"`{folder}/{stem}-*.jsonl` (in name order, they form one stream)")
+        ask = {"readings": f"Decode the readings of device `{devices[0]}`.",
+               "jsonl": f"Decode the messages of device `{devices[0]}` into clean JSON Lines.",
+               "summary": "Summarise what every device sent."}[t.variant]
+        out = {"readings": "/app/out/readings.csv", "jsonl": "/app/out/messages.jsonl",
+               "summary": "/app/out/devices.csv"}[t.variant]
+        t.say(rng.choice(["Our field sensors send telemetry through a relay that writes JSON Lines with encoded "
+                          f"payloads: {where}.", f"The telemetry relay has spooled our sensors' messages as JSON "
+                          f"Lines with encoded payloads: {where}."]) + f" {ask}\n\n" + bullets)
         t.add_solution_file("decode.py", src)
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decode.py dir /app/data/messages "{v}" '
-                '> /app/out/readings.csv')
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decode.py dir {folder} "{v}" > {out}')
         t.say(f"Format: {fmt}.")
-        t.expect_output("/app/out/readings.csv", truth, "the CSV")
+        t.expect_output(out, truth, {"readings": "the CSV", "jsonl": "the messages",
+                                     "summary": "the summary"}[t.variant])
 
     def atomic(self, t: TaskBuilder) -> None:
-        """One device's single message, found by a hash of its name and base64-decoded: no encryption."""
-        k, rng = t.knobs, t.rng
+        """One device's single message, found by a hash of its name and base64-decoded, no encryption: its
+        payload (readings) or its id and payload as compact JSON (jsonl); or how many messages one device of
+        four sent (summary)."""
+        k, rng, var = t.knobs, t.rng, t.variant
         gen = Gen(rng, 0, [], "")
         readings = [gen.reading() for _ in range(k.messages)]
         ids = rng.sample(range(1000, 999999), k.messages)
@@ -290,16 +344,47 @@ class JsonlPayloadDecode(Family):
         # Devices are stored by a hash of their name, and each sent one message: only the name picks it.
         owners = [key_of(n) for n in [name, *distinct(lambda: t.code(2), k.messages - 1, [name])]]
         rng.shuffle(owners)
+        if var == "summary":
+            return self._atomic_count(t, name, owners, ids, bodies)
         text = "".join(json.dumps({"id": i, "device": d, "payload": b}) + "\n" for i, d, b in zip(ids, owners, bodies))
         t.add_file("/app/data/messages/relay-01.jsonl", text)
-        truth = readings[owners.index(key_of(name))] + "\n"
-        t.say("`/app/data/messages/relay-01.jsonl` holds telemetry as JSON Lines: each object has the message `id`, "
-              "the `device` (the first 16 hex digits of the SHA-256 of the device's name, `printf %s <name> | "
-              "sha256sum | cut -c1-16`) and the `payload` (standard base64).")
+        mine = owners.index(key_of(name))
+        truth = readings[mine] + "\n"
+        t.say(ATOMIC_INTRO)
         v = t.deliver(name, "the device name")
+        if var == "jsonl":
+            t.say("Each device sent one message. Write the named device's message as one compact JSON object (no "
+                  'spaces) with its id and its decoded payload: `{"id":1042,"payload":"temp=21.5;hum=40;bat=87"}`, '
+                  "to `/app/out/message.json`.")
+            t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                    f'jq -c --arg d "{key_cmd(v)}" \'select(.device == $d) | {{id, payload: (.payload | @base64d)}}\' '
+                    '/app/data/messages/relay-01.jsonl > /app/out/message.json')
+            compact = json.dumps({"id": ids[mine], "payload": readings[mine]}, separators=(",", ":"))
+            return t.expect_output("/app/out/message.json", compact + "\n", "the message")
         t.say("Each device sent one message. Write the named device's decoded payload (text like "
               "`temp=21.5;hum=40;bat=87`) as one line to `/app/out/payload.txt`.")
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'{{ jq -r --arg d "{key_cmd(v)}" \'select(.device == $d) | .payload\' '
                 '/app/data/messages/relay-01.jsonl | base64 -d; echo; } > /app/out/payload.txt')
         t.expect_output("/app/out/payload.txt", truth, "the decoded payload")
+
+    def _atomic_count(self, t: TaskBuilder, name: str, owners: list[str], ids: list[int], bodies: list[str]) -> None:
+        """Level 0 of summary: four devices share the messages; how many did the named one send?"""
+        rng = t.rng
+        four = [key_of(name), *[o for o in owners if o != key_of(name)][:3]]
+        for _ in range(100):
+            sent = [rng.choice(four) for _ in ids]
+            n = sent.count(key_of(name))
+            if 2 <= n < len(ids) - 1:  # neither every line nor a single one
+                break
+        else:
+            raise FamilyError(f"family {self.name}: no draw where the device sent a few messages")
+        text = "".join(json.dumps({"id": i, "device": d, "payload": b}) + "\n" for i, d, b in zip(ids, sent, bodies))
+        t.add_file("/app/data/messages/relay-01.jsonl", text)
+        t.say(ATOMIC_INTRO)
+        v = t.deliver(name, "the device name")
+        t.say("How many messages did the named device send? Write the count to `/app/out/count.txt`.")
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'jq -r --arg d "{key_cmd(v)}" \'select(.device == $d) | .id\' /app/data/messages/relay-01.jsonl '
+                '| wc -l > /app/out/count.txt')
+        t.expect_output("/app/out/count.txt", f"{n}\n", "the count")

@@ -21,6 +21,8 @@ import sys
 STORE = "@STORE@"
 ASOF = "@@ASOF@@"  # YYYYMMDD: the backtest's as-of date; later rows are not known yet (put in by the oracle)
 FORECAST = @FORECAST@  # also forecast the 7 days after the last date
+MODE = @MODE@  # pattern: the weekday indices; anomalies: the largest residuals; adjusted: the last week deseasonalised
+TOP = 5  # anomalies: how many days
 DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -63,7 +65,8 @@ def series(text, store, asof):
     return out
 
 
-def decompose(text, store=None, asof=None):
+def components(text, store=None, asof=None):
+    """(the daily series, its units, the trend, the seasonal index of each weekday)."""
     s = series(text, store or STORE, as_of(asof or ASOF))
     ys = [y for _, y in s]
     trend = [None] * len(ys)
@@ -77,6 +80,21 @@ def decompose(text, store=None, asof=None):
     raw = [sums[d] / counts[d] for d in range(7)]
     centre = sum(raw) / 7
     season = [r - centre for r in raw]
+    return s, ys, trend, season
+
+
+def residuals(text, store=None, asof=None):
+    """(date, units - trend - seasonal index) of every day where the trend is defined."""
+    s, ys, trend, season = components(text, store, asof)
+    return [(day.isoformat(), y - tr - season[day.weekday()]) for (day, y), tr in zip(s, trend) if tr is not None]
+
+
+def decompose(text, store=None, asof=None):
+    s, ys, trend, season = components(text, store, asof)
+    if MODE == "anomalies":  # largest absolute residual first, a tie to the earlier date
+        return sorted(residuals(text, store, asof), key=lambda r: (-abs(r[1]), r[0]))[:TOP]
+    if MODE == "adjusted":
+        return [(day.isoformat(), y - season[day.weekday()]) for day, y in s[-7:]]
     rows = [(DAYS[d], season[d]) for d in range(7)]
     if FORECAST:
         last = len(ys) - 4
@@ -117,6 +135,7 @@ C_REFERENCE = r'''
 #include <string.h>
 
 #define FORECAST @FORECAST@
+#define MODE @MODE@ /* 0: the weekday indices; 1: the 5 largest residuals; 2: the last week deseasonalised */
 static const char *STORE = "@STORE@";
 static const char *ASOF = "@@ASOF@@"; /* YYYYMMDD */
 static const char *DAYS[7] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
@@ -226,10 +245,31 @@ int main(void) {
     for (int d = 0; d < 7; d++) raw[d] = sums[d] / counts[d];
     for (int d = 0; d < 7; d++) centre += raw[d];
     centre /= 7;
-    for (int d = 0; d < 7; d++) {
-        season[d] = raw[d] - centre;
-        line_out(DAYS[d], season[d]);
+    for (int d = 0; d < 7; d++) season[d] = raw[d] - centre;
+    char name[32];
+#if MODE == 1
+    char *used = calloc(len, 1);
+    for (int r = 0; r < 5; r++) { /* largest absolute residual first; a tie keeps the earlier date */
+        long best = -1;
+        double bv = 0;
+        for (long i = 3; i < len - 3; i++) {
+            double v = fabs(ys[i] - trend[i] - season[weekday(day0 + i)]);
+            if (!used[i] && (best < 0 || v > bv)) { best = i; bv = v; }
+        }
+        if (best < 0) break;
+        used[best] = 1;
+        civil_from_days(day0 + best, name);
+        line_out(name, ys[best] - trend[best] - season[weekday(day0 + best)]);
     }
+    return 0;
+#elif MODE == 2
+    for (long i = len - 7; i < len; i++) {
+        civil_from_days(day0 + i, name);
+        line_out(name, ys[i] - season[weekday(day0 + i)]);
+    }
+    return 0;
+#endif
+    for (int d = 0; d < 7; d++) line_out(DAYS[d], season[d]);
     if (FORECAST) {
         long lt = len - 4;
         double slope = (trend[lt] - trend[lt - 7]) / 7;
@@ -237,7 +277,6 @@ int main(void) {
         line_out("trend_slope", slope);
         for (int hh = 1; hh <= 7; hh++) {
             long day = day0 + len - 1 + hh;
-            char name[32];
             civil_from_days(day, name);
             line_out(name, trend[lt] + slope * (double)(day - (day0 + lt)) + season[weekday(day)]);
         }
@@ -254,11 +293,23 @@ import sys
 
 STORE = "@STORE@"
 ASOF = "@@ASOF@@"  # YYYYMMDD (put in by the oracle)
+MODE = @MODE@  # pattern: the 7-day total; anomalies: its best day; adjusted: the change from a week before
 
 
 def total(text, asof=None):
     hi = datetime.datetime.strptime(asof or ASOF, "%Y%m%d").date()
     lo = (hi - datetime.timedelta(days=6)).isoformat()
+    if MODE != "pattern":
+        units = {}
+        for line in text.splitlines()[1:]:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) == 3 and parts[1] == STORE:
+                units[parts[0]] = int(parts[2])
+        if MODE == "adjusted":
+            # a day without a row counts as 0 units
+            return "%d\n" % (units.get(hi.isoformat(), 0) - units.get((hi - datetime.timedelta(days=7)).isoformat(), 0))
+        week = [(-u, d) for d, u in units.items() if lo <= d <= hi.isoformat()]
+        return (min(week)[1] if week else "none") + "\n"  # the most units; a tie goes to the earlier date
     n = 0
     for line in text.splitlines()[1:]:
         parts = [p.strip() for p in line.split(",")]
@@ -280,6 +331,7 @@ WEEK_C_REFERENCE = r'''
 
 static const char *STORE = "@STORE@";
 static const char *ASOF = "@@ASOF@@"; /* YYYYMMDD */
+#define MODE @MODE@ /* 0: the 7-day total; 1: its best day; 2: the change from a week before */
 
 @C_TRIM@
 
@@ -297,7 +349,8 @@ static long days_from_civil(long y, unsigned m, unsigned d) {
 int main(void) {
     int ay, am, ad;
     if (strlen(ASOF) != 8 || sscanf(ASOF, "%4d%2d%2d", &ay, &am, &ad) != 3) return 2;
-    long hi = days_from_civil(ay, (unsigned)am, (unsigned)ad), total = 0;
+    long hi = days_from_civil(ay, (unsigned)am, (unsigned)ad), total = 0, now = 0, before = 0, bu = -1, bday = 0;
+    char bdate[32] = "none";
     char *line = NULL, *f[4];
     size_t cap = 0;
     if (getline(&line, &cap, stdin) != -1) {
@@ -305,19 +358,28 @@ int main(void) {
             char *copy = strdup(line);
             int y, m, d;
             if (split(copy, f, 4) == 3 && !strcmp(f[1], STORE) && sscanf(f[0], "%d-%d-%d", &y, &m, &d) == 3) {
-                long day = days_from_civil(y, (unsigned)m, (unsigned)d);
-                if (day > hi - 7 && day <= hi) total += atol(f[2]);
+                long day = days_from_civil(y, (unsigned)m, (unsigned)d), u = atol(f[2]);
+                if (day > hi - 7 && day <= hi) {
+                    total += u;
+                    if (bu < 0 || u > bu || (u == bu && day < bday)) { bu = u; bday = day; snprintf(bdate, 32, "%s", f[0]); }
+                }
+                if (day == hi) now = u;
+                if (day == hi - 7) before = u;
             }
             free(copy);
         }
     }
-    printf("%ld\n", total);
+    if (MODE == 1) printf("%s\n", bdate);
+    else printf("%ld\n", MODE == 2 ? now - before : total);
     return 0;
 }
 '''
 
 ASOF_WHAT = "the as-of date (YYYYMMDD)"
 ALTS = (-2, -1, 1, 2)  # as-of dates a guess would land on, in days from the true one
+MODES = {"pattern": 0, "anomalies": 1, "adjusted": 2}  # the C references' MODE for each variant
+SALES_FILES = ("/app/data/sales.csv", "/app/data/daily_units.csv", "/app/pos/store_sales.csv",
+               "/app/exports/sales_by_day.csv", "/app/retail/units_daily.csv")
 
 
 @dataclass(frozen=True)
@@ -379,13 +441,14 @@ class Backtest:
 
     def __init__(self, t: TaskBuilder):
         k, rng = t.knobs, t.rng
-        self.k, self.rng = k, rng
+        self.k, self.rng, self.variant = k, rng, t.variant
         self.stores = unseen.distinct(lambda: t.code(1), k.stores)
         self.store = rng.choice(self.stores)
         self.start = dt.date(2023, 1, 2) + dt.timedelta(days=rng.randrange(0, 500))
-        self.src = fill(REFERENCE, FORECAST=k.forecast, STORE=self.store)
-        self.c_src = fill(C_REFERENCE, FORECAST="1" if k.forecast else "0", STORE=self.store, C_TRIM=C_TRIM,
-                          C_SPLIT=C_SPLIT)
+        forecast = k.forecast and t.variant == "pattern"  # the forecast extends the weekday pattern only
+        self.src = fill(REFERENCE, FORECAST=forecast, STORE=self.store, MODE=repr(t.variant))
+        self.c_src = fill(C_REFERENCE, FORECAST="1" if forecast else "0", STORE=self.store, C_TRIM=C_TRIM,
+                          C_SPLIT=C_SPLIT, MODE=str(MODES[t.variant]))
         self.ns = run_python(self.src)
 
     def ymd(self, day: int) -> str:
@@ -398,8 +461,11 @@ class Backtest:
         """The decomposition as of ``day``, or None where it is undefined or a value sits on a rounding tie."""
         try:
             rows = self.ns["decompose"](text, self.store, self.ymd(day))
+            sizes = sorted((abs(r) for _, r in self.ns["residuals"](text, self.store, self.ymd(day))), reverse=True)
         except (ZeroDivisionError, IndexError, ValueError):
             return None
+        if self.variant == "anomalies" and any(a - b < 1e-6 for a, b in zip(sizes[:6], sizes[1:7])):
+            return None  # the top days' order (or the last one in) would hang on float noise
         return None if any(near_tie(v) for _, v in rows) else rows
 
     def generate(self, n: int, day: int | None) -> tuple[str, str] | None:
@@ -432,7 +498,15 @@ class Backtest:
                      "the trend is defined; then subtract the mean of the seven indices from each, so they sum to "
                      "zero.")
         fmt = "seven lines `Mon <index>` through `Sun <index>` (Monday first, these three-letter names)"
-        if k.forecast:
+        if self.variant == "anomalies":
+            fmt = ("five lines `<YYYY-MM-DD> <residual>` for the 5 days with the largest absolute residual, "
+                   "largest first (a tie goes to the earlier date), where a day's residual is its units minus its "
+                   "trend minus the seasonal index of its weekday, over the days where the trend is defined")
+        elif self.variant == "adjusted":
+            fmt = ("seven lines `<YYYY-MM-DD> <adjusted>` for the last 7 days of the series in date order, where "
+                   "adjusted is the day's units (as filled in above where the day was) minus the seasonal index of "
+                   "its weekday")
+        elif k.forecast:
             steps.append("Forecast: let T be the trend on the last day where it is defined and slope = (T - the trend "
                          "7 days earlier) / 7. The forecast for a day h days after that trend day is T + slope * h "
                          "+ the seasonal index of its weekday.")
@@ -451,6 +525,9 @@ class SeasonalDecomposition(Family):
                         "duplicate record removal")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    # pattern: the weekday indices (and a forecast at the top level); anomalies: the days the residual flags;
+    # adjusted: the last week seasonally adjusted. Level 0: a 7-day total, its best day, a week-over-week change.
+    variants = ("pattern", "anomalies", "adjusted")
     levels = {0: Knobs(weeks=3, stores=2, fixes=False, gaps=False, dozens=False, interleave=False, forecast=False),
               1: Knobs(weeks=8, stores=2, fixes=True, gaps=True, dozens=False, interleave=False, forecast=False),
               2: Knobs(weeks=12, stores=3, fixes=True, gaps=True, dozens=False, interleave=True, forecast=False),
@@ -465,7 +542,9 @@ class SeasonalDecomposition(Family):
         cols, steps, fmt = b.texts()
         intro = ("Every store manager sends me a daily sales CSV (header " + cols + ", ISO dates) and I want a "
                  "backtesting tool that reads one on standard input and does a classical additive decomposition "
-                 f"with a weekly period for store `{b.store}`, as of the date given below.")
+                 f"with a weekly period for store `{b.store}`, as of the date given below"
+                 + {"pattern": ".", "anomalies": ", to flag the days that fit its trend and weekly pattern worst.",
+                    "adjusted": ", to report its last week of sales seasonally adjusted."}[t.variant])
         for _ in range(50):
             day = rng.randrange(6 * 7, 12 * 7)
             # The worked examples end before the as-of date: they show the steps, not the date.
@@ -513,64 +592,95 @@ class SeasonalDecomposition(Family):
                 break
         else:
             raise FamilyError("seasonal_decomposition: no as-of date that every near miss gets wrong in 30 draws")
-        t.add_file("/app/data/sales.csv", text)
-        intro = (f"`/app/data/sales.csv` has daily unit sales of all our stores (columns {cols}; ISO dates). I want "
-                 f"the weekly pattern of store `{b.store}` as we would have seen it on the as-of date given below, "
-                 "from a classical additive decomposition with a period of 7 days.")
+        path = rng.choice(SALES_FILES)
+        t.add_file(path, text)
+        want = {"pattern": f"the weekly pattern of store `{b.store}`",
+                "anomalies": f"the days that stood out at store `{b.store}`, once its trend and weekly pattern are "
+                             "taken out,",
+                "adjusted": f"the last week of store `{b.store}`'s sales, seasonally adjusted,"}[t.variant]
+        intro = (f"`{path}` has daily unit sales of all our stores (columns {cols}; ISO dates). I want {want} as we "
+                 "would have seen it on the as-of date given below, from a classical additive decomposition with a "
+                 "period of 7 days.")
         asof = unseen.unseen(t, lambda: rng.choice(list(good)), intro, steps, fmt)
         t.say(intro)
         v = t.deliver(asof, ASOF_WHAT)
         t.say(f"Steps: {steps}")
         t.say(f"Output format: {fmt}.")
         t.add_solution_file("decompose.py", b.src)  # the as-of date comes on the command line
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decompose.py /app/data/sales.csv {b.store} '
-                f'"{v}" > /app/out/weekly_pattern.txt')
-        t.expect_output("/app/out/weekly_pattern.txt", good[asof], "the decomposition (format above)")
+        out = {"pattern": "/app/out/weekly_pattern.txt", "anomalies": "/app/out/anomalies.txt",
+               "adjusted": "/app/out/adjusted.txt"}[t.variant]
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/decompose.py {path} {b.store} '
+                f'"{v}" > {out}')
+        t.expect_output(out, good[asof], "the decomposition (format above)")
+
+    # Level 0 per variant: what is asked of the 7 days ending on the as-of date, how the answer is written,
+    # and the awk pass that gives it ($from / $to: the first and last of the 7 days, $prev: a week before).
+    @staticmethod
+    def atomic_ask(variant: str, store: str) -> tuple[str, str, str]:
+        return {"pattern": (f"What did store `{store}` sell in the 7 days ending on the as-of date given below (the "
+                            "as-of date and the 6 days before it)?",
+                            "Write the total number of units as one integer.", "week_total.txt"),
+                "anomalies": (f"Which was store `{store}`'s best day in the 7 days ending on the as-of date given "
+                              "below (the as-of date and the 6 days before it): the day it sold the most units?",
+                              "Write that date as `YYYY-MM-DD` (if several days tie, the earliest).",
+                              "best_day.txt"),
+                "adjusted": ("A week-over-week change takes the weekly pattern out of daily sales: how many more "
+                             f"units did store `{store}` sell on the as-of date given below than on the same "
+                             "weekday one week earlier (7 days before it)?",
+                             "Write the difference (as-of day minus a week before) as one integer, negative if "
+                             "sales fell.", "week_over_week.txt")}[variant]
+
+    ATOMIC_AWK = {"pattern": "'$2 == s && $1 >= a && $1 <= b {n += $3} END {print n + 0}'",
+                  "anomalies": "'$2 == s && $1 >= a && $1 <= b && (m == \"\" || $3 + 0 > m) {m = $3 + 0; d = $1} "
+                               "END {print d}'",
+                  "adjusted": "'$2 == s && $1 == p {w = $3} $2 == s && $1 == b {n = $3} END {print n - w}'"}
+    # What a program prints when the data hold none of the days asked about (its worked examples do not).
+    ATOMIC_EMPTY = {"pattern": "", "anomalies": " If the store has no row in those 7 days, print `none`.",
+                    "adjusted": " A day without a row counts as 0 units."}
 
     def atomic_output(self, t: TaskBuilder) -> None:
-        """Level 0: one 7-day total (the sum behind a moving average), one date shift and one awk sum."""
+        """Level 0: one figure of the 7 days up to the as-of date, one date shift and one awk pass."""
         k, rng = t.knobs, t.rng
         b = Backtest(t)
         n = k.weeks * 7 + rng.randrange(7, 21)
-
-        def week_total(text: str, day: int) -> int:
-            lo, hi = (b.start + dt.timedelta(days=day - 6)).isoformat(), (b.start + dt.timedelta(days=day)).isoformat()
-            return sum(int(r[2]) for r in (line.split(",") for line in text.splitlines()[1:])
-                       if r[1] == b.store and lo <= r[0] <= hi)
+        answer = run_python(fill(WEEK_REFERENCE, STORE=b.store, MODE=repr(t.variant)))["total"]
 
         for _ in range(30):
             text = make_sales(rng, k, b.stores, b.start, n)
-            # As-of dates whose total no near miss (a day or two off) reproduces.
-            good = {b.ymd(day): week_total(text, day) for day in range(8, n - 3)
-                    if all(week_total(text, day + alt) != week_total(text, day) for alt in ALTS)}
+            # As-of dates whose answer no near miss (a day or two off) reproduces.
+            good = {b.ymd(day): answer(text, b.ymd(day)) for day in range(8, n - 3)
+                    if all(answer(text, b.ymd(day + alt)) != answer(text, b.ymd(day)) for alt in ALTS)}
             if good:
                 break
         else:
             raise FamilyError("seasonal_decomposition: no as-of date that every near miss gets wrong in 30 draws")
         t.add_file("/app/data/sales.csv", text)
+        ask, fmt, name = self.atomic_ask(t.variant, b.store)
         intro = ("`/app/data/sales.csv` has daily unit sales of our stores (columns `date,store,units`; ISO dates, "
-                 f"one row per store and day). What did store `{b.store}` sell in the 7 days ending on the as-of "
-                 "date given below (the as-of date and the 6 days before it)?")
-        fmt = "Write the total number of units as one integer."
+                 f"one row per store and day). {ask}")
         asof = unseen.unseen(t, lambda: rng.choice(sorted(good)), intro, fmt)
         t.say(intro)
         v = t.deliver(asof, ASOF_WHAT)
         t.say(fmt)
+        week_ago = t.variant == "adjusted"
         t.solve(f'mkdir -p /app/out\nfrom=$(date -u -d "{v} -6 days" +%F)\nto=$(date -u -d "{v}" +%F)\n'
-                f'awk -F, -v s={b.store} -v a="$from" -v b="$to" \'$2 == s && $1 >= a && $1 <= b {{n += $3}} '
-                "END {print n + 0}' /app/data/sales.csv > /app/out/week_total.txt")
-        t.expect_output("/app/out/week_total.txt", f"{good[asof]}\n", "the 7-day total")
+                + (f'prev=$(date -u -d "{v} -7 days" +%F)\n' if week_ago else "")
+                + f'awk -F, -v s={b.store} -v a="$from" -v b="$to" ' + ('-v p="$prev" ' if week_ago else "")
+                + self.ATOMIC_AWK[t.variant] + f" /app/data/sales.csv > /app/out/{name}")
+        t.expect_output(f"/app/out/{name}", good[asof], {"pattern": "the 7-day total", "anomalies": "the best day",
+                                                         "adjusted": "the week-over-week change"}[t.variant])
 
     def atomic_program(self, t: TaskBuilder) -> None:
-        """Level 0: a program printing the 7-day total of one store as of a hard-coded date."""
+        """Level 0: a program printing one figure of one store's 7 days up to a hard-coded date."""
         k, rng = t.knobs, t.rng
         b = Backtest(t)
-        src = fill(WEEK_REFERENCE, STORE=b.store)
+        src = fill(WEEK_REFERENCE, STORE=b.store, MODE=repr(t.variant))
         total = run_python(src)["total"]
+        ask, fmt, _ = self.atomic_ask(t.variant, b.store)
         intro = ("Every store manager sends me a daily sales CSV (header `date,store,units`, ISO dates, one row per "
-                 "store and day) and I want a tool that reads one on standard input and prints, as one integer, the "
-                 f"units store `{b.store}` sold in the 7 days ending on the as-of date given below (that date and "
-                 "the 6 days before it).")
+                 "store and day) and I want a tool that reads one on standard input and answers this for store "
+                 f"`{b.store}`: {ask} {fmt.replace('Write', 'Print')}"
+                 + self.ATOMIC_EMPTY[t.variant])
 
         def case(n: int, day: int) -> tuple[str, str]:
             text = make_sales(rng, k, b.stores, b.start, n)
@@ -590,5 +700,6 @@ class SeasonalDecomposition(Family):
         t.say(intro)
         v = t.deliver(b.ymd(day), ASOF_WHAT)
         t.expect_program("The as-of date is always the one given above: hard-code it.", examples + hidden,
-                         {"Python": src, "C": fill(WEEK_C_REFERENCE, STORE=b.store, C_TRIM=C_TRIM, C_SPLIT=C_SPLIT)})
+                         {"Python": src, "C": fill(WEEK_C_REFERENCE, STORE=b.store, MODE=str(MODES[t.variant]),
+                                                   C_TRIM=C_TRIM, C_SPLIT=C_SPLIT)})
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@ASOF@@/{v}/" "$f"; done')

@@ -18,6 +18,8 @@ import sys
 THRESHOLD_PCT = "@@PCT@@"  # a score >= THRESHOLD_PCT / 100 is a positive prediction (put in by the oracle)
 BEST = @BEST@  # also report the F1-optimal threshold
 THRESHOLD_ONLY = @THRESHOLD_ONLY@  # report only the threshold's counts and rates, one line each (no n, auc, best)
+BINS = "@@BINS@@"  # calibration: the number of equal-width score bins (put in by the oracle)
+MODE = @MODE@  # metrics: the evaluation report; errors: the misclassified ids; calibration: a reliability table
 POSITIVE = ("1", "yes", "true", "pos", "positive")
 NEGATIVE = ("0", "no", "false", "neg", "negative")
 
@@ -53,8 +55,8 @@ def counts(pairs, thr):
     return tp, fp, fn, tn
 
 
-def evaluate(pred_text, label_text, pct=None):
-    thr = int(pct or THRESHOLD_PCT) * 100
+def joined(pred_text, label_text):
+    """(id, score, label) of every id with a score and a usable label, in byte order of the id."""
     scores = {}
     for pid, s in table(pred_text):
         scores[pid] = score_of(s)  # a later row re-scores the id
@@ -65,7 +67,34 @@ def evaluate(pred_text, label_text, pct=None):
             labels[lid] = 1
         elif lab in NEGATIVE:
             labels[lid] = 0
-    pairs = [(scores[i], labels[i]) for i in sorted(scores) if i in labels]
+    return [(i, scores[i], labels[i]) for i in sorted(scores) if i in labels]
+
+
+def calibration(rows, bins):
+    """Per non-empty bin: examples, mean score, positive rate; then the expected calibration error (exact
+    integer sums, one division each, so every language rounds the same double)."""
+    cnt, tot, hit = [0] * bins, [0] * bins, [0] * bins
+    for _, s, y in rows:
+        b = min(bins - 1, s * bins // 10000)
+        cnt[b], tot[b], hit[b] = cnt[b] + 1, tot[b] + s, hit[b] + y
+    out = ["%d,%d,%s,%s" % (b + 1, cnt[b], f4(tot[b] / (10000 * cnt[b])), f4(hit[b] / cnt[b]))
+           for b in range(bins) if cnt[b]]
+    dev = sum(abs(tot[b] - 10000 * hit[b]) for b in range(bins))
+    return "\n".join(out + ["ece=" + f4(dev / (10000 * len(rows)))]) + "\n"
+
+
+def evaluate(pred_text, label_text, value=None):
+    """The report; ``value`` is the delivered value: the threshold percentage (the number of bins for a
+    calibration table)."""
+    rows = joined(pred_text, label_text)
+    if MODE == "calibration":
+        return calibration(rows, int(value or BINS))
+    thr = int(value or THRESHOLD_PCT) * 100
+    if MODE == "errors":
+        fp = [i for i, s, y in rows if s >= thr and not y]
+        fn = [i for i, s, y in rows if s < thr and y]
+        return "fp=" + " ".join(fp) + "\nfn=" + " ".join(fn) + "\n"
+    pairs = [(s, y) for _, s, y in rows]
     tp, fp, fn, tn = counts(pairs, thr)
     n = len(pairs)
     precision = tp / (tp + fp) if tp + fp else 0.0
@@ -116,7 +145,9 @@ C_REFERENCE = r'''
 #include <string.h>
 
 #define THRESHOLD_PCT @@PCT@@
+#define BINS @@BINS@@
 #define BEST @BEST@
+#define MODE @MODE@ /* 0: the evaluation report; 1: the misclassified ids; 2: a reliability table */
 
 typedef struct { char *id; long v; } Entry;
 
@@ -181,6 +212,10 @@ static int cmp_long(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 static void counts(long *s, int *y, int n, long thr, long c[4]) {
     c[0] = c[1] = c[2] = c[3] = 0;
     for (int i = 0; i < n; i++) {
@@ -220,10 +255,44 @@ int main(void) {
     }
     long *s = malloc((ns + 1) * sizeof(long));
     int *y = malloc((ns + 1) * sizeof(int)), n = 0;
+    char **who = malloc((ns + 1) * sizeof(char *));
     for (int i = 0; i < ns; i++) {
         int j = find(lab, nlab, sc[i].id);
-        if (j >= 0) { s[n] = sc[i].v; y[n] = (int)lab[j].v; n++; }
+        if (j >= 0) { who[n] = sc[i].id; s[n] = sc[i].v; y[n] = (int)lab[j].v; n++; }
     }
+#if MODE == 2
+    long cnt[BINS] = {0}, tot[BINS] = {0}, hit[BINS] = {0};
+    long long dev = 0;
+    for (int i = 0; i < n; i++) {
+        long b = s[i] * BINS / 10000;
+        if (b > BINS - 1) b = BINS - 1;
+        cnt[b]++;
+        tot[b] += s[i];
+        hit[b] += y[i];
+    }
+    for (int b = 0; b < BINS; b++) {
+        if (cnt[b])
+            printf("%d,%ld,%.4f,%.4f\n", b + 1, cnt[b], (double)tot[b] / (double)(10000L * cnt[b]),
+                   (double)hit[b] / (double)cnt[b]);
+        dev += llabs(tot[b] - 10000L * hit[b]);
+    }
+    printf("ece=%.4f\n", (double)dev / (double)(10000LL * n));
+    return 0;
+#else
+#if MODE == 1
+    for (int want = 0; want < 2; want++) {  /* fp: negatives at or above the threshold; fn: positives below */
+        char **list = malloc((n + 1) * sizeof(char *));
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (want ? (y[i] && s[i] < THRESHOLD_PCT * 100L) : (!y[i] && s[i] >= THRESHOLD_PCT * 100L))
+                list[m++] = who[i];
+        qsort(list, m, sizeof(char *), cmp_str);
+        printf(want ? "fn=" : "fp=");
+        for (int i = 0; i < m; i++) printf(i ? " %s" : "%s", list[i]);
+        printf("\n");
+    }
+    return 0;
+#endif
     long c[4];
     counts(s, y, n, (long)THRESHOLD_PCT * 100, c);
     long tp = c[0], fp = c[1], fn = c[2], tn = c[3];
@@ -264,52 +333,81 @@ int main(void) {
         printf("best_threshold=%.4f\nbest_f1=%.4f\n", (double)bthr / 10000, bden ? (double)bnum / (double)bden : 0.0);
     }
     return 0;
+#endif
 }
 '''
 
-# Level 0: scores and labels in one file, and one count (true positives): a single awk filter.
+# Level 0: scores and labels in one file, and one awk pass: the true positives, the false positives' ids,
+# or the examples per score bin.
 ATOMIC = r'''
 import sys
 
 THRESHOLD_PCT = "@@PCT@@"  # a score >= THRESHOLD_PCT / 100 is a positive prediction
+BINS = "@@BINS@@"  # calibration: the number of equal-width score bins
+MODE = @MODE@  # metrics: true positives; errors: the false positives' ids; calibration: examples per bin
 
 
-def true_positives(text, pct=None):
+def answer(text, value=None):
     # Scores have 4 decimals: in ten-thousandths they compare exactly.
-    thr = int(pct or THRESHOLD_PCT) * 100
-    tp = 0
+    rows = []
     for line in text.splitlines()[1:]:
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 3 and parts[2] == "1" and round(float(parts[1]) * 10000) >= thr:
-            tp += 1
-    return "%d\n" % tp
+        if len(parts) == 3:
+            rows.append((parts[0], round(float(parts[1]) * 10000), parts[2]))
+    if MODE == "calibration":
+        bins = int(value or BINS)
+        count = [0] * bins
+        for _, s, _ in rows:
+            count[min(bins - 1, s * bins // 10000)] += 1
+        return "".join("%d,%d\n" % (b + 1, c) for b, c in enumerate(count))
+    thr = int(value or THRESHOLD_PCT) * 100
+    if MODE == "errors":
+        return "".join(i + "\n" for i, s, y in rows if y == "0" and s >= thr)
+    return "%d\n" % sum(1 for _, s, y in rows if y == "1" and s >= thr)
 
 
 if __name__ == "__main__":
-    sys.stdout.write(true_positives(sys.stdin.read()))
+    sys.stdout.write(answer(sys.stdin.read()))
 '''
 
 C_ATOMIC = r'''
-/* True positives of one `id,score,label` CSV (standard input) at the hard-coded threshold. */
+/* One `id,score,label` CSV (standard input): true positives, false positives' ids or examples per bin. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define THRESHOLD_PCT (@@PCT@@)
+#define BINS (@@BINS@@)
+#define MODE @MODE@ /* 0: true positives; 1: the false positives' ids; 2: examples per bin */
 
 int main(void) {
     static char line[4096];
     int tp = 0, header = 1;
+#if MODE == 2
+    long count[BINS] = {0};
+#endif
     while (fgets(line, sizeof line, stdin)) {
         if (header) { header = 0; continue; }
         char *c1 = strchr(line, ',');
         char *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
         if (!c2) continue;
         *c2 = 0;
-        if (c2[1] == '1' && llround(strtod(c1 + 1, NULL) * 10000) >= THRESHOLD_PCT * 100) tp++;
+        long s = llround(strtod(c1 + 1, NULL) * 10000);
+#if MODE == 2
+        long b = s * BINS / 10000;
+        count[b < BINS ? b : BINS - 1]++;
+#elif MODE == 1
+        if (c2[1] == '0' && s >= THRESHOLD_PCT * 100) printf("%.*s\n", (int)(c1 - line), line);
+#else
+        if (c2[1] == '1' && s >= THRESHOLD_PCT * 100) tp++;
+#endif
     }
+#if MODE == 2
+    for (int b = 0; b < BINS; b++) printf("%d,%ld\n", b + 1, count[b]);
+#elif MODE == 0
     printf("%d\n", tp);
+#endif
     return 0;
 }
 '''
@@ -317,6 +415,8 @@ int main(void) {
 POS_WORDS = ("1", "yes", "true", "pos", "positive")
 NEG_WORDS = ("0", "no", "false", "neg", "negative")
 PCT_WHAT = "the decision threshold percentage"
+BINS_WHAT = "the number of score bins"
+MODES = {"metrics": 0, "errors": 1, "calibration": 2}  # the C references' MODE for each variant
 
 
 @dataclass(frozen=True)
@@ -328,6 +428,31 @@ class Knobs:
     percent: bool  # some scores written as percentages
     unusable: bool  # unusable labels to drop
     best: bool  # also report the F1-optimal threshold
+
+
+@dataclass(frozen=True)
+class Theme:
+    """What is being scored and how its two exports are named (level 0 keeps the first, canonical one)."""
+    model: str  # "fraud model"
+    prefix: str  # of the example ids
+    pred: str  # the predictions file
+    labels: str  # the ground-truth file
+    key: str  # the id column
+    score: str  # the score column
+    label: str  # the label column
+
+
+THEMES = (Theme("fraud model", "ex", "/app/data/predictions.csv", "/app/data/labels.csv", "id", "score", "label"),
+          Theme("churn model", "cust", "/app/eval/churn_scores.csv", "/app/eval/churned.csv", "customer", "p_churn",
+                "churned"),
+          Theme("spam filter", "msg", "/app/mail/filter_scores.csv", "/app/mail/reviewed.csv", "message_id",
+                "spamminess", "is_spam"),
+          Theme("default-risk model", "loan", "/app/risk/scored_loans.csv", "/app/risk/outcomes.csv", "loan_id",
+                "pd", "defaulted"),
+          Theme("lead-scoring model", "lead", "/app/crm/lead_scores.csv", "/app/crm/converted.csv", "lead",
+                "propensity", "converted"),
+          Theme("defect detector", "unit", "/app/qa/detector_output.csv", "/app/qa/inspection.csv", "serial",
+                "defect_prob", "defective"))
 
 
 def spell(rng, word: str) -> str:
@@ -344,11 +469,12 @@ def off_threshold(draw, thr: float) -> float:
     raise FamilyError("classifier_eval_metrics: 100 scores all on the threshold")
 
 
-def make_data(rng, k: Knobs, n: int, pct: int) -> tuple[str, str]:
+def make_data(rng, k: Knobs, n: int, pct: int, theme: Theme = THEMES[0]) -> tuple[str, str]:
     thr = pct / 100
     prevalence = rng.uniform(0.2, 0.5)
     sep = rng.uniform(0.15, 0.35)
-    ids = [f"ex{i:05d}" for i in rng.sample(range(100000), n)]
+    px = theme.prefix
+    ids = [f"{px}{i:05d}" for i in rng.sample(range(100000), n)]
     preds, labels = [], []
     for i in ids:
         y = 1 if rng.random() < prevalence else 0
@@ -370,19 +496,23 @@ def make_data(rng, k: Knobs, n: int, pct: int) -> tuple[str, str]:
             preds.insert(rng.randrange(pos + 1, len(preds) + 1), [preds[pos][0], s])
     if k.messy:  # some ids only on one side
         for _ in range(max(2, n // 40)):
-            preds.append([f"ex{rng.randrange(100000, 200000)}", round(rng.uniform(0, 1), 4)])
-            labels.append([f"ex{rng.randrange(200000, 300000)}", str(rng.randrange(2))])
+            preds.append([f"{px}{rng.randrange(100000, 200000)}", round(rng.uniform(0, 1), 4)])
+            labels.append([f"{px}{rng.randrange(200000, 300000)}", str(rng.randrange(2))])
     rng.shuffle(labels)  # the two files are never in the same order
 
     def show(s: float) -> str:
         return f"{s * 100:.2f}%" if k.percent and rng.random() < 0.15 else f"{s:.4f}"
 
-    p_text = "id,score\n" + "".join(f"{i},{show(s)}\n" for i, s in preds)
-    l_text = "id,label\n" + "".join(f"{i},{lab}\n" for i, lab in labels)
+    p_text = f"{theme.key},{theme.score}\n" + "".join(f"{i},{show(s)}\n" for i, s in preds)
+    l_text = f"{theme.key},{theme.label}\n" + "".join(f"{i},{lab}\n" for i, lab in labels)
     return p_text, l_text
 
 
-def rules_text(k: Knobs, threshold_only: bool = False) -> tuple[str, str]:
+BIN_RULE = ("Split [0, 1] into B equal-width score bins (B given above): bin i, numbered from 1, holds the scores s "
+            "with (i - 1) / B <= s < i / B, and the last bin also holds s = 1.")
+
+
+def rules_text(k: Knobs, threshold_only: bool = False, variant: str = "metrics") -> tuple[str, str]:
     """(the evaluation rules, the output format): both cases state them alike. ``threshold_only``: two
     lines that both move with the threshold (under partial credit, lines that do not, such as `n` or
     `auc`, or single counts that a near threshold shares, would earn credit without it)."""
@@ -399,8 +529,21 @@ def rules_text(k: Knobs, threshold_only: bool = False) -> tuple[str, str]:
                      "replaces the earlier ones.")
     if k.percent:
         rules.append("A few scores were written as percentages (`87.50%` means 0.875).")
+    if variant == "calibration":
+        rules.append(BIN_RULE)
+        return " ".join(rules), ("one line per bin that holds at least one example, in bin order: "
+                                 "`bin,examples,mean_score,positive_rate` (the mean of the bin's scores and the "
+                                 "fraction of its examples that are positive, both rounded to 4 decimals), then a "
+                                 "last line `ece=<x>`: the expected calibration error, the sum over bins of "
+                                 "(bin examples / all examples) * |mean score - positive rate| computed before any "
+                                 "rounding, rounded to 4 decimals.")
     rules.append("A prediction is positive when its score is greater than or equal to the decision threshold "
                  "(given above as a percentage: 40 means 0.40).")
+    if variant == "errors":
+        return " ".join(rules), ("two lines: `fp=` followed by the ids of the false positives (negatives predicted "
+                                 "positive), then `fn=` followed by the ids of the false negatives (positives "
+                                 "predicted negative); each list is space-separated in byte order of the id (a "
+                                 "line with no ids is just `fp=` or `fn=`).")
     if threshold_only:
         return " ".join(rules), ("two lines of space-separated `key=value` pairs: first `tp=<n> fp=<n> fn=<n> "
                                  "tn=<n>`, then `accuracy=<x> precision=<x> recall=<x> f1=<x>` (precision is 0 if "
@@ -418,6 +561,20 @@ def rules_text(k: Knobs, threshold_only: bool = False) -> tuple[str, str]:
     return " ".join(rules), fields
 
 
+def delivered(t: TaskBuilder) -> tuple[int, str, str]:
+    """(a drawn value, what it is, the placeholder the oracle puts it in for): the threshold percentage,
+    or for a calibration table the number of bins."""
+    if t.variant == "calibration":
+        return t.rng.randrange(4, 13), BINS_WHAT, "@@BINS@@"
+    return t.rng.randrange(30, 76), PCT_WHAT, "@@PCT@@"
+
+
+ASKS = {"metrics": "its evaluation metrics at the decision threshold given below",
+        "errors": "the examples it gets wrong at the decision threshold given below, for the review team",
+        "calibration": "a reliability table (are its scores calibrated probabilities?) over the number of "
+                       "score bins given below"}
+
+
 @register
 class ClassifierEvalMetrics(Family):
     name = "classifier_eval_metrics"
@@ -426,69 +583,101 @@ class ClassifierEvalMetrics(Family):
     primitive_skills = ("confusion matrix", "precision recall and F1", "ROC AUC", "joining predictions to labels")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    # metrics: the confusion matrix and rates at a threshold; errors: the misclassified ids at a threshold;
+    # calibration: a reliability table over equal-width score bins and the expected calibration error.
+    variants = ("metrics", "errors", "calibration")
     levels = {0: Knobs(n=40, messy=False, ties=False, rescored=False, percent=False, unusable=False, best=False),
               1: Knobs(n=200, messy=False, ties=False, rescored=False, percent=False, unusable=False, best=False),
               2: Knobs(n=500, messy=True, ties=True, rescored=False, percent=False, unusable=False, best=False),
               3: Knobs(n=1000, messy=True, ties=True, rescored=True, percent=True, unusable=True, best=False),
               4: Knobs(n=1500, messy=True, ties=True, rescored=True, percent=True, unusable=True, best=True)}
 
+    @staticmethod
+    def reference(t: TaskBuilder, threshold_only: bool = False) -> tuple[str, dict]:
+        src = fill(REFERENCE, BEST=t.knobs.best and t.variant == "metrics", THRESHOLD_ONLY=threshold_only,
+                   MODE=repr(t.variant))
+        return src, run_python(src)
+
     def program_case(self, t: TaskBuilder) -> None:
         if t.level == 0:
             return self.atomic_program(t)
         k, rng = t.knobs, t.rng
-        pct = rng.randrange(30, 76)
-        src = fill(REFERENCE, BEST=k.best, THRESHOLD_ONLY=False)
-        ns = run_python(src)
-        rules, fields = rules_text(k)
+        theme = rng.choice(THEMES)
+        value, what, mark = delivered(t)
+        src, ns = self.reference(t)
+        rules, fields = rules_text(k, variant=t.variant)
         cases = []
         for _ in range(10):
-            p_text, l_text = make_data(rng, k, rng.randrange(20, 90), pct)
-            cases.append((p_text + "---\n" + l_text, ns["evaluate"](p_text, l_text, pct)))
-        t.say("I evaluate a lot of model versions and want a small, exact evaluation tool. It reads one stream "
-              "on standard input: the predictions CSV (header `id,score`), a line holding just `---`, then the "
-              "labels CSV (header `id,label`).")
-        v = t.deliver(str(pct), PCT_WHAT)
+            p_text, l_text = make_data(rng, k, rng.randrange(20, 90), rng.randrange(30, 76)
+                                       if t.variant == "calibration" else value, theme)
+            cases.append((p_text + "---\n" + l_text, ns["evaluate"](p_text, l_text, value)))
+        t.say(f"I evaluate a lot of {theme.model} versions and want a small, exact evaluation tool. It reads one "
+              f"stream on standard input: the predictions CSV (header `{theme.key},{theme.score}`), a line holding "
+              f"just `---`, then the labels CSV (header `{theme.key},{theme.label}`).")
+        v = t.deliver(str(value), what)
         t.say(f"{rules} The output is {fields}")
-        c_src = fill(C_REFERENCE, BEST="1" if k.best else "0", C_TRIM=C_TRIM)
-        t.expect_program("The threshold is always the one given above: hard-code it.", cases,
+        c_src = fill(C_REFERENCE, BEST="1" if k.best and t.variant == "metrics" else "0", C_TRIM=C_TRIM,
+                     MODE=str(MODES[t.variant]))
+        t.expect_program(f"The {'number of bins' if what == BINS_WHAT else 'threshold'} is always the one given "
+                         "above: hard-code it.", cases,
                          {"Python": src, "C": c_src})
-        t.solve(f'for f in /app/solution.*; do sed -i "s/@@PCT@@/{v}/" "$f"; done')
+        t.solve(f'for f in /app/solution.*; do sed -i "s/{mark}/{v}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
         if t.level == 0:
             return self.atomic_output(t)
-        k, rng = t.knobs, t.rng
-        src = fill(REFERENCE, BEST=k.best, THRESHOLD_ONLY=t.partial_credit)
-        ns = run_python(src)
-        rules, fields = rules_text(k, t.partial_credit)
+        k, rng, variant = t.knobs, t.rng, t.variant
+        theme = rng.choice(THEMES)
+        src, ns = self.reference(t, t.partial_credit and variant == "metrics")
+        rules, fields = rules_text(k, t.partial_credit, variant)
         for _ in range(60):
-            pct = rng.randrange(30, 76)
-            p_text, l_text = make_data(rng, k, k.n, pct)
-            truth = ns["evaluate"](p_text, l_text, pct)
-            # Under partial credit no line may survive another threshold (a two-digit value shows everywhere;
+            value, what, _ = delivered(t)
+            p_text, l_text = make_data(rng, k, k.n, value if variant != "calibration" else rng.randrange(30, 76),
+                                       theme)
+            truth = ns["evaluate"](p_text, l_text, value)
+            # Under partial credit no line may survive another value (a two-digit value shows everywhere;
             # 0 is no threshold at all, and every threshold from 101 on gives what 101 gives).
             lines = set(truth.splitlines())
             if not t.partial_credit or all(not lines & set(ns["evaluate"](p_text, l_text, alt).splitlines())
-                                           for alt in range(1, 102) if alt != pct):
+                                           for alt in range(1, 102) if alt != value):
                 break
         else:
-            raise FamilyError("classifier_eval_metrics: no threshold that every other one gets wrong in 60 draws")
-        t.add_file("/app/data/predictions.csv", p_text)
-        t.add_file("/app/data/labels.csv", l_text)
-        t.say("Our fraud model's scores for the evaluation set are in `/app/data/predictions.csv` (`id,score`, "
-              "scores in [0, 1]) and the ground truth is in `/app/data/labels.csv` (`id,label`). I need its "
-              "evaluation metrics at the decision threshold given below.")
-        v = t.deliver(str(pct), PCT_WHAT)
+            raise FamilyError("classifier_eval_metrics: no value that every other one gets wrong in 60 draws")
+        t.add_file(theme.pred, p_text)
+        t.add_file(theme.labels, l_text)
+        t.say(f"Our {theme.model}'s scores for the evaluation set are in `{theme.pred}` (`{theme.key},"
+              f"{theme.score}`, scores in [0, 1]) and the ground truth is in `{theme.labels}` (`{theme.key},"
+              f"{theme.label}`). I need {ASKS[variant]}.")
+        v = t.deliver(str(value), what)
         t.say(f"Rules: {rules}")
         t.say(f"Output format: {fields}")
-        t.add_solution_file("evaluate.py", src)  # the threshold comes on the command line
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/evaluate.py /app/data/predictions.csv '
-                f'/app/data/labels.csv "{v}" > /app/out/metrics.txt')
-        t.expect_output("/app/out/metrics.txt", truth, "the metrics (format above)")
+        out = {"metrics": "/app/out/metrics.txt", "errors": "/app/out/errors.txt",
+               "calibration": "/app/out/calibration.csv"}[variant]
+        t.add_solution_file("evaluate.py", src)  # the delivered value comes on the command line
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/evaluate.py {theme.pred} '
+                f'{theme.labels} "{v}" > {out}')
+        t.expect_output(out, truth, {"metrics": "the metrics (format above)", "errors": "the errors (format above)",
+                                     "calibration": "the reliability table (format above)"}[variant])
 
     ATOMIC_RULE = ("Labels are `1` (positive) or `0` (negative). A prediction is positive when its score is greater "
                    "than or equal to the decision threshold (given below as a percentage: 40 means 0.40). Count the "
                    "true positives: rows with label `1` predicted positive.")
+    ATOMIC_RULES = {"metrics": ATOMIC_RULE,
+                    "errors": ATOMIC_RULE.replace("Count the true positives: rows with label `1` predicted positive.",
+                                                  "List the false positives, rows with label `0` predicted "
+                                                  "positive: their ids, one per line in file order."),
+                    "calibration": "Split [0, 1] into B equal-width score bins (B given below): bin i, numbered "
+                                   "from 1, holds the scores s with (i - 1) / B <= s < i / B, and the last bin also "
+                                   "holds s = 1. Count the rows in each bin: lines `bin,count` for bins 1 to B in "
+                                   "order, empty bins included."}
+    # The one awk pass each level-0 variant takes ($V: the delivered value).
+    ATOMIC_AWK = {"metrics": "awk -F, -v p=\"$V\" 'NR > 1 && $3 == 1 && $2 * 100 >= p' /app/data/scored.csv | wc -l",
+                  "errors": "awk -F, -v p=\"$V\" 'NR > 1 && $3 == 0 && $2 * 100 >= p {print $1}' /app/data/scored.csv",
+                  "calibration": "awk -F, -v b=\"$V\" 'NR > 1 {i = int($2 * b); if (i == b) i--; c[i]++} "
+                                 "END {for (i = 0; i < b; i++) print i + 1 \",\" c[i] + 0}' /app/data/scored.csv"}
+    ATOMIC_OUT = {"metrics": ("/app/out/tp.txt", "the number of true positives"),
+                  "errors": ("/app/out/false_positives.txt", "the false positives' ids"),
+                  "calibration": ("/app/out/bins.csv", "the counts per bin")}
 
     @staticmethod
     def scored(rng, k: Knobs, n: int, pct: int) -> str:
@@ -498,47 +687,67 @@ class ClassifierEvalMetrics(Family):
         return "id,score,label\n" + "".join(f"{line},{labels[line.split(',')[0]]}\n"
                                             for line in p_text.splitlines()[1:])
 
+    @staticmethod
+    def atomic_values(t: TaskBuilder, ns: dict, text: str) -> list[int]:
+        """The values for which ``text``'s answer differs from every other value's and a plain float
+        comparison in awk gives it too. A threshold's answer is monotone, so it must move one point either
+        side (and no score may sit on it); a bin count changes its line count with B, but no score may land
+        in another bin by float rounding of score * B."""
+        scores = [line.split(",")[1] for line in text.splitlines()[1:]]
+        if t.variant == "calibration":
+            # Under partial credit one `bin,count` line shared with another B's table would earn reward
+            # without the card: no other B may give any line of this one.
+            f = ns["answer"]
+            return [b for b in range(4, 13) if all(min(b - 1, int(float(s) * b)) == min(b - 1, round(float(s) * 10000)
+                                                   * b // 10000) for s in scores)
+                    and not any(set(f(text, b).splitlines()) & set(f(text, alt).splitlines())
+                                for alt in range(1, 101) if alt != b)]
+        exact = {round(float(s) * 10000) for s in scores}
+        f = ns["answer"]
+        return [p for p in range(30, 76) if p * 100 not in exact and f(text, p - 1) != f(text, p) != f(text, p + 1)]
+
     def atomic_output(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        ns = run_python(fill(ATOMIC))
+        src = fill(ATOMIC, MODE=repr(t.variant))
+        ns = run_python(src)
         for _ in range(60):
             text = self.scored(rng, k, k.n, rng.randrange(30, 76))
-            scores = {round(float(line.split(",")[1]) * 10000) for line in text.splitlines()[1:]}
-            # The count moves under every other threshold iff it moves one point either side (it is monotone):
-            # the data show many two-digit numbers, and none of them may give the same count.
-            good = [p for p in range(30, 76) if p * 100 not in scores
-                    and ns["true_positives"](text, p - 1) != ns["true_positives"](text, p)
-                    != ns["true_positives"](text, p + 1)]
+            good = self.atomic_values(t, ns, text)
             if good:
-                pct = rng.choice(good)
-                truth = ns["true_positives"](text, pct)
+                value = rng.choice(good)
+                truth = ns["answer"](text, value)
                 break
         else:
-            raise FamilyError("classifier_eval_metrics: no threshold that every other one gets wrong in 60 draws")
+            raise FamilyError("classifier_eval_metrics: no value that every other one gets wrong in 60 draws")
         t.add_file("/app/data/scored.csv", text)
-        t.say("Our fraud model's scores for the evaluation set, with the ground truth, are in "
-              f"`/app/data/scored.csv` (`id,score,label`, scores in [0, 1]). {self.ATOMIC_RULE}")
-        v = t.deliver(str(pct), PCT_WHAT)
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f"awk -F, -v p=\"{v}\" 'NR > 1 && $3 == 1 && $2 * 100 >= p' /app/data/scored.csv | wc -l "
-                "> /app/out/tp.txt")
-        t.expect_output("/app/out/tp.txt", truth, "the number of true positives")
+        lead = "Our fraud model's scores for the evaluation set, with the ground truth, are in " \
+               "`/app/data/scored.csv` (`id,score,label`, scores in [0, 1])."
+        t.say(f"{lead} {self.ATOMIC_RULES[t.variant]}")
+        v = t.deliver(str(value), BINS_WHAT if t.variant == "calibration" else PCT_WHAT)
+        path, what = self.ATOMIC_OUT[t.variant]
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n' + self.ATOMIC_AWK[t.variant].replace("$V", v) + f" > {path}")
+        t.expect_output(path, truth, what)
 
     def atomic_program(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        ns = run_python(fill(ATOMIC))
+        src = fill(ATOMIC, MODE=repr(t.variant))
+        ns = run_python(src)
+        calib = t.variant == "calibration"
         for _ in range(50):
-            pct = rng.randrange(30, 76)
-            cases = [(x, ns["true_positives"](x, pct))
-                     for x in (self.scored(rng, k, rng.randrange(20, 60), pct) for _ in range(10))]
-            if all(any(ns["true_positives"](x, alt) != out for x, out in cases[2:]) for alt in range(1, 102)
-                   if alt != pct):
+            value = rng.randrange(4, 13) if calib else rng.randrange(30, 76)
+            cases = [(x, ns["answer"](x, value))
+                     for x in (self.scored(rng, k, rng.randrange(20, 60), rng.randrange(30, 76) if calib else value)
+                               for _ in range(10))]
+            if all(any(ns["answer"](x, alt) != out for x, out in cases[2:]) for alt in range(1, 102)
+                   if alt != value):
                 break
         else:
-            raise FamilyError("classifier_eval_metrics: no threshold every other one gets wrong in 50 draws")
+            raise FamilyError("classifier_eval_metrics: no value every other one gets wrong in 50 draws")
+        prints = {"metrics": "one integer", "errors": "the ids", "calibration": "the counts"}[t.variant]
         t.say("I want a small evaluation tool. It reads one CSV on standard input (header `id,score,label`, scores "
-              f"in [0, 1]) and prints one integer. {self.ATOMIC_RULE}")
-        v = t.deliver(str(pct), PCT_WHAT)
-        t.expect_program("The threshold is always the one given above: hard-code it.", cases,
-                         {"Python": fill(ATOMIC), "C": fill(C_ATOMIC)})
-        t.solve(f'for f in /app/solution.*; do sed -i "s/@@PCT@@/{v}/" "$f"; done')
+              f"in [0, 1]) and prints {prints}. {self.ATOMIC_RULES[t.variant]}")
+        v = t.deliver(str(value), BINS_WHAT if calib else PCT_WHAT)
+        t.expect_program(f"The {'number of bins' if calib else 'threshold'} is always the one given above: "
+                         "hard-code it.", cases, {"Python": src, "C": fill(C_ATOMIC, MODE=str(MODES[t.variant]))})
+        mark = "@@BINS@@" if calib else "@@PCT@@"
+        t.solve(f'for f in /app/solution.*; do sed -i "s/{mark}/{v}/" "$f"; done')

@@ -18,7 +18,9 @@ import sys
 
 K = "@@K@@"  # the number of segments (put in by the oracle)
 FEATURES = @FEATURES@
-LOG_SPEND = @LOG@  # use ln(1 + annual_spend) instead of annual_spend
+ID, SPEND, UNIT = @ID@, @SPEND@, @UNIT@  # the key, spend and spend-unit columns' names in this export
+LOG_SPEND = @LOG@  # use ln(1 + spend) instead of spend
+MODE = @MODE@  # segments: each customer's segment; profile: size and most central customer; trace: moves per step
 MAX_ITER = 100
 GAP = [math.inf]  # smallest relative gap between the two nearest centroids seen (a host-side sanity check)
 
@@ -39,9 +41,9 @@ def load(text):
         if len(parts) != len(header):
             continue
         rec = dict(zip(header, parts))
-        if rec["customer_id"] in seen:
+        if rec[ID] in seen:
             continue
-        seen.add(rec["customer_id"])
+        seen.add(rec[ID])
         row = []
         for f in FEATURES:
             v = rec[f]
@@ -49,10 +51,10 @@ def load(text):
                 row.append(None)
                 continue
             x = float(v)
-            if f == "annual_spend" and rec.get("spend_unit") == "kEUR":
+            if f == SPEND and rec.get(UNIT) == "kEUR":
                 x *= 1000
             row.append(x)
-        ids.append(rec["customer_id"])
+        ids.append(rec[ID])
         raw.append(row)
     return ids, raw
 
@@ -63,7 +65,7 @@ def prepare(raw):
         present = [r[j] for r in raw if r[j] is not None]
         fill = median(present)
         col = [r[j] if r[j] is not None else fill for r in raw]
-        if f == "annual_spend" and LOG_SPEND:
+        if f == SPEND and LOG_SPEND:
             col = [math.log1p(x) for x in col]
         mean = sum(col) / len(col)
         sd = math.sqrt(sum((x - mean) ** 2 for x in col) / len(col))
@@ -80,11 +82,14 @@ def nearest(p, cents):
     return best
 
 
-def kmeans(points, k):
+def lloyd(points, k):
+    """The final assignment and, for every assignment step after the first, how many customers moved."""
     cents = [p[:] for p in points[:k]]
-    assign = None
+    assign, moves = None, []
     for _ in range(MAX_ITER):
         new = [nearest(p, cents) for p in points]
+        if assign is not None:
+            moves.append(sum(a != b for a, b in zip(new, assign)))
         if new == assign:
             break
         assign = new
@@ -92,12 +97,38 @@ def kmeans(points, k):
             members = [p for p, a in zip(points, assign) if a == c]
             if members:
                 cents[c] = [sum(col) / len(members) for col in zip(*members)]
-    return assign
+    return assign, moves
 
 
-def segments(text, k=None):
+def kmeans(points, k):
+    return lloyd(points, k)[0]
+
+
+def central(points, members):
+    """The index (into members) of the member nearest the members' mean; a tie goes to the first."""
+    mean = [sum(col) / len(members) for col in zip(*(points[i] for i in members))]
+    d = [sum((x - m) ** 2 for x, m in zip(points[i], mean)) for i in members]
+    best = min(range(len(d)), key=lambda j: (d[j], j))
+    rest = [d[j] for j in range(len(d)) if j != best]
+    if rest:
+        GAP[0] = min(GAP[0], (min(rest) - d[best]) / max(min(rest), 1e-300))
+    return best
+
+
+def segments(text, k=None, mode=None):
     ids, raw = load(text)
-    assign = kmeans(prepare(raw), int(k or K))
+    k, mode = int(k or K), mode or MODE
+    points = prepare(raw)
+    assign, moves = lloyd(points, k)
+    if mode == "trace":
+        return "".join("%d,%d\n" % (step, m) for step, m in enumerate(moves, 2))
+    if mode == "profile":
+        out = []
+        for c in range(k):
+            members = [i for i, a in enumerate(assign) if a == c]
+            rep = ids[members[central(points, members)]] if members else "-"
+            out.append("%d,%d,%s\n" % (c + 1, len(members), rep))
+        return "".join(out)
     return "".join("%s,%d\n" % (i, a + 1) for i, a in zip(ids, assign))
 
 
@@ -136,8 +167,10 @@ C_REFERENCE = r'''
 #define K @@K@@
 #define NF @NF@
 #define LOG_SPEND @LOG@
+#define MODE @MODE@ /* 0: each customer's segment; 1: size and most central customer; 2: moves per step */
 #define MAX_ITER 100
 static const char *FEATURES[NF] = {@FEATNAMES@};
+static const char *ID = @ID@, *SPEND = @SPEND@, *UNIT = @UNIT@;
 
 @C_TRIM@
 
@@ -155,8 +188,8 @@ int main(void) {
     char *hline = strdup(line);
     int nh = split(hline, h, 32), col[NF], id_col = -1, unit_col = -1;
     for (int j = 0; j < nh && j < 32; j++) {
-        if (!strcmp(h[j], "customer_id")) id_col = j;
-        if (!strcmp(h[j], "spend_unit")) unit_col = j;
+        if (!strcmp(h[j], ID)) id_col = j;
+        if (!strcmp(h[j], UNIT)) unit_col = j;
     }
     for (int k = 0; k < NF; k++)
         for (int j = 0; j < nh && j < 32; j++)
@@ -182,7 +215,7 @@ int main(void) {
             const char *v = f[col[k]];
             miss[n * NF + k] = *v == 0;
             double d = *v ? strtod(v, NULL) : 0.0;
-            if (!strcmp(FEATURES[k], "annual_spend") && unit_col >= 0 && !strcmp(f[unit_col], "kEUR")) d *= 1000;
+            if (!strcmp(FEATURES[k], SPEND) && unit_col >= 0 && !strcmp(f[unit_col], "kEUR")) d *= 1000;
             x[n * NF + k] = d;
         }
         n++;
@@ -196,7 +229,7 @@ int main(void) {
         double fill = m % 2 ? tmp[m / 2] : (tmp[m / 2 - 1] + tmp[m / 2]) / 2;
         for (int i = 0; i < n; i++) {
             if (miss[i * NF + k]) x[i * NF + k] = fill;
-            if (LOG_SPEND && !strcmp(FEATURES[k], "annual_spend")) x[i * NF + k] = log1p(x[i * NF + k]);
+            if (LOG_SPEND && !strcmp(FEATURES[k], SPEND)) x[i * NF + k] = log1p(x[i * NF + k]);
         }
         double mean = 0, ss = 0;
         for (int i = 0; i < n; i++) mean += x[i * NF + k];
@@ -208,7 +241,7 @@ int main(void) {
     double cent[K][NF];
     for (int c = 0; c < K; c++)
         for (int k = 0; k < NF; k++) cent[c][k] = x[c * NF + k];
-    int *assign = malloc(n * sizeof(int)), *fresh = malloc(n * sizeof(int)), have = 0;
+    int *assign = malloc(n * sizeof(int)), *fresh = malloc(n * sizeof(int)), have = 0, moves[MAX_ITER], nm = 0;
     for (int it = 0; it < MAX_ITER; it++) {
         for (int i = 0; i < n; i++) {
             int best = 0;
@@ -220,7 +253,12 @@ int main(void) {
             }
             fresh[i] = best;
         }
-        if (have && !memcmp(fresh, assign, n * sizeof(int))) break;
+        if (have) {
+            int m = 0;
+            for (int i = 0; i < n; i++) m += fresh[i] != assign[i];
+            moves[nm++] = m;
+            if (!m) break;
+        }
         memcpy(assign, fresh, n * sizeof(int));
         have = 1;
         for (int c = 0; c < K; c++) {
@@ -235,7 +273,29 @@ int main(void) {
                 for (int k = 0; k < NF; k++) cent[c][k] = sum[k] / cnt;
         }
     }
+#if MODE == 2
+    for (int j = 0; j < nm; j++) printf("%d,%d\n", j + 2, moves[j]);
+#elif MODE == 1
+    for (int c = 0; c < K; c++) {
+        double mean[NF] = {0}, bd = 0;
+        int cnt = 0, best = -1;
+        for (int i = 0; i < n; i++)
+            if (assign[i] == c) {
+                cnt++;
+                for (int k = 0; k < NF; k++) mean[k] += x[i * NF + k];
+            }
+        for (int k = 0; k < NF; k++) mean[k] /= cnt ? cnt : 1;
+        for (int i = 0; i < n; i++) {
+            if (assign[i] != c) continue;
+            double d = 0;
+            for (int k = 0; k < NF; k++) d += pow(x[i * NF + k] - mean[k], 2);
+            if (best < 0 || d < bd) { bd = d; best = i; }
+        }
+        printf("%d,%d,%s\n", c + 1, cnt, best < 0 ? "-" : ids[best]);
+    }
+#else
     for (int i = 0; i < n; i++) printf("%s,%d\n", ids[i], assign[i] + 1);
+#endif
     return 0;
 }
 '''
@@ -244,18 +304,29 @@ ALL_FEATURES = ("annual_spend", "visits_per_month", "avg_basket", "tenure_months
 SPREAD = {"annual_spend": (300, 20000), "visits_per_month": (0.5, 20), "avg_basket": (8, 160),
           "tenure_months": (1, 120)}
 K_WHAT = "the number of segments k"
+# What each export calls its columns (the first spelling is the canonical one, which level 0 keeps).
+SPELLINGS = {"customer_id": ("customer_id", "client_id", "member_id", "account_id", "shopper_id"),
+             "annual_spend": ("annual_spend", "yearly_spend", "spend_12m", "total_spend"),
+             "visits_per_month": ("visits_per_month", "monthly_visits", "visit_rate", "visits_pm"),
+             "avg_basket": ("avg_basket", "mean_basket", "basket_value", "avg_order_value"),
+             "tenure_months": ("tenure_months", "months_active", "tenure", "months_as_customer"),
+             "spend_unit": ("spend_unit", "spend_scale", "currency_unit", "amount_unit")}
+EXPORTS = ("/app/data/customers.csv", "/app/data/crm_export.csv", "/app/input/shoppers.csv",
+           "/app/crm/members.csv", "/app/exports/accounts.csv", "/app/loyalty/cardholders.csv")
+MODES = {"segments": 0, "profile": 1, "trace": 2}  # the C references' MODE for each variant
 
 
-# Level 0: the first assignment step on one integer feature, so one awk pass gives an exact integer.
+# Level 0: the first assignment step on one integer feature, so one awk pass gives the answer exactly.
 ATOMIC = r'''
 import sys
 
 K = "@@K@@"  # the number of initial centroids
+MODE = @MODE@  # segments: the spread; profile: customers per centroid; trace: each customer's centroid (one line each)
 
 
 def spread(text, k=None):
     k = int(k or K)
-    centroids, total = [], 0
+    centroids, total, counts, rows = [], 0, [0] * k, []
     for line in text.splitlines()[1:]:
         parts = line.split(",")
         if len(parts) < 5:
@@ -263,7 +334,15 @@ def spread(text, k=None):
         x = int(parts[4])
         if len(centroids) < k:
             centroids.append(x)
-        total += min((x - c) ** 2 for c in centroids)
+        d = [(x - c) ** 2 for c in centroids]
+        j = d.index(min(d))  # a tie goes to the lower-numbered centroid
+        total += d[j]
+        counts[j] += 1
+        rows.append(str(j + 1))
+    if MODE == "profile":
+        return ",".join(str(c) for c in counts) + "\n"
+    if MODE == "trace":
+        return ",".join(rows) + "\n"
     return "%d\n" % total
 
 
@@ -276,17 +355,18 @@ if __name__ == "__main__":
 '''
 
 C_ATOMIC = r'''
-/* Sum of squared distances of tenure_months to the nearest of the first K customers' (standard input). */
+/* The first assignment step on tenure_months against the first K customers' values (standard input). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define K @@K@@
+#define MODE @MODE@ /* 0: sum of squared distances; 1: customers per centroid; 2: each customer's centroid, one line */
 
 int main(void) {
     static char line[4096];
-    long long c[K], total = 0;
-    int nc = 0, header = 1;
+    long long c[K], total = 0, count[K] = {0};
+    int nc = 0, header = 1, rows = 0;
     while (fgets(line, sizeof line, stdin)) {
         if (header) { header = 0; continue; }
         char *p = line;
@@ -296,13 +376,19 @@ int main(void) {
         long long x = atoll(p);
         if (nc < K) c[nc++] = x;
         long long best = -1;
+        int bj = 0;
         for (int i = 0; i < nc; i++) {
             long long d = (x - c[i]) * (x - c[i]);
-            if (best < 0 || d < best) best = d;
+            if (best < 0 || d < best) { best = d; bj = i; }
         }
         total += best;
+        count[bj]++;
+        if (MODE == 2) printf(rows++ ? ",%d" : "%d", bj + 1);
     }
-    printf("%lld\n", total);
+    if (MODE == 2) printf("\n");
+    if (MODE == 1)
+        for (int j = 0; j < K; j++) printf(j + 1 < K ? "%lld," : "%lld\n", count[j]);
+    if (MODE == 0) printf("%lld\n", total);
     return 0;
 }
 '''
@@ -318,12 +404,42 @@ class Knobs:
     log: bool  # model ln(1 + annual_spend)
 
 
-def make_customers(rng, k: Knobs, n: int) -> str:
-    feats = ALL_FEATURES[:k.features]
+@dataclass(frozen=True)
+class Layout:
+    """How one export is laid out: the file, each column's name, the column order and the model's features."""
+    path: str
+    names: dict  # canonical column -> its name in this export
+    order: tuple  # canonical columns in file order
+    feats: tuple  # the model's features (canonical), in ALL_FEATURES order
+
+    def col(self, canonical: str) -> str:
+        return self.names[canonical]
+
+
+def draw_layout(t: TaskBuilder) -> Layout:
+    """Level 0 keeps the canonical export (its one-pass answer reads the fifth column); above it the file,
+    the column names, the column order and which features the model uses are drawn."""
+    kn, rng = t.knobs, t.rng
+    cols = [*ALL_FEATURES] + (["spend_unit"] if kn.units else [])
+    if t.level == 0:
+        return Layout(EXPORTS[0], {c: s[0] for c, s in SPELLINGS.items()}, ("customer_id", *cols),
+                      ALL_FEATURES[:kn.features])
+    names = {c: rng.choice(s) for c, s in SPELLINGS.items()}
+    rng.shuffle(cols)
+    feats = tuple(sorted(rng.sample(ALL_FEATURES, kn.features), key=ALL_FEATURES.index))
+    return Layout(rng.choice(EXPORTS), names, ("customer_id", *cols), feats)
+
+
+CANONICAL = Layout(EXPORTS[0], {c: s[0] for c, s in SPELLINGS.items()},
+                   ("customer_id", *ALL_FEATURES, "spend_unit"), ALL_FEATURES)
+
+
+def make_customers(rng, k: Knobs, n: int, lay: Layout = CANONICAL) -> str:
+    feats = lay.feats[:k.features]
     centers = []
     for _ in range(rng.randrange(3, 7)):
         centers.append({f: rng.uniform(*SPREAD[f]) for f in ALL_FEATURES})
-    header = ["customer_id", *ALL_FEATURES] + (["spend_unit"] if k.units else [])
+    header = [c for c in lay.order if k.units or c != "spend_unit"]
     rows = []
     for cid in rng.sample(range(100000, 999999), n):
         c = rng.choice(centers)
@@ -332,39 +448,41 @@ def make_customers(rng, k: Knobs, n: int) -> str:
             lo, hi = SPREAD[f]
             x = max(lo * 0.5, rng.gauss(c[f], (hi - lo) * 0.07))
             vals[f] = x
-        row = [f"C{cid}", f"{vals['annual_spend']:.2f}", f"{vals['visits_per_month']:.1f}",
-               f"{vals['avg_basket']:.2f}", str(max(1, round(vals["tenure_months"])))]
+        row = {"customer_id": f"C{cid}", "annual_spend": f"{vals['annual_spend']:.2f}",
+               "visits_per_month": f"{vals['visits_per_month']:.1f}", "avg_basket": f"{vals['avg_basket']:.2f}",
+               "tenure_months": str(max(1, round(vals["tenure_months"])))}
         if k.units:
             if rng.random() < 0.2:
-                row[1] = f"{vals['annual_spend'] / 1000:.5f}"
-                row.append("kEUR")
+                row["annual_spend"] = f"{vals['annual_spend'] / 1000:.5f}"
+                row["spend_unit"] = "kEUR"
             else:
-                row.append("EUR")
+                row["spend_unit"] = "EUR"
         if k.missing and rng.random() < 0.06:
-            row[1 + rng.randrange(len(feats))] = ""
-        rows.append(row)
+            row[feats[rng.randrange(len(feats))]] = ""
+        rows.append([row[h] for h in header])
     if k.dupes:
         for _ in range(max(2, n // 25)):
             pos = rng.randrange(len(rows))
             rows.insert(rng.randrange(pos + 1, len(rows) + 1), list(rows[pos]))
-    return ",".join(header) + "\n" + "".join(",".join(r) + "\n" for r in rows)
+    return ",".join(lay.col(h) for h in header) + "\n" + "".join(",".join(r) + "\n" for r in rows)
 
 
-def steps_text(kn: Knobs) -> str:
+def steps_text(kn: Knobs, lay: Layout = CANONICAL) -> str:
     """The preprocessing and clustering steps: both cases state them alike."""
     steps = []
+    key, spend = f"`{lay.col('customer_id')}`", f"`{lay.col('annual_spend')}`"
     if kn.dupes:
-        steps.append("Some customers were exported twice: each `customer_id` counts once (keep its first "
+        steps.append(f"Some customers were exported twice: each {key} counts once (keep its first "
                      "row; \"first\" below always means first in file order after this).")
     if kn.units:
-        steps.append("`spend_unit` tells whether `annual_spend` is in `EUR` or in thousands of euros (`kEUR`): "
-                     "convert everything to EUR.")
+        steps.append(f"`{lay.col('spend_unit')}` tells whether {spend} is in `EUR` or in thousands of euros "
+                     "(`kEUR`): convert everything to EUR.")
     if kn.missing:
         steps.append("Empty cells are missing values: replace each with the median of that column's present "
                      "values (the mean of the two middle values when their count is even).")
     if kn.log:
-        steps.append("Spend is heavily skewed, so the model uses ln(1 + annual_spend) in place of "
-                     "annual_spend (after the steps above).")
+        steps.append(f"Spend is heavily skewed, so the model uses ln(1 + {lay.col('annual_spend')}) in place of "
+                     f"{lay.col('annual_spend')} (after the steps above).")
     steps.append("Standardise every feature: subtract its mean and divide by its population standard "
                  "deviation (divide by the number of customers).")
     steps.append("Run Lloyd's k-means on the standardised vectors with squared Euclidean distance. The initial "
@@ -380,6 +498,36 @@ FMT = ("one line per customer, in file order (each customer once): `customer_id,
        "the number (1 to k) of its final centroid")
 
 
+def answer_format(variant: str, lay: Layout = CANONICAL) -> str:
+    """What each variant reports once Lloyd's algorithm has stopped."""
+    key = lay.col("customer_id")
+    if variant == "profile":
+        return ("one line per segment, segments 1 to k in order: `segment,size,central` where size is how many "
+                "customers end in that segment and central is the "
+                f"`{key}` of its most central customer, the one whose standardised vector is nearest (squared "
+                "Euclidean distance) to the mean of the segment's standardised vectors (a tie goes to the customer "
+                "first in file order)")
+    if variant == "trace":
+        return ("the convergence trace: one line per assignment step after the first, in order, `step,moved` "
+                "where step counts the assignment steps from 1 (so the first line is step 2) and moved is how many "
+                "customers that step put in a different segment from the step before; the last line is the step "
+                "that changed nothing")
+    return FMT.replace("customer_id", key)
+
+
+ATOMIC_ASKS = {
+    "segments": "I need the sum, over every customer, of the squared distance from its `tenure_months` to the "
+                "nearest of those k values (an integer).",
+    "profile": "Give every customer to the centroid nearest its `tenure_months` (a tie goes to the lower-numbered "
+               "centroid; centroid 1 is the first customer's value) and tell me how many customers each centroid "
+               "gets: one line, the counts for centroid 1 to k in order, separated by commas (e.g. `12,5,9`).",
+    "trace": "Give every customer to the centroid nearest its `tenure_months` (a tie goes to the lower-numbered "
+             "centroid; centroid 1 is the first customer's value) and write every customer's centroid number, in "
+             "file order, on one line separated by commas (e.g. `1,3,2,2,1`)."}
+ATOMIC_OUT = {"segments": ("/app/out/spread.txt", "the sum"), "profile": ("/app/out/counts.txt", "the counts"),
+              "trace": ("/app/out/first_step.txt", "the assignments")}
+
+
 @register
 class KmeansSegments(Family):
     name = "kmeans_segments"
@@ -389,6 +537,9 @@ class KmeansSegments(Family):
                         "missing value imputation")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    # segments: every customer's final segment; profile: each segment's size and most central customer;
+    # trace: how many customers each assignment step moves until Lloyd's algorithm converges.
+    variants = ("segments", "profile", "trace")
     levels = {0: Knobs(n=30, features=1, missing=False, dupes=False, units=False, log=False),
               1: Knobs(n=60, features=2, missing=True, dupes=False, units=False, log=False),
               2: Knobs(n=150, features=3, missing=True, dupes=False, units=False, log=False),
@@ -396,23 +547,33 @@ class KmeansSegments(Family):
               4: Knobs(n=500, features=4, missing=True, dupes=True, units=True, log=True)}
 
     @staticmethod
-    def setup(t: TaskBuilder) -> tuple[int, tuple[str, ...], str, dict]:
-        """(k, the model's features, the filled Python reference, its namespace)."""
+    def setup(t: TaskBuilder) -> tuple[int, Layout, str, dict]:
+        """(k, the export's layout, the filled Python reference, its namespace)."""
         k = t.rng.randrange(3, 6)
-        feats = ALL_FEATURES[:t.knobs.features]
-        src = fill(REFERENCE, FEATURES=feats, LOG=t.knobs.log)
-        return k, feats, src, run_python(src)
+        lay = draw_layout(t)
+        src = fill(REFERENCE, FEATURES=tuple(lay.col(f) for f in lay.feats), LOG=t.knobs.log, MODE=repr(t.variant),
+                   ID=repr(lay.col("customer_id")), SPEND=repr(lay.col("annual_spend")),
+                   UNIT=repr(lay.col("spend_unit")))
+        return k, lay, src, run_python(src)
 
     @staticmethod
-    def generate(t: TaskBuilder, ns: dict, k: int, n: int, apart: bool = False) -> tuple[str, str]:
-        """Customers and their segments, with no near-tie anywhere in the run (so float noise cannot move a
-        customer) and every one of the k segments used. ``apart``: every other k from 1 to 9 gives a
-        within-segment sum of squares at least 1e-4 away (relatively)."""
+    def generate(t: TaskBuilder, ns: dict, k: int, n: int, lay: Layout, apart: bool = False,
+                 disjoint: bool = False) -> tuple[str, str]:
+        """Customers and the answer, with no near-tie anywhere in the run (so float noise cannot move a
+        customer or change a segment's most central one), every one of the k segments used and, for a trace,
+        at least two steps that move someone (a run that stops at once is guessed). ``apart``:
+        every other k from 1 to 9 gives a within-segment sum of squares at least 1e-4 away (relatively).
+        ``disjoint``: no other k from 1 to 9 gives any line of the answer (graded line by line, one shared
+        line would earn reward without k)."""
         for _ in range(100):
-            text = make_customers(t.rng, t.knobs, n)
+            text = make_customers(t.rng, t.knobs, n, lay)
             ns["GAP"][0] = math.inf
             out = ns["segments"](text, k)
-            if ns["GAP"][0] <= 1e-6 or len({line.split(",")[-1] for line in out.splitlines()}) != k:
+            used = {line.split(",")[-1] for line in ns["segments"](text, k, "segments").splitlines()}
+            if ns["GAP"][0] <= 1e-6 or len(used) != k or (t.variant == "trace" and out.count("\n") < 3):
+                continue
+            if disjoint and any(set(ns["segments"](text, alt).splitlines()) & set(out.splitlines())
+                                for alt in range(1, 10) if alt != k):
                 continue
             if apart:
                 w = ns["inertia"](text, k)
@@ -425,54 +586,57 @@ class KmeansSegments(Family):
         if t.level == 0:
             return self.atomic_program(t)
         kn, rng = t.knobs, t.rng
-        k, feats, src, ns = self.setup(t)
-        cases = [self.generate(t, ns, k, rng.randrange(max(k + 6, 25), 70)) for _ in range(10)]
-        feat_list = ", ".join(f"`{f}`" for f in feats)
+        k, lay, src, ns = self.setup(t)
+        cases = [self.generate(t, ns, k, rng.randrange(max(k + 6, 25), 70), lay) for _ in range(10)]
+        feat_list = ", ".join(f"`{lay.col(f)}`" for f in lay.feats)
+        header = ",".join(lay.col(c) for c in lay.order if kn.units or c != "spend_unit")
         t.say("I segment customers every month and want a small, deterministic tool for it. It reads a "
-              "customer export on standard input (CSV, header `customer_id,"
-              + ",".join(ALL_FEATURES) + (",spend_unit" if kn.units else "") + "`) and clusters the "
+              f"customer export on standard input (CSV, header `{header}`) and clusters the "
               f"customers with k-means on these features: {feat_list}. k is given below.")
         v = t.deliver(str(k), K_WHAT)
-        t.say(f"The steps, in order: {steps_text(kn)} Output: {FMT}.")
-        c_src = fill(C_REFERENCE, NF=str(len(feats)), LOG="1" if kn.log else "0",
-                     FEATNAMES=", ".join(f'"{f}"' for f in feats), C_TRIM=C_TRIM, C_SPLIT=C_SPLIT)
+        t.say(f"The steps, in order: {steps_text(kn, lay)} Output: {answer_format(t.variant, lay)}.")
+        c_src = fill(C_REFERENCE, NF=str(len(lay.feats)), LOG="1" if kn.log else "0", MODE=str(MODES[t.variant]),
+                     FEATNAMES=", ".join(f'"{lay.col(f)}"' for f in lay.feats), C_TRIM=C_TRIM, C_SPLIT=C_SPLIT,
+                     **{c: f'"{lay.col(n)}"' for c, n in (("ID", "customer_id"), ("SPEND", "annual_spend"),
+                                                           ("UNIT", "spend_unit"))})
         t.expect_program("k is always the value given above: hard-code it.", cases, {"Python": src, "C": c_src})
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@K@@/{v}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
         if t.level == 0:
             return self.atomic_output(t)
-        kn = t.knobs
-        k, feats, src, ns = self.setup(t)
-        text, truth = self.generate(t, ns, k, kn.n, apart=t.partial_credit)
-        t.add_file("/app/data/customers.csv", text)
-        feat_list = ", ".join(f"`{f}`" for f in feats)
-        t.say("Marketing wants customer segments from `/app/data/customers.csv`. Cluster the customers with "
+        kn, variant = t.knobs, t.variant
+        k, lay, src, ns = self.setup(t)
+        inertia = variant == "segments" and t.partial_credit
+        text, truth = self.generate(t, ns, k, kn.n, lay, apart=inertia,
+                                    disjoint=t.partial_credit and variant != "segments")
+        t.add_file(lay.path, text)
+        feat_list = ", ".join(f"`{lay.col(f)}`" for f in lay.feats)
+        t.say(f"Marketing wants customer segments from `{lay.path}`. Cluster the customers with "
               f"k-means on these features: {feat_list}; the number of segments k is given below.")
         v = t.deliver(str(k), K_WHAT)
-        t.say(f"The steps, in order: {steps_text(kn)}")
+        t.say(f"The steps, in order: {steps_text(kn, lay)}")
         t.add_solution_file("segments.py", src)  # k comes on the command line
-        if t.partial_credit:  # one number graded by its relative error: most lines would survive another k
+        if inertia:  # one number graded by its relative error: most lines would survive another k
             t.say("I need the within-segment sum of squares of the final segmentation: the sum over customers of "
                   "the squared Euclidean distance between the customer's standardised vector and the mean of the "
                   "standardised vectors of its final segment.")
             t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/segments.py --inertia '
-                    f'/app/data/customers.csv "{v}" > /app/out/inertia.txt')
+                    f'{lay.path} "{v}" > /app/out/inertia.txt')
             t.expect_number("/app/out/inertia.txt", ns["inertia"](text, k), 1e-6,
                             "the within-segment sum of squares, unrounded (at least 10 significant digits),")
             return
-        t.say(f"Output format: {FMT}.")
-        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/segments.py /app/data/customers.csv "{v}" '
-                '> /app/out/segments.csv')
-        t.expect_output("/app/out/segments.csv", truth, "the segment assignments (format above)")
-
-    ATOMIC_RULE = ("The initial centroids of our k-means run are the `tenure_months` values of the first k customers "
-                   "in the file (k is given below). I need the sum, over every customer, of the squared distance "
-                   "from its `tenure_months` to the nearest of those k values (an integer).")
+        out = f"/app/out/{variant}.csv"
+        t.say(f"Output format: {answer_format(variant, lay)}.")
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/segments.py {lay.path} "{v}" > {out}')
+        t.expect_output(out, truth, {"segments": "the segment assignments (format above)",
+                                     "profile": "the segment profile (format above)",
+                                     "trace": "the convergence trace (format above)"}[variant])
 
     @staticmethod
     def atomic_draw(t: TaskBuilder, ns: dict, k: int, n: int) -> tuple[str, str]:
-        """Customers whose sum moves under every other k from 1 to 9 (a repeated centroid value would not)."""
+        """Customers whose answer (one line) moves under every other k from 1 to 9 (a repeated centroid
+        value would not)."""
         for _ in range(100):
             text = make_customers(t.rng, t.knobs, n)
             out = ns["spread"](text, k)
@@ -480,26 +644,35 @@ class KmeansSegments(Family):
                 return text, out
         raise FamilyError("kmeans_segments: no customer set that every other k gets wrong in 100 draws")
 
+    def atomic_rule(self, variant: str) -> str:
+        return ("The initial centroids of our k-means run are the `tenure_months` values of the first k customers "
+                "in the file (k is given below). " + ATOMIC_ASKS[variant])
+
     def atomic_output(self, t: TaskBuilder) -> None:
         k = t.rng.randrange(3, 6)
-        ns = run_python(fill(ATOMIC))
+        src = fill(ATOMIC, MODE=repr(t.variant))
+        ns = run_python(src)
         text, truth = self.atomic_draw(t, ns, k, t.knobs.n)
+        path, what = ATOMIC_OUT[t.variant]
         t.add_file("/app/data/customers.csv", text)
-        t.say(f"Marketing's customer export is `/app/data/customers.csv` (CSV with a header). {self.ATOMIC_RULE}")
+        t.say(f"Marketing's customer export is `/app/data/customers.csv` (CSV with a header). "
+              f"{self.atomic_rule(t.variant)}")
         v = t.deliver(str(k), K_WHAT)
-        t.add_solution_file("spread.py", fill(ATOMIC))
+        t.add_solution_file("spread.py", src)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/spread.py /app/data/customers.csv "{v}" '
-                '> /app/out/spread.txt')
-        t.expect_output("/app/out/spread.txt", truth, "the sum")
+                f'> {path}')
+        t.expect_output(path, truth, what)
 
     def atomic_program(self, t: TaskBuilder) -> None:
         rng = t.rng
         k = rng.randrange(3, 6)
-        ns = run_python(fill(ATOMIC))
+        src = fill(ATOMIC, MODE=repr(t.variant))
+        ns = run_python(src)
         cases = [self.atomic_draw(t, ns, k, rng.randrange(15, 40)) for _ in range(10)]
         t.say("I want a small tool that reads a customer export on standard input (CSV, header `customer_id,"
-              + ",".join(ALL_FEATURES) + f"`) and prints one integer. {self.ATOMIC_RULE}")
+              + ",".join(ALL_FEATURES) + "`) and prints " + ("one integer" if t.variant == "segments" else "the answer")
+              + f". {self.atomic_rule(t.variant)}")
         v = t.deliver(str(k), K_WHAT)
         t.expect_program("k is always the value given above: hard-code it.", cases,
-                         {"Python": fill(ATOMIC), "C": fill(C_ATOMIC)})
+                         {"Python": src, "C": fill(C_ATOMIC, MODE=str(MODES[t.variant]))})
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@K@@/{v}/" "$f"; done')

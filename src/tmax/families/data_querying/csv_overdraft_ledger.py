@@ -2,7 +2,10 @@
 overdraft fee (handed over through the fixture channel) is charged? Running balances over CSV ledgers
 (opening balance plus a running sum in posting order, ties by transaction id), with pending and failed
 rows to drop, overdraft limits, quoted amounts with thousands separators, duplicated export rows, and
-monthly files whose column order changed at the top level."""
+monthly files whose column order changed at the top level. Variants: the first overdrawing transaction
+and the lowest balance per account (overdrafts), the running balance of every transaction from the first
+overdraft on (statement), or when each account got back within its limit and its closing balance, ranked
+by it (recovery)."""
 
 from __future__ import annotations
 
@@ -13,7 +16,7 @@ from tmax.families.programs import C_SPLIT_QUOTED, csv_text, fill, run_python
 from tmax.families.unseen import distinct, unseen
 
 # @BRANCH@ is filled on the host; @@FEE@@ (the delivered fee) by the oracle at solve time.
-REFERENCE = r'''
+CORE = r'''
 import csv
 import io
 import sys
@@ -77,15 +80,79 @@ def sections(text):
         elif cur is not None:
             parts[cur] += line
     return parts
-
+'''
+MAIN = r'''
 
 if __name__ == "__main__":
     parts = sections(sys.stdin.read())
     sys.stdout.write(overdrafts(parts["accounts"], [parts["transactions"]]))
 '''
+REFERENCE = CORE + MAIN
 
-# The same program in C, for the program-writing variant.
-C_REFERENCE = r'''#include <stdio.h>
+# The other variants, appended to CORE: from the first overdraft on, every transaction with the balance
+# after it (statement), or when the account came back within its limit and how it closed (recovery).
+VARIANT_TAIL = r'''
+
+VARIANT = "@VARIANT@"
+
+
+def postings(accounts, ledgers, branch):
+    """{account: (opening, limit, [(posted_at, txn_id, cents)] in posting order)} of the branch."""
+    acct = {}
+    for row in csv.DictReader(io.StringIO(accounts)):
+        acct[row["account"]] = (row["branch"], cents(row["opening_balance"]),
+                                cents(row.get("overdraft_limit") or "0"))
+    seen, per = {}, {}
+    for text in ledgers:
+        for row in csv.DictReader(io.StringIO(text)):
+            if row["txn_id"] in seen:
+                continue
+            seen[row["txn_id"]] = True
+            a = acct.get(row["account"])
+            if a is None or a[0] != branch or row["status"].strip().lower() != "posted":
+                continue
+            per.setdefault(row["account"], []).append((row["posted_at"], int(row["txn_id"]), cents(row["amount"])))
+    return {name: (acct[name][1], acct[name][2], sorted(per[name])) for name in sorted(per)}
+
+
+def walk(opening, limit, txns, fee):
+    """(txn_id, balance after it with the fee, overdrawn yet) per transaction."""
+    bal, charged, out = opening, False, []
+    for _, tid, c in txns:
+        bal += c
+        if not charged and bal < -limit:
+            charged = True
+            bal -= fee
+        out.append((tid, bal, charged))
+    return out
+
+
+def report(accounts, ledgers, branch=BRANCH, fee=None, variant=VARIANT):
+    fee = int(FEE if fee is None else fee)
+    lines = []
+    for name, (opening, limit, txns) in postings(accounts, ledgers, branch).items():
+        steps = walk(opening, limit, txns, fee)
+        if not any(over for _, _, over in steps):
+            continue
+        if variant == "statement":
+            lines += [(name, f"{name},{tid},{money(bal)}\n") for tid, bal, over in steps if over]
+            continue
+        first = next(i for i, (_, _, over) in enumerate(steps) if over)
+        back = next((str(tid) for tid, bal, _ in steps[first + 1:] if bal >= -limit), "-")
+        closing = steps[-1][1]
+        lines.append(((closing, name), f"{name},{back},{money(closing)}\n"))
+    if variant == "recovery":  # the lowest closing balance first
+        lines.sort()
+    return "".join(line for _, line in lines)
+
+
+if __name__ == "__main__":
+    parts = sections(sys.stdin.read())
+    sys.stdout.write(report(parts["accounts"], [parts["transactions"]]))
+'''
+
+# The same program in C, for the program-writing case: the reading part, then the report.
+C_HEAD = r'''#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,7 +238,8 @@ int main(void) {
         }
     }
     qsort(txns, ntxn, sizeof(Txn), cmp_txn);
-    for (int i = 0; i < ntxn;) {
+'''
+C_TAIL = r'''    for (int i = 0; i < ntxn;) {
         int a = txns[i].acct;
         long bal = accts[a].open, low = 0, first = -1;
         int any = 0;
@@ -190,8 +258,61 @@ int main(void) {
     return 0;
 }
 '''
+C_REFERENCE = C_HEAD + C_TAIL
+# The other variants' reports, after C_HEAD (recovery keeps its lines in order by insertion).
+C_VARIANT_TAIL = {"statement": r'''    for (int i = 0; i < ntxn;) {
+        int a = txns[i].acct;
+        long bal = accts[a].open;
+        int over = 0;
+        for (; i < ntxn && txns[i].acct == a; i++) {
+            bal += txns[i].cents;
+            if (!over && bal < -accts[a].limit) { over = 1; bal -= FEE; }
+            if (over) {
+                long m = bal < 0 ? -bal : bal;
+                printf("%s,%ld,%s%ld.%02ld\n", accts[a].name, txns[i].id, bal < 0 ? "-" : "", m / 100, m % 100);
+            }
+        }
+    }
+    return 0;
+}
+''', "recovery": r'''    static long rc[4096], rb[4096];
+    static int ra[4096];
+    int nr = 0;
+    for (int i = 0; i < ntxn;) {
+        int a = txns[i].acct;
+        long bal = accts[a].open, back = -1;
+        int over = 0;
+        for (; i < ntxn && txns[i].acct == a; i++) {
+            bal += txns[i].cents;
+            if (!over && bal < -accts[a].limit) { over = 1; bal -= FEE; }
+            else if (over && back < 0 && bal >= -accts[a].limit) back = txns[i].id;
+        }
+        if (over) {
+            int k = nr++;
+            while (k > 0 && (rc[k - 1] > bal
+                             || (rc[k - 1] == bal && strcmp(accts[ra[k - 1]].name, accts[a].name) > 0))) {
+                rc[k] = rc[k - 1]; rb[k] = rb[k - 1]; ra[k] = ra[k - 1]; k--;
+            }
+            rc[k] = bal; rb[k] = back; ra[k] = a;
+        }
+    }
+    for (int k = 0; k < nr; k++) {
+        long m = rc[k] < 0 ? -rc[k] : rc[k];
+        if (rb[k] < 0) printf("%s,-,", accts[ra[k]].name);
+        else printf("%s,%ld,", accts[ra[k]].name, rb[k]);
+        printf("%s%ld.%02ld\n", rc[k] < 0 ? "-" : "", m / 100, m % 100);
+    }
+    return 0;
+}
+'''}
 
 COLS = ["txn_id", "account", "posted_at", "amount", "status"]
+# Each variant's exports keep their columns in an order of their own (read by header all the same).
+TXN_ORDER = {"overdrafts": COLS, "statement": ["account", "posted_at", "txn_id", "status", "amount"],
+             "recovery": ["posted_at", "amount", "status", "account", "txn_id"]}
+ACCOUNT_ORDER = {"overdrafts": ["account", "branch", "opening_balance", "overdraft_limit"],
+                 "statement": ["branch", "account", "overdraft_limit", "opening_balance"],
+                 "recovery": ["opening_balance", "overdraft_limit", "account", "branch"]}
 MEMOS = ["card", "transfer", "fee", "salary", "atm", "direct debit"]
 
 
@@ -236,8 +357,9 @@ def gen(rng, lv: int, n_acct: int, n_txn: int, branches: list[str], month0: int)
     return accounts, txns
 
 
-def render(rng, lv: int, accounts: list[dict], txns: list[dict]) -> tuple[str, list[dict]]:
+def render(rng, lv: int, accounts: list[dict], txns: list[dict], variant: str = "overdrafts") -> tuple[str, list[dict]]:
     acols = ["account", "branch", "opening_balance"] + (["overdraft_limit"] if lv >= 3 else [])
+    acols = [c for c in ACCOUNT_ORDER[variant] if c in acols]
     arows = []
     for a in accounts:
         vals = {"account": a["account"], "branch": a["branch"], "opening_balance": money_text(a["opening_balance"],
@@ -279,10 +401,11 @@ class CsvOverdraftLedger(Family):
                         "case-insensitive matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    variants = ("overdrafts", "statement", "recovery")
     levels = {0: Knobs(accounts=6, txns=30), 1: Knobs(accounts=6, txns=80), 2: Knobs(accounts=12, txns=300),
               3: Knobs(accounts=20, txns=700), 4: Knobs(accounts=30, txns=1400)}
 
-    def rules(self, lv: int, program: bool) -> tuple[str, str]:
+    def rules(self, lv: int, program: bool, variant: str = "overdrafts") -> tuple[str, str]:
         """(the ledger rules as a bullet list, the output format); ``program``: the rules for a tool that
         reads one export on stdin rather than for the files in /app/data."""
         rules = ["An account's balance starts at its `opening_balance`" + ("" if program else " (in `accounts.csv`)")
@@ -298,11 +421,18 @@ class CsvOverdraftLedger(Family):
                          "Large amounts are quoted with thousands separators, e.g. `\"-1,250.00\"`.")
         else:
             rules.append("An account is overdrawn when its balance drops below zero.")
-        rules.append("The first time an account becomes overdrawn, the bank charges it a one-off overdraft fee "
-                     "(given below, in cents; it is not in the export). The fee is debited right after the "
-                     "transaction that made the account overdrawn, so it counts in every later balance, the lowest "
-                     "one included; it is charged only once, and it does not change which transaction first made "
-                     "the account overdrawn.")
+        if variant == "overdrafts":
+            rules.append("The first time an account becomes overdrawn, the bank charges it a one-off overdraft fee "
+                         "(given below, in cents; it is not in the export). The fee is debited right after the "
+                         "transaction that made the account overdrawn, so it counts in every later balance, the "
+                         "lowest one included; it is charged only once, and it does not change which transaction "
+                         "first made the account overdrawn.")
+        else:
+            rules.append("The first time an account becomes overdrawn, the bank charges it a one-off overdraft fee "
+                         "(given below, in cents; it is not in the export). The fee is debited together with the "
+                         "transaction that made the account overdrawn: the balance after that transaction and every "
+                         "later balance include it. It is charged only once, even if the account is overdrawn "
+                         "again later.")
         if lv >= 4:
             rules.append("The column order of the transactions section varies between exports: read it by its "
                          "header." if program else
@@ -313,21 +443,59 @@ class CsvOverdraftLedger(Family):
                "`account,txn_id,lowest_balance`, where txn_id is the transaction that first made it overdrawn and "
                "lowest_balance is the lowest balance it reached, overdraft fee included, with exactly two decimals "
                "(e.g. `-1250.50`); sorted by account")
+        if variant == "statement":
+            fmt = ("CSV without a header: for every account of the branch that was ever overdrawn, one line per "
+                   "transaction from the one that first made it overdrawn on (that one included): "
+                   "`account,txn_id,balance`, balance being the account's balance right after that transaction, "
+                   "overdraft fee included, with exactly two decimals (e.g. `-1250.50`); sorted by account, then "
+                   "in the order the transactions apply")
+        elif variant == "recovery":
+            fmt = ("CSV without a header, one line per account of the branch that was ever overdrawn: "
+                   "`account,txn_id,closing_balance`, where txn_id is the first transaction after the one that first "
+                   "made it overdrawn that left it no longer overdrawn, fee included (`-` if none did), and "
+                   "closing_balance is its balance after its last transaction, fee included, with exactly two "
+                   "decimals (e.g. `-1250.50`); sorted by closing balance (lowest first), ties by account")
         return "\n".join(f"- {r}" for r in rules), fmt
 
+    def sources(self, variant: str, branch: str) -> tuple[str, str]:
+        """The variant's reference programs (Python, C) for ``branch``."""
+        if variant == "overdrafts":
+            return (fill(REFERENCE, BRANCH=branch),
+                    fill(C_REFERENCE, BRANCH=branch, C_SPLIT_QUOTED=C_SPLIT_QUOTED))
+        return (fill(CORE + VARIANT_TAIL, BRANCH=branch, VARIANT=variant),
+                fill(C_HEAD + C_VARIANT_TAIL[variant], BRANCH=branch, C_SPLIT_QUOTED=C_SPLIT_QUOTED))
+
+    def needs(self, variant: str, branch: str) -> str:
+        """What the output case asks for, after "I need"."""
+        return {"overdrafts": f"to know which accounts of branch `{branch}` went overdrawn, and how low they went",
+                "statement": f"the overdraft statement of branch `{branch}`: every account of it that went "
+                             "overdrawn, with its running balance from the moment it went overdrawn",
+                "recovery": f"to know, for each account of branch `{branch}` that went overdrawn, whether and when "
+                            "it got back within its limit, and how it closed"}[variant]
+
+    def asks(self, variant: str, branch: str) -> str:
+        """What the program case's tool does, after "a tool that reads one export and"."""
+        return {"overdrafts": f"reports which accounts of branch `{branch}` went overdrawn, and how low they went",
+                "statement": f"lists the overdraft statement of branch `{branch}`: every account of it that went "
+                             "overdrawn, with its running balance from the moment it went overdrawn",
+                "recovery": f"reports, for each account of branch `{branch}` that went overdrawn, whether and when "
+                            "it got back within its limit, and how it closed"}[variant]
+
     def program_case(self, t: TaskBuilder) -> None:
-        rng, lv = t.rng, t.level
+        rng, lv, var = t.rng, t.level, t.variant or self.variants[0]
         branches = distinct(lambda: t.code(1), 3)
         branch = branches[0]
         ns = run_python(fill(REFERENCE, BRANCH=branch))
-        bullets, fmt = self.rules(lv, program=True)
+        py, c = self.sources(var, branch)
+        run = ns["overdrafts"] if var == "overdrafts" else run_python(py)["report"]
+        bullets, fmt = self.rules(lv, program=True, variant=var)
         exports = []
         for _ in range(200):  # every case has an overdrawn account, so every case shows the fee
             if len(exports) == 12:
                 break
             accounts, txns = gen(rng, lv, rng.randrange(3, 9), rng.randrange(8, 60), branches, rng.randrange(1, 10))
-            atext, rendered = render(rng, lv, accounts, txns)
-            cols = list(COLS)
+            atext, rendered = render(rng, lv, accounts, txns, var)
+            cols = list(TXN_ORDER[var])
             if lv >= 4:
                 rng.shuffle(cols)
             ttext = ledger_csv(rendered, cols)
@@ -337,37 +505,38 @@ class CsvOverdraftLedger(Family):
             raise FamilyError("csv_overdraft_ledger: no 12 exports with an overdrawn account in 200 draws")
         demo = 100 * rng.randrange(10, 50)
         texts = ["[accounts]\n" + a + "[transactions]\n" + tx for a, tx in exports]
-        shown = [ns["overdrafts"](a, [tx], branch, demo) for a, tx in exports[:2]]
+        shown = [run(a, [tx], branch, demo) for a, tx in exports[:2]]
         t.say("Our core banking system exports account data as one text file with two CSV sections (each with "
               "a header line): a line `[accounts]` followed by the accounts (`account`, `branch`, "
               "`opening_balance`" + (", `overdraft_limit`" if lv >= 3 else "") + "), then a line "
               "`[transactions]` followed by the transactions (`txn_id`, `account`, `posted_at`, `amount`, "
-              "`status`). We need a tool that reads one such export on standard input and reports which "
-              f"accounts of branch `{branch}` went overdrawn, and how low they went.\n\n" + bullets
+              f"`status`). We need a tool that reads one such export on standard input and {self.asks(var, branch)}."
+              "\n\n" + bullets
               + f"\n\nOutput: {fmt}.\n\nThe worked examples were produced on our test system, which charges a "
               f"fee of {demo} cents; the program must use the production fee given below.")
         fee = unseen(t, fee_draw(rng), *texts[:2], *shown)
         cases = [(texts[0], shown[0]), (texts[1], shown[1])]
-        cases += [(x, ns["overdrafts"](a, [tx], branch, fee)) for x, (a, tx) in zip(texts[2:], exports[2:])]
+        cases += [(x, run(a, [tx], branch, fee)) for x, (a, tx) in zip(texts[2:], exports[2:])]
         v = t.deliver(fee, "the overdraft fee in cents")
         t.expect_program("The overdraft fee is the production one given above; hard-code it in the program.",
-                         cases, {"Python": fill(REFERENCE, BRANCH=branch),
-                                 "C": fill(C_REFERENCE, BRANCH=branch, C_SPLIT_QUOTED=C_SPLIT_QUOTED)})
+                         cases, {"Python": py, "C": c})
         t.solve("for f in /app/solution.py /app/solution.c; do\n"
                 f'  if [ -f "$f" ]; then sed -i "s/@@FEE@@/{v}/" "$f"; fi\ndone')
 
     def output_case(self, t: TaskBuilder) -> None:
-        k, rng, lv = t.knobs, t.rng, t.level
+        k, rng, lv, var = t.knobs, t.rng, t.level, t.variant or self.variants[0]
         branches = distinct(lambda: t.code(1), 3)
         branch = branches[0]
-        if lv == 0:
+        if lv == 0 and var == "overdrafts":
             self.closing_case(t, branches, branch)
             return
         ns = run_python(fill(REFERENCE, BRANCH=branch))
-        bullets, fmt = self.rules(lv, program=False)
+        py, _ = self.sources(var, branch)
+        run = ns["overdrafts"] if var == "overdrafts" else run_python(py)["report"]
+        bullets, fmt = self.rules(lv, program=False, variant=var)
         for _ in range(50):  # some accounts of the branch overdrawn, and some not (else the last draw)
             accounts, txns = gen(rng, lv, k.accounts, k.txns, branches, rng.randrange(1, 10))
-            atext, rendered = render(rng, lv, accounts, txns)
+            atext, rendered = render(rng, lv, accounts, txns, var)
             n_branch = sum(1 for a in accounts if a["branch"] == branch)
             n_over = len(ns["overdrafts"](atext, [ledger_csv(rendered, COLS)], branch, 0).splitlines())
             if 0 < n_over < n_branch:
@@ -381,7 +550,7 @@ class CsvOverdraftLedger(Family):
                 # Month-end overlap: a few rows of the next month repeated at the end of this file.
                 nxt = [r for r in rendered if r["posted_at"][:7] > m]
                 rows += rng.sample(nxt, min(len(nxt), 4))
-                cols = list(COLS)
+                cols = list(TXN_ORDER[var])
                 rng.shuffle(cols)
                 text = ledger_csv(rows, cols)
                 ledgers.append(text)
@@ -389,21 +558,23 @@ class CsvOverdraftLedger(Family):
             where = "the monthly CSV files in `/app/data/ledger/`"
             files = "/app/data/ledger/*.csv"
         else:
-            text = ledger_csv(rendered, COLS)
+            text = ledger_csv(rendered, TXN_ORDER[var])
             ledgers = [text]
             t.add_file("/app/data/ledger.csv", text)
             where = "`/app/data/ledger.csv`"
             files = "/app/data/ledger.csv"
         t.say("Our core banking export is in `/app/data/`: the accounts in `/app/data/accounts.csv` (`account`, "
               "`branch`, `opening_balance`" + (", `overdraft_limit`" if lv >= 3 else "") + ") and the transactions "
-              f"in {where} (`txn_id`, `account`, `posted_at`, `amount`, `status`). I need to know which accounts of "
-              f"branch `{branch}` went overdrawn, and how low they went.\n\n" + bullets
+              f"in {where} (`txn_id`, `account`, `posted_at`, `amount`, `status`). I need {self.needs(var, branch)}."
+              "\n\n" + bullets
               + f"\n\nReport format: {fmt}.")
         fee = unseen(t, fee_draw(rng))
-        truth = ns["overdrafts"](atext, ledgers, branch, fee)
+        truth = run(atext, ledgers, branch, fee)
         v = t.deliver(fee, "the overdraft fee in cents")
-        t.add_solution_file("overdrafts.sql", fill(OVERDRAFT_SQL, BRANCH=branch))
-        t.add_solution_file("reference.py", fill(REFERENCE, BRANCH=branch))
+        out = f"/app/out/{var}.csv"
+        t.add_solution_file(f"{var}.sql", fill(OVERDRAFT_SQL if var == "overdrafts" else VARIANT_SQL[var],
+                                               BRANCH=branch))
+        t.add_solution_file("reference.py", py)
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\nrm -f /tmp/ledger.db\n'
                 "sqlite3 /tmp/ledger.db '.import --csv /app/data/accounts.csv accounts'\n"
                 + ("" if lv >= 3 else
@@ -412,14 +583,14 @@ class CsvOverdraftLedger(Family):
                 f"i=0\nfor f in {files}; do\n  i=$((i+1))\n"
                 "  sqlite3 /tmp/ledger.db \".import --csv $f part$i\" \"INSERT INTO ledger SELECT txn_id, account, "
                 "posted_at, amount, status FROM part$i\"\ndone\n"
-                f'sed "s/@@FEE@@/{v}/" /solution/overdrafts.sql | sqlite3 -batch -noheader -separator , '
-                "/tmp/ledger.db > /app/out/overdrafts.csv\n"
-                f"python3 - /app/out/overdrafts.csv \"{v}\" {files} <<'EOF'\n"
+                f'sed "s/@@FEE@@/{v}/" /solution/{var}.sql | sqlite3 -batch -noheader -separator , '
+                f"/tmp/ledger.db > {out}\n"
+                f"python3 - {out} \"{v}\" {files} <<'EOF'\n"
                 "import sys\nsys.argv, out = sys.argv[1:], open(sys.argv[1]).read()\n"
-                "sys.path.insert(0, '/solution')\nfrom reference import overdrafts\n"
-                "want = overdrafts(open('/app/data/accounts.csv').read(), [open(f).read() for f in sys.argv[2:]], "
+                f"sys.path.insert(0, '/solution')\nfrom reference import {run.__name__}\n"
+                f"want = {run.__name__}(open('/app/data/accounts.csv').read(), [open(f).read() for f in sys.argv[2:]], "
                 "fee=sys.argv[1])\nassert want == out, (want, out)\nEOF")
-        t.expect_output("/app/out/overdrafts.csv", truth, "the report")
+        t.expect_output(out, truth, "the report")
 
     def closing_case(self, t: TaskBuilder, branches: list[str], branch: str) -> None:
         """Level 0: closing balances, one sum per account (no posting order), fee on those below zero."""
@@ -459,7 +630,7 @@ class CsvOverdraftLedger(Family):
         t.expect_output("/app/out/overdrafts.csv", truth, "the report")
 
 
-OVERDRAFT_SQL = """WITH t AS (
+OVERDRAFT_CTE = """WITH t AS (
   SELECT txn_id, account, posted_at, amount, status FROM ledger GROUP BY txn_id
 ),
 a AS (
@@ -480,9 +651,36 @@ r AS (
                                    ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS bal
   FROM p JOIN a ON a.account = p.account
 )
-SELECT account,
+"""
+OVERDRAFT_SQL = OVERDRAFT_CTE + """SELECT account,
        (SELECT r2.id FROM r r2 WHERE r2.account = r.account AND r2.bal < -r2.lim
         ORDER BY r2.posted_at, r2.id LIMIT 1),
        printf('%.2f', (MIN(bal) - @@FEE@@) / 100.0)
 FROM r GROUP BY account HAVING SUM(bal < -lim) > 0 ORDER BY account;
 """
+# The other variants' SQL: f keys each overdrawn account's first overdrawing transaction (posted_at, then
+# the zero-padded txn_id), so the fee counts in every balance at or after it.
+FIRST_OVER = """,
+f AS (SELECT account, MIN(posted_at || printf('%012d', id)) AS k FROM r WHERE bal < -lim GROUP BY account)
+"""
+VARIANT_SQL = {"statement": OVERDRAFT_CTE + FIRST_OVER + """SELECT r.account, r.id,
+       printf('%.2f', (r.bal - @@FEE@@) / 100.0)
+FROM r JOIN f ON f.account = r.account
+WHERE r.posted_at || printf('%012d', r.id) >= f.k
+ORDER BY r.account, r.posted_at, r.id;
+""", "recovery": OVERDRAFT_CTE + FIRST_OVER + """,
+back AS (
+  SELECT r.account, MIN(r.posted_at || printf('%012d', r.id)) AS k
+  FROM r JOIN f ON f.account = r.account
+  WHERE r.posted_at || printf('%012d', r.id) > f.k AND r.bal - @@FEE@@ >= -r.lim
+  GROUP BY r.account
+),
+last AS (
+  SELECT account, bal FROM (
+    SELECT account, bal, ROW_NUMBER() OVER (PARTITION BY account ORDER BY posted_at DESC, id DESC) AS rn FROM r
+  ) WHERE rn = 1
+)
+SELECT f.account, COALESCE(CAST(substr(back.k, -12) AS INTEGER), '-'), printf('%.2f', (last.bal - @@FEE@@) / 100.0)
+FROM f JOIN last ON last.account = f.account LEFT JOIN back ON back.account = f.account
+ORDER BY last.bal, f.account;
+"""}

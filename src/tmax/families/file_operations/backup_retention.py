@@ -3,7 +3,8 @@ a grandfather-father-son policy (newest per day / ISO week / month over trailing
 from a given "today") decides what stays, and the prune list is written as object URIs in the
 mirror bucket of a delivered storage account. Higher levels add sets in per-host directories, junk
 that must be left alone, lying modification times, impossible dates, future-dated files and a
-bytes-freed total."""
+bytes-freed total. Variants: that prune manifest; the keep manifest (the backups that survive, and the
+bytes they hold); or a per-set summary of how many backups stay and go and the bytes the prune frees."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ def main_stdin(text):
     return "".join(p + "\n" for p in plan([ln for ln in lines[1:] if ln], today))
 
 
-if __name__ == "__main__":
+@VARIANT_CODE@if __name__ == "__main__":
     if len(sys.argv) > 2:
         today = dt.datetime.strptime(sys.argv[2], "%Y%m%d").date()
         sys.stdout.write(report(sys.argv[1], today, sys.argv[3], len(sys.argv) > 4))
@@ -220,9 +221,7 @@ int main() {
             }
             for (auto &n : newest) keep.insert(n.second);
         }
-        for (auto &it : items)
-            if (!keep.count(it.rel)) prune.push_back(it.rel);
-    }
+@EMIT@    }
     std::sort(prune.begin(), prune.end());
     for (auto &p : prune) std::cout << p << "\n";
     return 0;
@@ -230,10 +229,92 @@ int main() {
 """
 
 
-def programs_for(keep_days, daily, weekly, monthly) -> dict[str, str]:
+# The other variants' Python: what the policy keeps, or a per-set summary, in place of the prune list (these
+# definitions of report and main_stdin come after the prune ones and replace them).
+BACKUPS_PY = r'''def backups(paths, today):
+    """The backups the rules look at (backup names with real dates, not after today), sorted."""
+    out = []
+    for rel in paths:
+        got = parse(rel.rpartition("/")[2])
+        if got is not None and got[1].date() <= today:
+            out.append(rel)
+    return sorted(out)
+
+
+'''
+KEPT_PY = BACKUPS_PY + r'''def kept(paths, today):
+    prune = set(plan(paths, today))
+    return [rel for rel in backups(paths, today) if rel not in prune]
+
+
+def report(root, today, account, with_total):
+    """The keep manifest: the mirror's object URI of each backup the policy keeps (and the bytes they hold)."""
+    bucket = f"s3://backups-{account}/"
+    sizes = scan(root)
+    keep = kept(sorted(sizes), today)
+    out = "".join(bucket + p + "\n" for p in keep)
+    if with_total:
+        out += f"total {bucket} {sum(sizes[p] for p in keep)}\n"
+    return out
+
+
+def main_stdin(text):
+    lines = text.splitlines()
+    today = dt.datetime.strptime(lines[0].strip(), "%Y%m%d").date()
+    return "".join(p + "\n" for p in kept([ln for ln in lines[1:] if ln], today))
+
+
+'''
+SUMMARY_PY = BACKUPS_PY + r'''def summary(paths, today, sizes):
+    """Per backup set (its folder and name, as `folder/name`): [kept, pruned, bytes pruned]."""
+    prune = set(plan(paths, today))
+    per = {}
+    for rel in backups(paths, today):
+        folder, _, base = rel.rpartition("/")
+        row = per.setdefault((folder + "/" if folder else "") + parse(base)[0], [0, 0, 0])
+        if rel in prune:
+            row[1] += 1
+            row[2] += sizes.get(rel, 0)
+        else:
+            row[0] += 1
+    return sorted(per.items())
+
+
+def report(root, today, account, with_total):
+    """One line per set: its object prefix in the mirror, how many backups stay and go, the bytes freed."""
+    bucket = f"s3://backups-{account}/"
+    sizes = scan(root)
+    return "".join(f"{bucket}{key} {k} {p} {b}\n" for key, (k, p, b) in summary(sorted(sizes), today, sizes))
+
+
+def main_stdin(text):
+    lines = text.splitlines()
+    today = dt.datetime.strptime(lines[0].strip(), "%Y%m%d").date()
+    return "".join(f"{key} {k} {p}\n" for key, (k, p, _) in summary([ln for ln in lines[1:] if ln], today, {}))
+
+
+'''
+PRUNE_CPP = """        for (auto &it : items)
+            if (!keep.count(it.rel)) prune.push_back(it.rel);
+"""
+KEPT_CPP = """        for (auto &it : items)
+            if (keep.count(it.rel)) prune.push_back(it.rel);
+"""
+SUMMARY_CPP = """        long kept = 0;
+        for (auto &it : items) kept += (long)keep.count(it.rel);
+        prune.push_back(kv.first.second + " " + std::to_string(kept) + " " + std::to_string((long)items.size() - kept));
+"""
+# Per variant: (Python inserted before the entry point, C++ that collects the output lines per set).
+VARIANT_CODE = {"prune_manifest": ("", PRUNE_CPP), "kept_manifest": (KEPT_PY, KEPT_CPP),
+                "set_summary": (SUMMARY_PY, SUMMARY_CPP)}
+
+
+def programs_for(keep_days, daily, weekly, monthly, variant="prune_manifest") -> dict[str, str]:
     """The reference programs for a policy; a str value is source text (e.g. "@@DAYS@@")."""
     values = {"KEEP_DAYS": keep_days, "DAILY": daily, "WEEKLY": weekly, "MONTHLY": monthly}
-    return {"Python": fill(REFERENCE, **values), "C++": fill(REFERENCE_CPP, **{n: str(v) for n, v in values.items()})}
+    py, cpp = VARIANT_CODE[variant]
+    return {"Python": fill(REFERENCE, VARIANT_CODE=py, **values),
+            "C++": fill(REFERENCE_CPP, EMIT=cpp, **{n: str(v) for n, v in values.items()})}
 
 
 SETS = ("orders-db", "wiki", "mail-archive", "crm", "billing", "gitlab", "ldap", "metrics")
@@ -262,6 +343,14 @@ NAMING = ("A backup is a file named `<set>-<YYYYMMDD>-<HHMM>.tar.gz` or `<set>-<
           "timestamp in the name is when it was taken, and \"newest\" means the latest timestamp")
 
 
+# What the program prints, by variant.
+OUTPUT = {"prune_manifest": "the names the policy prunes, one per line, sorted in byte order.",
+          "kept_manifest": "the names of the backups the policy keeps (not those dated after today, nor names that "
+                           "are not backups), one per line, sorted in byte order.",
+          "set_summary": "one line per backup set, `<set> <kept> <pruned>`: how many of its backups the policy keeps "
+                         "and how many it prunes (backups dated after today are not counted), sorted by set name."}
+
+
 @dataclass(frozen=True)
 class Knobs:
     policy: tuple[int, int, int, int]  # keep-days, daily, weekly, monthly (a non-zero keep-days/daily is drawn)
@@ -286,6 +375,7 @@ class BackupRetention(Family):
               3: Knobs(policy=(0, 7, 5, 3), sets=3, span=130, hosts=False, traps=1),
               4: Knobs(policy=(0, 7, 5, 6), sets=3, span=240, hosts=True, traps=2)}
     programs = programs_for(10, 0, 0, 0)
+    variants = ("prune_manifest", "kept_manifest", "set_summary")
 
     @staticmethod
     def _policy_text(keep_days, daily, weekly, monthly):
@@ -305,13 +395,16 @@ class BackupRetention(Family):
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         keep_days, daily, weekly, monthly = k.policy
+        for _ in range(self.variants.index(t.variant)):  # each variant its own draw of the backups
+            rng.random()
         today = dt.date(2025, 1, 1) + dt.timedelta(days=rng.randrange(700))
         if keep_days:
             keep_days = rng.choice([7, 10, 14])
         else:
             daily = rng.choice([5, 7, 10])
         policy = (keep_days, daily, weekly, monthly)
-        src = programs_for(*policy)["Python"]
+        v = t.variant
+        src = programs_for(*policy, v)["Python"]
         ref = run_python(src)
         sets = rng.sample(SETS, k.sets)
         spec = []
@@ -350,18 +443,28 @@ class BackupRetention(Family):
             truth = ref["report"](root, today, account, k.traps >= 2)
         ship_tree(t, spec, "/app/backups", "backups")
         finish_setup(t)
+        out, what = {"prune_manifest": ("prune.txt", "the prune list"), "kept_manifest": ("keep.txt", "the keep list"),
+                     "set_summary": ("sets.txt", "the set summary")}[v]
         if t.level == 0:  # atomic: the window's first day is stated, so one comparison on the name decides
             first = today - dt.timedelta(days=keep_days - 1)
             t.say(f"Backups in `/app/backups/` are named `<set>-<YYYYMMDD>-<HHMM>.tar.gz` or `.sql.xz`. Every "
                   f"backup whose name dates it before {first:%Y-%m-%d} is pruned. `/app/backups` mirrors the bucket "
                   "`backups-<ACCOUNT>`, where ACCOUNT is the storage account id given below.")
             acct_var = t.deliver(account, "the storage account id")
-            t.say("List the pruned backups, one per line as `s3://backups-<ACCOUNT>/<file name>`, sorted in byte "
-                  "order. Do not delete anything.")
+            if v == "prune_manifest":
+                t.say("List the pruned backups, one per line as `s3://backups-<ACCOUNT>/<file name>`, sorted in byte "
+                      "order. Do not delete anything.")
+            elif v == "kept_manifest":
+                t.say("List the backups that survive the prune, one per line as `s3://backups-<ACCOUNT>/<file name>`, "
+                      "sorted in byte order. Do not delete anything.")
+            else:
+                t.say("All of them belong to one backup set. Write one line `s3://backups-<ACCOUNT>/<set> <kept> "
+                      "<pruned> <bytes freed>`: how many of its backups stay, how many are pruned, and the combined "
+                      "size in bytes of the pruned ones. Do not delete anything.")
             t.add_solution_file("retention.py", src)
             t.solve(f'mkdir -p /app/out\npython3 /solution/retention.py /app/backups {_fmt(today)} "{acct_var}" '
-                    "> /app/out/prune.txt")
-            t.expect_output("/app/out/prune.txt", truth, "the prune list")
+                    f"> /app/out/{out}")
+            t.expect_output(f"/app/out/{out}", truth, what)
             return
         where = ("Backups are in `/app/backups/<host>/`; a backup set is one set name within one host directory, "
                  "and each set is rotated on its own." if k.hosts else
@@ -378,21 +481,35 @@ class BackupRetention(Family):
               "the 12-digit id of the storage account given below; a backup's object key is its path relative to "
               "`/app/backups`. The pruning job takes a manifest of object URIs.")
         acct_var = t.deliver(account, "the storage account id")
-        lines = ("List the backups the policy prunes, one per line as the object URI "
-                 "`s3://backups-<ACCOUNT>/<path relative to /app/backups>`, sorted in byte order.")
-        if k.traps >= 2:
-            lines += (" After them, a last line `total s3://backups-<ACCOUNT>/ <bytes>` with their combined size in "
-                      "bytes.")
+        if v == "set_summary":
+            lines = ("Before the pruning job runs we want its effect per backup set: one line per set, "
+                     "`s3://backups-<ACCOUNT>/<set prefix> <kept> <pruned> <bytes freed>`, where the set prefix is "
+                     + ("the host directory, a `/` and the set name (`db01/wiki`)" if k.hosts else "the set name")
+                     + ", kept and pruned count that set's backups the policy keeps and prunes, and bytes freed is "
+                     "the combined size in bytes of the pruned ones" + (" (backups dated after today are not counted)"
+                                                                        if k.traps >= 2 else "")
+                     + ". Sort the lines in byte order.")
+        else:
+            lines = (("List the backups the policy prunes" if v == "prune_manifest" else
+                      "List the backups that survive the prune (the ones the policy keeps"
+                      + ("; backups dated after today are not part of the list" if k.traps >= 2 else "") + ")")
+                     + ", one per line as the object URI `s3://backups-<ACCOUNT>/<path relative to /app/backups>`, "
+                     "sorted in byte order.")
+            if k.traps >= 2:
+                lines += (" After them, a last line `total s3://backups-<ACCOUNT>/ <bytes>` with their combined size "
+                          "in bytes.")
         t.say(lines + " This is a dry run: do not delete anything.")
         t.add_solution_file("retention.py", src)
         total = " total" if k.traps >= 2 else ""
         t.solve(f'mkdir -p /app/out\npython3 /solution/retention.py /app/backups {_fmt(today)} "{acct_var}"{total} '
-                "> /app/out/prune.txt")
-        t.expect_output("/app/out/prune.txt", truth, "the prune list")
+                f"> /app/out/{out}")
+        t.expect_output(f"/app/out/{out}", truth, what)
 
     def program_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         keep_days, daily, weekly, monthly = k.policy
+        for _ in range(self.variants.index(t.variant)):  # each variant its own draw of the backups
+            rng.random()
         texts = []
         for _ in range(12):
             day = dt.date(2024, 1, 1) + dt.timedelta(days=rng.randrange(1000))
@@ -414,9 +531,10 @@ class BackupRetention(Family):
         def policy(n):
             return (n, 0, 0, 0) if keep_days else (0, n, weekly, monthly)
 
-        shown = [run_python(programs_for(*policy(demo))["Python"])["main_stdin"](x) for x in texts[:2]]
+        v = t.variant
+        shown = [run_python(programs_for(*policy(demo), v)["Python"])["main_stdin"](x) for x in texts[:2]]
         value = int(unseen(t, lambda: str(rng.randrange(lo, hi)), str(demo)))
-        ref = run_python(programs_for(*policy(value))["Python"])
+        ref = run_python(programs_for(*policy(value), v)["Python"])
         cases = [(x, shown[i] if i < 2 else ref["main_stdin"](x)) for i, x in enumerate(texts)]
         what = "the number of days in the retention window" if keep_days else "the number of daily backups to keep"
         var = t.deliver(str(value), what)
@@ -426,8 +544,7 @@ class BackupRetention(Family):
               f"own. The policy: {text}. N is the number "
               "given above; hard-code it. Backups dated after today and names that are not backups (including "
               "dates that do not exist on the calendar) are never pruned. Input: the first line is today's date "
-              "as YYYYMMDD, then one file name per line. Output: the names the policy prunes, one per line, "
-              f"sorted in byte order. The worked examples were produced with a demo N of {demo}; your program "
-              "must use ours.")
-        t.expect_program("", cases, programs_for(*policy("@@DAYS@@")))
+              f"as YYYYMMDD, then one file name per line. Output: {OUTPUT[v]} The worked examples were produced "
+              f"with a demo N of {demo}; your program must use ours.")
+        t.expect_program("", cases, programs_for(*policy("@@DAYS@@"), v))
         t.solve(f'test -n "{var}"\nfor f in /app/solution.*; do sed -i "s/@@DAYS@@/{var}/" "$f"; done')

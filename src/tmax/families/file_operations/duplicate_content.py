@@ -1,7 +1,9 @@
 """Which files on a share are byte-for-byte copies of each other? Walk one share (not its
 neighbours), hash every regular file, report the copies in sha256sum format. Traps by level: names
 with spaces, empty files, symlinks and same-size near-copies, hidden files, then hard links (one file,
-not a copy), a directory symlink loop and names that sha256sum has to escape."""
+not a copy), a directory symlink loop and names that sha256sum has to escape. Variants: that report;
+a hard-link plan (each copy and the first file of its group it is to become a link to); or the space
+each group of copies wastes."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from dataclasses import dataclass
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
 from tmax.families.file_operations._common import WORDS, epoch, finish_setup, host_tree, ship_tree, spec_json
-from tmax.families.programs import run_python
+from tmax.families.programs import fill, run_python
 from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
 REFERENCE = r'''
@@ -55,9 +57,52 @@ def report(root):
     return "".join(out)
 
 
-if __name__ == "__main__":
+@VARIANT_CODE@if __name__ == "__main__":
     sys.stdout.write(report(sys.argv[1]))
 '''
+
+# The other variants' report (defined after the sha256sum one, which it replaces): over the groups of files
+# with the same content, as the sha256sum report counts them.
+GROUPS_PY = r'''def groups(root):
+    """digest -> (size, the byte-order-sorted paths of the different files with that content), copies only."""
+    first = {}  # inode -> the byte-order-first path that names it
+    for dirpath, dirnames, filenames in os.walk(root):  # does not follow symlinks
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+                continue
+            rel = os.path.relpath(full, root)
+            key = (st.st_dev, st.st_ino)
+            if key not in first or rel < first[key][0]:
+                first[key] = (rel, full)
+    found = {}
+    for rel, full in first.values():
+        with open(full, "rb") as f:
+            data = f.read()
+        found.setdefault(hashlib.sha256(data).hexdigest(), [len(data), []])[1].append(rel)
+    return {d: (size, sorted(paths)) for d, (size, paths) in found.items() if len(paths) > 1}
+
+
+'''
+VARIANT_CODE = {
+    "sha256_report": "",
+    "link_plan": GROUPS_PY + r'''def report(root):
+    """The hard-link plan: every copy but the first of its group, and the first one it is to become a link to."""
+    rows = []
+    for size, paths in groups(root).values():
+        rows += [(p, paths[0]) for p in paths[1:]]
+    return "".join(f"{escape(p)[1]}\t{escape(keep)[1]}\n" for p, keep in sorted(rows))
+
+
+''',
+    "wasted_space": GROUPS_PY + r'''def report(root):
+    """Per group of copies: its digest, how many files, the size of each and the bytes all but one of them take."""
+    rows = sorted((-size * (len(paths) - 1), digest, len(paths), size) for digest, (size, paths) in groups(root).items())
+    return "".join(f"{digest} {n} {size} {-wasted}\n" for wasted, digest, n, size in rows)
+
+
+'''}
 
 EXTS = ("txt", "md", "csv", "log", "json", "conf", "ini", "xml")
 DIRS = ("docs", "finance", "hr/contracts", "projects/alpha", "projects/beta/old", "scans", "misc",
@@ -120,6 +165,7 @@ class DuplicateContent(Family):
                         "handling special characters in filenames", "hidden file handling",
                         "hard link identification", "symlink loop detection", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("sha256_report", "link_plan", "wasted_space")
     levels = {0: Knobs(files=6, groups=1, spaces=False, traps=0, decoys=2),
               1: Knobs(files=18, groups=3, spaces=False, traps=0, decoys=3),
               2: Knobs(files=45, groups=5, spaces=True, traps=1, decoys=3),
@@ -189,6 +235,8 @@ class DuplicateContent(Family):
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
+        for _ in range(self.variants.index(t.variant)):  # each variant its own draw of the shares
+            rng.random()
         # Share folders are named by a hash of the share name (the delivered value), so the name shows
         # nowhere on disk and the neighbour shares are indistinguishable decoys without it. The shares
         # are built under placeholder folders first, so the name can be drawn clear of their content.
@@ -208,7 +256,9 @@ class DuplicateContent(Family):
         # Built in the order of their keys, so creation order (inode numbers) does not single out the target.
         spec = [e for i in sorted(range(len(keys)), key=lambda i: keys[i])
                 for e in _rename(shares[i], f"share{i}", keys[i])]
-        ref = run_python(REFERENCE)
+        v = t.variant
+        src = fill(REFERENCE, VARIANT_CODE=VARIANT_CODE[v])
+        ref = run_python(src)
         with host_tree(spec) as root:
             truth = ref["report"](f"{root}/{share}")
         ship_tree(t, spec, "/app/shares", "shares")
@@ -219,20 +269,40 @@ class DuplicateContent(Family):
                          "duplicates.")
         if k.traps >= 2:
             traps.append("Hidden files and directories are part of the share.")
-        if k.traps >= 3:
+        if k.traps >= 3 and v == "sha256_report":
             traps.append("Hard links to the same file are one file, not copies of each other: list such a file "
                          "once, under whichever of its paths sorts first, and it only appears if another file "
                          "has the same content.")
+        elif k.traps >= 3:
+            traps.append("Hard links to the same file are one file, not copies of each other: such a file counts "
+                         "once, under whichever of its paths sorts first, and only as a copy of another file with "
+                         "the same content.")
         t.say("Every team share lives under `/app/shares/<KEY>/`, where KEY is the first 16 hex digits of the "
               "SHA-256 of the share's name (the file server keeps names off the disk; `printf %s <name> | "
               "sha256sum`). Find the files in the share named below whose content is byte-for-byte identical to "
               "at least one other file in that same share (copies in other shares do not matter). "
               + " ".join(traps))
         who = t.deliver(target, "the share name")
-        t.say("The report has one line per duplicated file, exactly as `sha256sum` prints it (`<sha256 hex "
-              "digest>  <path>`, including sha256sum's escaping of unusual names), with the path relative to the "
-              "share directory and no leading `./`. Sort the lines by digest, then by path in byte order.")
-        t.add_solution_file("dupes.py", REFERENCE)
+        if v == "sha256_report":
+            t.say("The report has one line per duplicated file, exactly as `sha256sum` prints it (`<sha256 hex "
+                  "digest>  <path>`, including sha256sum's escaping of unusual names), with the path relative to the "
+                  "share directory and no leading `./`. Sort the lines by digest, then by path in byte order.")
+        elif v == "link_plan":
+            esc = (" In a path, write a backslash as `\\\\` and a newline as `\\n`." if k.traps >= 3 else "")
+            t.say("We will reclaim the space by turning the copies into hard links. Within each group of files with "
+                  "the same content, the file whose path sorts first in byte order stays; every other file of the "
+                  "group is to become a hard link to it. Write the plan, one line per file to be replaced: "
+                  "`<its path><TAB><path of the file it will link to>`, both relative to the share directory with "
+                  f"no leading `./`, sorted by the first path in byte order.{esc} Do not change the share yet.")
+        else:
+            t.say("We want to know how much space the copies waste. One line per group of files with the same "
+                  "content: `<sha256 hex digest> <files in the group> <size of one file in bytes> <bytes wasted>`, "
+                  "where the bytes wasted are what all but one of the group's files take (size times files minus "
+                  "one). Most bytes wasted first, ties by digest.")
+        out, what = {"sha256_report": ("duplicates.txt", "the duplicate report"),
+                     "link_plan": ("link-plan.tsv", "the hard-link plan"),
+                     "wasted_space": ("wasted.txt", "the wasted-space report")}[v]
+        t.add_solution_file("dupes.py", src)
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\nkey={key_cmd(who)}\n'
-                'python3 /solution/dupes.py "/app/shares/$key" > /app/out/duplicates.txt')
-        t.expect_output("/app/out/duplicates.txt", truth, "the duplicate report")
+                f'python3 /solution/dupes.py "/app/shares/$key" > /app/out/{out}')
+        t.expect_output(f"/app/out/{out}", truth, what)

@@ -1,12 +1,16 @@
 """Would these packets get through? Evaluate an iptables-save style INPUT ruleset (first match wins,
 user chains with jumps and RETURN, default policies, non-terminating LOG, negation, port ranges,
-multiport, conntrack state, interface wildcards) against one scan run's probes, and report each probe's
-verdict (and, higher up, the rule that decided it)."""
+multiport, conntrack state, interface wildcards) against one scan run's probes. Variants: each probe's
+verdict (and, higher up, the rule that decided it) (verdicts); the packet counter every rule would show
+after the run, counting non-terminating and jump matches too (counters); or which probes would change
+verdict if one named rule were deleted (what_if). Over 500 lines: each variant has its own reference
+program tail and level-0 question, kept beside the shared rule generator."""
 
 from __future__ import annotations
 
 import hashlib
 import ipaddress
+import random
 from dataclasses import dataclass
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
@@ -171,6 +175,152 @@ if __name__ == "__main__":
         sys.stdout.write(select(sys.stdin.read(), JOB))
 '''
 
+# The counters and what_if variants: REFERENCE's parsing and matching, another question at the end.
+VARIANT_TAIL = r'''
+import copy
+
+VARIANT = @VARIANT@
+TERMINAL = ("ACCEPT", "DROP", "REJECT")
+
+
+def job_probes(probes_text, job):
+    """(the `# delete <chain>:<n>` rule or None, [(id, probe)] of the job's probes in file order)."""
+    out, tag, delete = [], None, None
+    for line in probes_text.splitlines():
+        f = line.strip().split(",")
+        if line.startswith("# salt "):
+            tag = run_tag(line.split()[2], job)
+            continue
+        if line.startswith("# delete "):
+            delete = line.split()[2]
+            continue
+        if not line.strip() or line.startswith("#") or f[0] != tag:
+            continue
+        pid, iface, proto, src, dport, state = f[1:]
+        out.append((pid, {"iface": iface, "proto": proto, "src": ipaddress.ip_address(src),
+                          "dport": None if dport == "-" else int(dport), "state": state}))
+    return delete, out
+
+
+def trace(chains, name, probe, hits):
+    """Like run_chain, counting every rule that matches the probe where evaluation reaches it."""
+    for n, rule in enumerate(chains.get(name, []), 1):
+        if not all(matches(c, probe) for c in rule["conds"]):
+            continue
+        where = f"{name}:{n}"
+        hits[where] = hits.get(where, 0) + 1
+        target = rule["target"]
+        if target in TERMINAL:
+            return target
+        if target == "RETURN":
+            return None
+        if target == "LOG" or target is None:
+            continue
+        verdict = trace(chains, target, probe, hits)
+        if verdict:
+            return verdict
+    return None
+
+
+def counters(rules_text, probes_text, job):
+    policy, chains = parse(rules_text)
+    hits, fell = {}, 0
+    for _, probe in job_probes(probes_text, job)[1]:
+        if trace(chains, "INPUT", probe, hits) is None:
+            fell += 1
+    rows = [f"{name}:{n} {hits[f'{name}:{n}']}" for name in chains for n in range(1, len(chains[name]) + 1)
+            if f"{name}:{n}" in hits]
+    if fell:
+        rows.append(f"INPUT:policy {fell}")
+    return "".join(r + "\n" for r in rows)
+
+
+def verdict(policy, chains, probe):
+    return run_chain(chains, "INPUT", probe)[0] or policy.get("INPUT", "ACCEPT")
+
+
+def what_if(rules_text, probes_text, job):
+    policy, chains = parse(rules_text)
+    delete, probes = job_probes(probes_text, job)
+    name, _, n = delete.partition(":")
+    after = copy.deepcopy(chains)
+    del after[name][int(n) - 1]
+    out = []
+    for pid, probe in probes:
+        a, b = verdict(policy, chains, probe), verdict(policy, after, probe)
+        if a != b:
+            out.append(f"{pid} {a} {b}")
+    return "".join(o + "\n" for o in out)
+
+
+def report(rules_text, probes_text, job):
+    return {"counters": counters, "what_if": what_if}[VARIANT](rules_text, probes_text, job)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 4:  # RULES PROBES JOB [CHAIN:N]
+        with open(sys.argv[1]) as a, open(sys.argv[2]) as b:
+            probes = b.read()
+            if len(sys.argv) > 4:
+                probes = f"# delete {sys.argv[4]}\n" + probes
+            sys.stdout.write(report(a.read(), probes, sys.argv[3]))
+    else:
+        rules, _, probes = sys.stdin.read().partition("\n---\n")
+        sys.stdout.write(report(rules, probes, JOB))
+'''
+
+# Level 0 of counters and what_if: the job's probes per protocol, or the job's distinct source addresses.
+ATOMIC_VARIANT = r'''
+import hashlib
+import ipaddress
+import sys
+
+VARIANT = @VARIANT@
+JOB = "@@JOB@@"  # the delivered scan job number, put in at solve time
+
+
+def rows(probes_text, job):
+    salt, out = None, []
+    for line in probes_text.splitlines():
+        if line.startswith("# salt "):
+            salt = line.split()[2]
+            continue
+        parts = line.strip().split(",")
+        if salt and len(parts) > 6 and parts[0] == hashlib.sha256(f"{salt}:{job}".encode()).hexdigest()[:12]:
+            out.append(parts[1:])
+    return out
+
+
+def select(probes_text, job):
+    found = rows(probes_text, job)
+    if VARIANT == "counters":
+        counts = {}
+        for r in found:
+            counts[r[2]] = counts.get(r[2], 0) + 1
+        return "".join(f"{proto} {n}\n" for proto, n in sorted(counts.items()))
+    return "".join(a + "\n" for a in sorted({r[3] for r in found}, key=ipaddress.ip_address))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3:  # PROBES JOB
+        with open(sys.argv[1]) as f:
+            sys.stdout.write(select(f.read(), sys.argv[2]))
+    else:
+        sys.stdout.write(select(sys.stdin.read(), JOB))
+'''
+
+
+def variant_source(variant: str) -> str:
+    """The counters / what_if program: REFERENCE up to its evaluate(), then VARIANT_TAIL."""
+    head = REFERENCE.split("\ndef evaluate(", 1)[0]
+    return fill(head + VARIANT_TAIL, SHOW_RULE=False, VARIANT=repr(variant))
+
+
+def atomic_source(variant: str) -> str:
+    """Level 0's program for ``variant``."""
+    return fill(SELECT, TAG_LEN=12) if variant == "verdicts" else fill(ATOMIC_VARIANT, VARIANT=repr(variant))
+
+
 IFACES = ["eth0", "eth1", "lo", "wg0"]
 SERVICE_PORTS = [22, 25, 53, 80, 110, 123, 143, 443, 993, 3306, 5432, 6379, 8080, 8443, 9090, 9100]
 
@@ -292,6 +442,13 @@ class Knobs:
     runs: int  # scanner runs in the probe file
 
 
+# Level 0's question, by variant (verdicts asks for the job's probe ids).
+ATOMIC_ASK = {"counters": "how many probes of the scan job given above there are per protocol: one line `<proto> "
+                          "<probes>` per protocol that has any, sorted by protocol name",
+              "what_if": "the distinct source addresses of the scan job given above's probes, one per line, in "
+                         "numeric (address) order"}
+
+
 def job_number(rng) -> str:
     return str(rng.randrange(10 ** 7, 10 ** 8))
 
@@ -314,6 +471,7 @@ class FirewallRuleEval(Family):
                         "chain jumps and default policies", "CIDR and IP range matching")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
+    variants = ("verdicts", "counters", "what_if")
     levels = {0: Knobs(rules=3, chains=0, probes=6, runs=4),
               1: Knobs(rules=6, chains=0, probes=12, runs=4), 2: Knobs(rules=9, chains=1, probes=25, runs=5),
               3: Knobs(rules=12, chains=2, probes=40, runs=6), 4: Knobs(rules=16, chains=3, probes=60, runs=6)}
@@ -325,6 +483,17 @@ class FirewallRuleEval(Family):
                "`DROP` or `REJECT`)" + (", a space, and what decided it: `<chain>:<n>` for the n-th rule (1-based, "
                                         "counting only that chain's `-A` lines in file order) whose target gave the "
                                         "verdict, or `INPUT:policy` when INPUT's default policy did" if show_rule else ""))
+        if t.variant == "counters":
+            fmt = ("the packet counter every rule would show after that scan job's probes: one line `<chain>:<n> "
+                   "<packets>` per rule (the n-th rule of the chain, 1-based, counting only that chain's `-A` lines in "
+                   "file order) that at least one of them matched where evaluation reached it (a matching `LOG` rule, "
+                   "jump or `RETURN` counts too; a rule evaluation never reaches counts nothing), chains in the order "
+                   "the dump declares them (its `:` lines), rules in file order, rules without packets left out; then, "
+                   "if any probe fell through to INPUT's default policy, a last line `INPUT:policy <probes>`")
+        elif t.variant == "what_if":
+            fmt = ("one line per probe of that scan job whose verdict the deletion would change, in the order given: "
+                   "the probe id, its verdict with the ruleset as it is, and its verdict with that rule deleted "
+                   "(`ACCEPT`, `DROP` or `REJECT`), separated by spaces; probes whose verdict stays are left out")
         sem = ("Only the INPUT path matters (these are incoming packets). Semantics are iptables': rules of a chain "
                "are tried in order and the first matching rule with target ACCEPT, DROP or REJECT decides; `LOG` "
                "matches but does not stop evaluation; `-j <CHAIN>` evaluates that user chain and, if it falls off its "
@@ -342,9 +511,14 @@ class FirewallRuleEval(Family):
         return fmt, sem, tags
 
     def program_case(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
+        k, rng, var = t.knobs, t.rng, t.variant
+        if var != "verdicts":  # a stream of the variant's own, drawn from t.rng: its fixtures are not verdicts'
+            rng = random.Random(f"{var}:{t.rng.getrandbits(64)}")
         fmt, sem, tags = self.texts(t)
-        ref_src = fill(SELECT, TAG_LEN=12) if t.level == 0 else fill(REFERENCE, SHOW_RULE=t.level >= 3)
+        if t.level == 0:
+            ref_src = atomic_source(var)
+        else:
+            ref_src = fill(REFERENCE, SHOW_RULE=t.level >= 3) if var == "verdicts" else variant_source(var)
         ns = run_python(ref_src)
         # Everything but the job first: the job number is then drawn so that no number of the worked
         # examples spells it (the run tags are hex hashes: checked too).
@@ -365,17 +539,41 @@ class FirewallRuleEval(Family):
                 probes = [f"# salt {salt}"] + [f"{tag(salt, jobs[o])},p{i + 1:03d},{row}"
                                               for i, (o, row) in enumerate(zip(owners, rows))]
                 probes_text = "".join(p + "\n" for p in probes)
-                want = ns["select"](probes_text, job) if t.level == 0 else ns["evaluate"](text, probes_text, job)
+                if t.level == 0:
+                    want = ns["select"](probes_text, job)
+                elif var == "verdicts":
+                    want = ns["evaluate"](text, probes_text, job)
+                else:
+                    if var == "what_if":
+                        probes_text = f"# delete {self.pick_rule(rng, ns, text, probes_text, job)[0]}\n" + probes_text
+                    want = ns["report"](text, probes_text, job)
                 cases.append((text + "---\n" + probes_text, want))
             if int(job) not in visible_numbers(*(x for c in cases[:2] for x in c)):
                 break
         else:
             raise FamilyError("firewall_rule_eval: every job number drawn showed in the worked examples")
         who = t.deliver(job, "the scan job number")
-        if t.level == 0:
+        if t.level == 0 and var != "verdicts":
+            t.say("Input on standard input: an `iptables-save` dump, then a line `---`, then a line `# salt <salt>`, "
+                  "then one test packet per line as `<run tag>,<id>,<in-interface>,<proto>,<source address>,"
+                  f"<destination port or ->,<conntrack state>`. {tags}. Output {ATOMIC_ASK[var]}.")
+        elif t.level == 0:
             t.say("Input on standard input: an `iptables-save` dump, then a line `---`, then a line `# salt <salt>`, "
                   "then one test packet per line as `<run tag>,<id>,...`. "
                   f"{tags}. Output the ids of the packets of the scan job given above, one per line, in input order.")
+        elif var == "counters":
+            t.say("We want to predict the rule counters (`iptables -L -v`) a scan will leave behind. Input on standard "
+                  "input: an `iptables-save` dump of the filter table, then a line `---`, then a line `# salt <salt>`, "
+                  "then one test packet per line as `<run tag>,<id>,<in-interface>,<proto>,<source address>,"
+                  f"<destination port or ->,<conntrack state>`. {tags}. Only the packets of the scan job given above "
+                  f"pass through the firewall; skip the others. {sem} Output {fmt}.")
+        elif var == "what_if":
+            t.say("Before anyone deletes a firewall rule we want to see whose traffic it changes. Input on standard "
+                  "input: an `iptables-save` dump of the filter table, then a line `---`, then a line `# delete "
+                  "<chain>:<n>` naming the rule to delete (the n-th `-A` line of that chain, 1-based), then a line "
+                  "`# salt <salt>`, then one test packet per line as `<run tag>,<id>,<in-interface>,<proto>,<source "
+                  f"address>,<destination port or ->,<conntrack state>`. {tags}. Only the packets of the scan job "
+                  f"given above matter; skip the others. {sem} Output {fmt}.")
         else:
             t.say("We are replacing our firewall review spreadsheet with a tool. Input on standard input: an "
                   "`iptables-save` dump of the filter table, then a line `---`, then a line `# salt <salt>`, then "
@@ -388,43 +586,55 @@ class FirewallRuleEval(Family):
         t.solve(f'test -n "{who}"\nsed -i "s/@@JOB@@/{who}/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
+        k, rng, var = t.knobs, t.rng, t.variant
+        if var != "verdicts":  # a stream of the variant's own, drawn from t.rng: its fixtures are not verdicts'
+            rng = random.Random(f"{var}:{t.rng.getrandbits(64)}")
         fmt, sem, tags = self.texts(t)
-        text, r = _ruleset(rng, k, t.level)
-        n_runs = k.runs
-        # Runs of different sizes, ours never the largest: the busiest run is no hint.
-        sizes = sorted(rng.randrange(k.probes * 7 // 10, k.probes * 13 // 10 + 1) for _ in range(n_runs))
-        if sizes[-1] == sizes[-2]:
-            sizes[-1] += 1
-        ours = rng.randrange(n_runs - 1)
-        runs = [bare(_probes(rng, r, n, t.level)) for n in sizes]
-        salt = "%016x" % rng.getrandbits(64)
-        blocks = list(range(n_runs))  # file order of the runs: unrelated to their sizes
-        rng.shuffle(blocks)
-        owner = [i for i in blocks for _ in range(sizes[i])]
-        rows = [row for i in blocks for row in runs[i]]
-        if t.level >= 2:  # interleave the runs by time, as the scanner wrote them
-            order = list(range(len(rows)))
-            rng.shuffle(order)
-            owner, rows = [owner[i] for i in order], [rows[i] for i in order]
-        if t.level > 0:  # level 0 never looks at the rules
-            t.add_file("/app/firewall/rules.v4", text)
-        # Our job number is drawn so that no visible number spells it (the run tags are hex hashes: checked
-        # too); the other runs' numbers show nowhere.
-        for _ in range(20):
-            chosen = unseen(t, lambda: job_number(rng), "\n".join(rows), fmt, sem, tags)
-            jobs = distinct(lambda: job_number(rng), n_runs - 1, [chosen])
-            jobs.insert(ours, chosen)
-            body = [f"{tag(salt, jobs[o])},p{i + 1:04d},{row}" for i, (o, row) in enumerate(zip(owner, rows))]
-            probes_text = "\n".join([f"# salt {salt}", "run,id,iface,proto,src,dport,state", *body]) + "\n"
-            if int(chosen) not in visible_numbers(probes_text):
+        # what_if redraws the whole scene until deleting some rule changes a verdict of our job (an empty
+        # answer is no task); the other variants draw it once.
+        ns_w = run_python(variant_source("what_if")) if var == "what_if" and t.level > 0 else None
+        for _ in range(30):
+            text, r = _ruleset(rng, k, t.level)
+            n_runs = k.runs
+            # Runs of different sizes, ours never the largest: the busiest run is no hint.
+            sizes = sorted(rng.randrange(k.probes * 7 // 10, k.probes * 13 // 10 + 1) for _ in range(n_runs))
+            if sizes[-1] == sizes[-2]:
+                sizes[-1] += 1
+            ours = rng.randrange(n_runs - 1)
+            runs = [bare(_probes(rng, r, n, t.level)) for n in sizes]
+            salt = "%016x" % rng.getrandbits(64)
+            blocks = list(range(n_runs))  # file order of the runs: unrelated to their sizes
+            rng.shuffle(blocks)
+            owner = [i for i in blocks for _ in range(sizes[i])]
+            rows = [row for i in blocks for row in runs[i]]
+            if t.level >= 2:  # interleave the runs by time, as the scanner wrote them
+                order = list(range(len(rows)))
+                rng.shuffle(order)
+                owner, rows = [owner[i] for i in order], [rows[i] for i in order]
+            if t.level > 0:  # level 0 never looks at the rules
+                t.add_file("/app/firewall/rules.v4", text)
+            # Our job number is drawn so that no visible number spells it (the run tags are hex hashes: checked
+            # too); the other runs' numbers show nowhere.
+            for _ in range(20):
+                chosen = unseen(t, lambda: job_number(rng), "\n".join(rows), fmt, sem, tags)
+                jobs = distinct(lambda: job_number(rng), n_runs - 1, [chosen])
+                jobs.insert(ours, chosen)
+                body = [f"{tag(salt, jobs[o])},p{i + 1:04d},{row}" for i, (o, row) in enumerate(zip(owner, rows))]
+                probes_text = "\n".join([f"# salt {salt}", "run,id,iface,proto,src,dport,state", *body]) + "\n"
+                if int(chosen) not in visible_numbers(probes_text):
+                    break
+            else:
+                raise FamilyError("firewall_rule_eval: every job number drawn showed in the probe file")
+            if ns_w is None or self.impact(ns_w, text, probes_text, chosen):
                 break
         else:
-            raise FamilyError("firewall_rule_eval: every job number drawn showed in the probe file")
+            raise FamilyError("firewall_rule_eval: no rule deletion changed a verdict of the scan job")
         t.add_file("/app/firewall/probes.csv", probes_text)
         if t.level == 0:
             self._select_case(t, probes_text, chosen, tags)
             return
+        if var != "verdicts":
+            return self.other_case(t, rng, text, probes_text, chosen, fmt, sem, tags)
         ref_src = fill(REFERENCE, SHOW_RULE=t.level >= 3)
         ns = run_python(ref_src)
         truth = ns["evaluate"](text, probes_text, chosen)
@@ -441,7 +651,66 @@ class FirewallRuleEval(Family):
         t.say(f"Report format: {fmt}.")
         t.expect_output("/app/out/verdicts.txt", truth, "the verdict report")
 
+    def impact(self, ns: dict, text: str, probes_text: str, job: str) -> list[tuple[str, str]]:
+        """(`<chain>:<n>`, its `-A` line) of every rule whose deletion changes a verdict of a probe of ``job``."""
+        rules = []
+        for line in text.splitlines():
+            if line.startswith("-A "):
+                chain = line.split()[1]
+                rules.append((f"{chain}:{sum(1 for c, _ in rules if c.split(':')[0] == chain) + 1}", line))
+        return [(spec, line) for spec, line in rules if ns["what_if"](text, f"# delete {spec}\n" + probes_text, job)]
+
+    def pick_rule(self, rng, ns: dict, text: str, probes_text: str, job: str) -> tuple[str, str]:
+        """A rule whose deletion changes a verdict of ``job`` (any rule when none does: a hidden case may be
+        empty)."""
+        found = self.impact(ns, text, probes_text, job)
+        if found:
+            return rng.choice(found)
+        return "INPUT:1", next(x for x in text.splitlines() if x.startswith("-A INPUT "))
+
+    def other_case(self, t: TaskBuilder, rng, text: str, probes_text: str, chosen: str, fmt: str, sem: str,
+                   tags: str) -> None:
+        """counters and what_if above level 0."""
+        var = t.variant
+        ns = run_python(variant_source(var))
+        spec = line = ""
+        if var == "what_if":
+            spec, line = self.pick_rule(rng, ns, text, probes_text, chosen)
+            truth = ns["what_if"](text, f"# delete {spec}\n" + probes_text, chosen)
+        else:
+            truth = ns["counters"](text, probes_text, chosen)
+        who = t.deliver(chosen, "the scan job number")
+        files = ("`/app/firewall/rules.v4` is the `iptables-save` dump of the filter table and "
+                 "`/app/firewall/probes.csv` lists test packets from several scanner runs (`run,id,iface,proto,src,"
+                 "dport,state`; `run` is the run tag, `iface` the incoming interface, `dport` is `-` for ICMP)")
+        if var == "counters":
+            t.say("The edge hosts' rule counters were reset before a scan, and I want to know what `iptables -L -v` "
+                  f"should show once the scan job given above has run, and nothing else. {files}. {tags}. Only that "
+                  f"job's probes reach the firewall. {sem}")
+        else:
+            t.say(f"Someone wants to delete rule `{spec}` of our edge ruleset (the n-th `-A` line of that chain, "
+                  f"1-based), that is `{line}`. Before we agree I want to know whose traffic that changes. {files}. "
+                  f"{tags}. Only the probes of the scan job given above matter. {sem}")
+        out = f"/app/out/{var}.txt"
+        t.add_solution_file("fwsim.py", variant_source(var))
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                f'python3 /solution/fwsim.py /app/firewall/rules.v4 /app/firewall/probes.csv "{who}" {spec} > {out}')
+        t.say(f"Report format: {fmt}.")
+        t.expect_output(out, truth, "the counters" if var == "counters" else "the changed verdicts")
+
     def _select_case(self, t: TaskBuilder, probes_text: str, chosen: str, tags: str) -> None:
+        if t.variant != "verdicts":
+            src = atomic_source(t.variant)
+            truth = run_python(src)["select"](probes_text, chosen)
+            who = t.deliver(chosen, "the scan job number")
+            out = {"counters": "/app/out/per_protocol.txt", "what_if": "/app/out/sources.txt"}[t.variant]
+            t.say("`/app/firewall/probes.csv` lists test packets from several scanner runs (`run,id,iface,proto,src,"
+                  f"dport,state`; `run` is the run tag). {tags}. Write {ATOMIC_ASK[t.variant]} to `{out}`.")
+            t.add_solution_file("select.py", src)
+            t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
+                    f'python3 /solution/select.py /app/firewall/probes.csv "{who}" > {out}')
+            t.expect_output(out, truth, "the summary")
+            return
         src = fill(SELECT, TAG_LEN=12)
         truth = run_python(src)["select"](probes_text, chosen)
         who = t.deliver(chosen, "the scan job number")

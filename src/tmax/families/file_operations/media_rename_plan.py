@@ -2,7 +2,8 @@
 camera naming schemes (falling back to the modification time), build `YYYY/MM/YYYYMMDD_HHMMSS_CODE.ext`
 names with a delivered owner code, lower-case and unify extensions, resolve collisions (bursts,
 names already taken in the library) with numbered suffixes, and skip junk. The fuzz variant asks for
-the planner as a program over a listing."""
+the planner as a program over a listing. Variants: that plan as a TSV manifest; the plan as a shell
+script of `install -D` commands in order of new path; or the library's index, the new names per folder."""
 
 from __future__ import annotations
 
@@ -104,7 +105,7 @@ def main_stdin(text, code=None):
     return render(plan(files, existing, code))
 
 
-if __name__ == "__main__":
+@VARIANT_CODE@if __name__ == "__main__":
     if len(sys.argv) > 1:
         lib = [p for p, _ in walk(sys.argv[2])] if len(sys.argv) > 2 and os.path.isdir(sys.argv[2]) else []
         sys.stdout.write(render(plan(walk(sys.argv[1]), lib)))
@@ -229,17 +230,69 @@ int main() {
         taken.insert(name);
         out.emplace_back(std::get<1>(it), name);
     }
-    std::sort(out.begin(), out.end());
-    for (auto &p : out) std::cout << p.first << "\t" << p.second << "\n";
-    return 0;
+@EMIT@    return 0;
 }
 """
 
 
-def programs_for(code: str, split: bool) -> dict[str, str]:
+# The other variants' render (defined after the plan's, which it replaces): the plan as a shell script of
+# `install -D` commands sorted by new path (SRC and DST prefix the paths), or the library's index per folder.
+SCRIPT_PY = r'''SRC, DST = @SRC@, @DST@  # where the script finds the dumps and the library (relative to where it runs)
+
+
+def render(pairs):
+    """The plan as commands that copy each file to its new path, creating folders, in order of new path."""
+    return "".join(f"install -D -p -m 0644 '{SRC}{a}' '{DST}{b}'\n" for a, b in sorted(pairs, key=lambda p: p[1]))
+
+
+'''
+INDEX_PY = r'''def render(pairs):
+    """The library's new files per folder: `<folder> <name> <name>...`, folders and names in byte order."""
+    folders = {}
+    for _, new in pairs:
+        folder, _, name = new.rpartition("/")
+        folders.setdefault(folder, []).append(name)
+    return "".join(folder + "".join(" " + n for n in sorted(names)) + "\n" for folder, names in sorted(folders.items()))
+
+
+'''
+PLAN_CPP = """    std::sort(out.begin(), out.end());
+    for (auto &p : out) std::cout << p.first << "\\t" << p.second << "\\n";
+"""
+SCRIPT_CPP = """    std::sort(out.begin(), out.end(), [](const std::pair<std::string, std::string> &a,
+                                         const std::pair<std::string, std::string> &b) { return a.second < b.second; });
+    for (auto &p : out) std::cout << "install -D -p -m 0644 '" << p.first << "' '" << p.second << "'\\n";
+"""
+INDEX_CPP = """    std::vector<std::pair<std::string, std::string>> files;  // (folder, name)
+    for (auto &p : out) {
+        size_t slash = p.second.rfind('/');
+        files.emplace_back(p.second.substr(0, slash), p.second.substr(slash + 1));
+    }
+    std::sort(files.begin(), files.end());
+    for (size_t i = 0; i < files.size(); i++) {
+        if (i == 0 || files[i].first != files[i - 1].first) std::cout << (i ? "\\n" : "") << files[i].first;
+        std::cout << " " << files[i].second;
+    }
+    if (!files.empty()) std::cout << "\\n";
+"""
+
+
+def variant_code(variant: str, src: str = "", dst: str = "") -> str:
+    """The Python a variant inserts before the entry point (``src``/``dst``: the script's path prefixes)."""
+    if variant == "install_script":
+        return fill(SCRIPT_PY, SRC=repr(src), DST=repr(dst))
+    return {"rename_plan": "", "library_index": INDEX_PY}[variant]
+
+
+def reference(code: str, split: bool, variant: str, src: str = "", dst: str = "") -> str:
+    return fill(REFERENCE, CODE=code, SPLIT=split, VARIANT_CODE=variant_code(variant, src, dst))
+
+
+def programs_for(code: str, split: bool, variant: str = "rename_plan") -> dict[str, str]:
     """The reference programs with the owner code ``code`` (source text: a Python expression)."""
-    return {"Python": fill(REFERENCE, CODE=code, SPLIT=split),
-            "C++": fill(REFERENCE_CPP, CODE=code.strip('"'), SPLIT="true" if split else "false")}
+    emit = {"rename_plan": PLAN_CPP, "install_script": SCRIPT_CPP, "library_index": INDEX_CPP}[variant]
+    return {"Python": reference(code, split, variant),
+            "C++": fill(REFERENCE_CPP, CODE=code.strip('"'), SPLIT="true" if split else "false", EMIT=emit)}
 
 
 def legacy(new: str, code: str) -> str:
@@ -324,6 +377,19 @@ class _Gen:
         return out
 
 
+ROOTS = ("/app/dumps/", "/app/library/")  # the import script's path prefixes
+# What the program prints, by variant.
+PROGRAM_OUTPUT = {"rename_plan": "the plan, one line per media file, `<original path><TAB><new path>`, sorted by "
+                                 "original path in byte order.",
+                  "install_script": "the plan as a shell script, one line per media file, exactly `install -D -p -m "
+                                    "0644 '<original path>' '<new path>'` (each path in single quotes), the lines "
+                                    "sorted by new path in byte order.",
+                  "library_index": "the library's index of new files, one line per folder that receives files, "
+                                   "`<folder> <file name> <file name> ...`, the new file names (the last part of the "
+                                   "new path) in byte order separated by single spaces, the lines sorted by folder in "
+                                   "byte order."}
+
+
 @dataclass(frozen=True)
 class Knobs:
     files: int  # files in the dumps (the most in a fuzz case)
@@ -346,6 +412,7 @@ class MediaRenamePlan(Family):
               3: Knobs(files=80, split=True, existing=0),
               4: Knobs(files=140, split=True, existing=12)}
     programs = programs_for('"CODE"', False)
+    variants = ("rename_plan", "install_script", "library_index")
 
     def _rules(self, t, code_text):
         k, lv = t.knobs, t.level
@@ -375,9 +442,11 @@ class MediaRenamePlan(Family):
                 f"`..._{code_text}-2.<ext>`, then `-3` and so on, whichever is the first free.{existing}")
 
     def program_case(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
+        k, rng, v = t.knobs, t.rng, t.variant
+        for _ in range(self.variants.index(v)):  # each variant its own draw of the dumps
+            rng.random()
         gen = _Gen(rng, t.level)
-        ref = run_python(fill(REFERENCE, CODE='""', SPLIT=k.split))  # the code is passed to each call
+        ref = run_python(reference('""', k.split, v))  # the code is passed to each call
         texts = []
         for _ in range(12):
             files = gen.dump(rng.randrange(max(6, k.files // 4), k.files))
@@ -399,16 +468,17 @@ class MediaRenamePlan(Family):
         var = t.deliver(code, "the owner code")
         t.say(rules + " Input: one line per file, `F<TAB><modification time as Unix "
               "seconds><TAB><path>`" + (", plus lines `E<TAB><path>` for the old-scheme names in the library"
-                                         if k.existing else "") + ". Output: the plan, one line per media "
-              "file, `<original path><TAB><new path>`, sorted by original path in byte order. The worked examples "
-              f"were produced with the demo owner code {demo}; your program must use ours.")
-        t.expect_program("", cases, programs_for('"@@CODE@@"', k.split))
+                                         if k.existing else "") + f". Output: {PROGRAM_OUTPUT[v]} The worked "
+              f"examples were produced with the demo owner code {demo}; your program must use ours.")
+        t.expect_program("", cases, programs_for('"@@CODE@@"', k.split, v))
         t.solve(f'test -n "{var}"\nfor f in /app/solution.*; do sed -i "s/@@CODE@@/{var}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
-        k, rng = t.knobs, t.rng
+        k, rng, v = t.knobs, t.rng, t.variant
+        for _ in range(self.variants.index(v)):  # each variant its own draw of the dumps
+            rng.random()
         gen = _Gen(rng, t.level)
-        ref = run_python(fill(REFERENCE, CODE='""', SPLIT=k.split))  # the code is passed to each call
+        ref = run_python(reference('""', k.split, v, *ROOTS))  # the code is passed to each call
         files = gen.dump(k.files)
         spec = [["s", p, rng.randrange(200, 3000), 0o644, m] for p, m in files]
         lib_spec = []
@@ -429,9 +499,24 @@ class MediaRenamePlan(Family):
               "naming scheme; before anything moves, we want the plan. Every new name carries the owner code "
               "given below.")
         var = t.deliver(code, "the owner code")
-        t.say(rules + " The plan has one line per media file: `<path relative to /app/dumps>"
-              "<TAB><new path relative to /app/library>`, sorted by original path in byte order. Do not move or "
-              "rename anything yet.")
-        t.add_solution_file("plan.py", fill(REFERENCE, CODE="sys.argv[3]", SPLIT=k.split))
-        t.solve(f'mkdir -p /app/out\npython3 /solution/plan.py /app/dumps /app/library "{var}" > /app/out/plan.tsv')
-        t.expect_output("/app/out/plan.tsv", truth, "the rename plan")
+        if v == "rename_plan":
+            t.say(rules + " The plan has one line per media file: `<path relative to /app/dumps>"
+                  "<TAB><new path relative to /app/library>`, sorted by original path in byte order. Do not move or "
+                  "rename anything yet.")
+        elif v == "install_script":
+            t.say(rules + " The plan is to be a shell script that copies every media file to its new place: one "
+                  "line per media file, exactly `install -D -p -m 0644 '/app/dumps/<path relative to /app/dumps>' "
+                  "'/app/library/<new path relative to /app/library>'` (each path in single quotes), the lines "
+                  "sorted by new path in byte order, nothing else in the file. Write it, but do not run it.")
+        else:
+            t.say(rules + " Before anything moves we want the index of what the import adds to the library: one "
+                  "line per library folder that receives files, `<folder relative to /app/library> <file name> "
+                  "<file name> ...`, with the new file names (the last part of the new path) in byte order, "
+                  "separated by single spaces, and the lines sorted by folder in byte order. Do not move or rename "
+                  "anything yet.")
+        out, what = {"rename_plan": ("plan.tsv", "the rename plan"),
+                     "install_script": ("import.sh", "the import script"),
+                     "library_index": ("index.txt", "the library index")}[v]
+        t.add_solution_file("plan.py", reference("sys.argv[3]", k.split, v, *ROOTS))
+        t.solve(f'mkdir -p /app/out\npython3 /solution/plan.py /app/dumps /app/library "{var}" > /app/out/{out}')
+        t.expect_output(f"/app/out/{out}", truth, what)

@@ -1,7 +1,10 @@
 """Does each host's sshd_config meet the hardening baseline? Keywords are case-insensitive, `Key=value`
 and `Key value` both parse, the first value of a keyword wins (but `Port` accumulates: sshd listens on
 every one), defaults apply when a keyword is absent, and at higher levels `Match` blocks that re-enable
-forbidden settings also violate. Either audit a fleet of configs or write the gate program itself.
+forbidden settings also violate. Either audit a fleet of configs or write the gate program itself. Variants:
+the violations per host and a gate rejecting any violation (audit), the hosts per violated keyword and a
+gate rejecting two or more violations (by_keyword), or every host's effective global settings and a gate
+that also rejects a checked keyword left to its default (effective).
 
 The delivered value is what the agent cannot see elsewhere: for the gate program the approved port (the
 corpora are hidden); for a fleet audit, where compliant configs show the port, the first free number in
@@ -86,6 +89,73 @@ if __name__ == "__main__":
                     ticket += 1
     else:
         sys.exit(1 if violations(sys.stdin.read()) else 0)
+'''
+
+# The by_keyword and effective variants: the same parser, another report and another gate.
+VARIANT_REFERENCE = REFERENCE[:REFERENCE.index('if __name__ == "__main__":')] + r'''VARIANT = "@VARIANT@"
+
+
+def global_settings(text):
+    """The global (outside Match blocks) first values, lower-cased keywords, and the Port lines' values."""
+    first, ports = {}, []
+    for line in text.splitlines():
+        if not line.strip() or line.strip().startswith("#"):
+            continue
+        m = SPLIT.match(line)
+        if not m:
+            continue
+        key, val = m.group(1).lower(), m.group(2)
+        if key == "match":
+            break
+        if key == "port":
+            ports.append(val)
+        elif key not in first:
+            first[key] = val
+    return first, ports
+
+
+def effective(text):
+    first, ports = global_settings(text)
+    out = []
+    for key in CHECKS:
+        if key == "port":
+            val = ",".join(sorted(set(ports or ["22"]), key=int))
+        else:
+            val = first.get(key, DEFAULTS[key]).lower()
+        out.append(f"{NAMES[key]}={val}")
+    return out
+
+
+def gate(text):
+    """by_keyword: reject a config with two or more violations; effective: reject a violation or a checked
+    keyword left to its default."""
+    if VARIANT == "by_keyword":
+        return len(violations(text)) >= 2
+    first, _ = global_settings(text)
+    return bool(violations(text)) or any(k not in first for k in CHECKS if k != "port")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:  # FIRST_TICKET DIR
+        ticket, root = int(sys.argv[1]), sys.argv[2]
+        found = []
+        for name in sorted(os.listdir(root)):
+            if name.endswith(".conf"):
+                with open(os.path.join(root, name)) as f:
+                    found.append((name[:-5], f.read()))
+        if VARIANT == "by_keyword":  # one ticket per violated keyword, listing its hosts
+            bad = [(host, violations(text)) for host, text in found]
+            for key in CHECKS:
+                hosts = [host for host, v in bad if NAMES[key] in v]
+                if hosts:
+                    print(f"{ticket} {NAMES[key]} {','.join(hosts)}")
+                    ticket += 1
+        else:  # one ticket per host, with its effective settings
+            for host, text in found:
+                print(f"{ticket} {host} {' '.join(effective(text))}")
+                ticket += 1
+    else:
+        sys.exit(1 if gate(sys.stdin.read()) else 0)
 '''
 
 FILLER = ["AcceptEnv LANG LC_*", "Subsystem sftp /usr/lib/openssh/sftp-server", "UsePAM yes", "PrintMotd no",
@@ -211,6 +281,7 @@ class SshdConfigPolicy(Family):
                         "default value reasoning", "Match block scoping", "input validation")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
     programs = {"Python": REFERENCE}
+    variants = ("audit", "by_keyword", "effective")
     levels = {0: Knobs(hosts=5, items=16, checks=3), 1: Knobs(hosts=6, items=20, checks=3), 2: Knobs(hosts=10, items=30, checks=4),
               3: Knobs(hosts=14, items=40, checks=6), 4: Knobs(hosts=20, items=60, checks=6)}
 
@@ -248,24 +319,52 @@ class SshdConfigPolicy(Family):
         # The gate hard-codes the delivered port (five digits: shorter numbers turn up by chance in the
         # decodings of a binary channel); the corpora are hidden.
         port = int(unseen(t, lambda: str(rng.randrange(10000, 60000)), syntax, rules_txt))
-        src = fill(REFERENCE, APPROVED="", MAX_TRIES=max_tries, CHECKS=checks)
+        if t.variant == "audit":
+            src = fill(REFERENCE, APPROVED="", MAX_TRIES=max_tries, CHECKS=checks)
+        else:
+            src = fill(VARIANT_REFERENCE, APPROVED="", MAX_TRIES=max_tries, CHECKS=checks, VARIANT=t.variant)
         ns = run_python(src)
         gen = _Gen(rng, level, port, max_tries, checks)
         t.deliver(str(port), "the approved SSH port")
         clean, bad = [], []
+
+        def rejected(text):
+            if t.variant == "by_keyword":
+                return len(ns["violations"](text, str(port))) >= 2
+            if t.variant == "effective":
+                first, _ = ns["global_settings"](text)
+                return bool(ns["violations"](text, str(port))) or any(c not in first for c in checks if c != "port")
+            return bool(ns["violations"](text, str(port)))
         for _ in range(100 * k.items):
             if len(clean) >= k.items and len(bad) >= k.items:
                 break
             text = gen.config(rng.random() < 0.5)
-            (bad if ns["violations"](text, str(port)) else clean).append(text)
+            (bad if rejected(text) else clean).append(text)
         else:
             raise FamilyError(f"family {self.name}: could not fill the corpora")
         clean, bad = clean[:k.items], bad[:k.items]
-        t.say("We are adding a pre-merge gate for sshd configuration changes. The gate receives one complete "
-              f"`sshd_config` file on standard input and decides whether it meets our baseline.\n\n{syntax}\n\n"
-              f"The baseline:\n{rules_txt}")
-        t.expect_classifier("Accept (exit 0) a compliant config and reject (exit 1) any config that violates "
-                            "the baseline. Hard-code the approved port and the limits.", clean, bad, {"Python": src})
+        if t.variant == "audit":
+            t.say("We are adding a pre-merge gate for sshd configuration changes. The gate receives one complete "
+                  f"`sshd_config` file on standard input and decides whether it meets our baseline.\n\n{syntax}\n\n"
+                  f"The baseline:\n{rules_txt}")
+            spec = ("Accept (exit 0) a compliant config and reject (exit 1) any config that violates the baseline. "
+                    "Hard-code the approved port and the limits.")
+        elif t.variant == "by_keyword":
+            t.say("Our sshd change review is noisy: a config that breaks a single baseline rule only earns a "
+                  "warning, but one that breaks two or more rules must be blocked before merge. Write the blocking "
+                  "step: it reads one whole `sshd_config` on standard input.\n\n"
+                  f"{syntax}\n\nThe rules (each keyword is one rule):\n{rules_txt}")
+            spec = ("Exit 1 when the config violates at least two different keywords of the baseline, exit 0 "
+                    "otherwise (no violation or only one). Hard-code the approved port and the limits.")
+        else:
+            t.say("Our policy for sshd configs is explicit and compliant: nothing may rest on sshd's built-in "
+                  "defaults. Write a strict checker that reads one `sshd_config` on standard input.\n\n"
+                  f"{syntax}\n\nThe baseline:\n{rules_txt}\n\nOn top of the baseline, every checked keyword "
+                  "other than `Port` must be set explicitly by an uncommented line outside any Match block; one left "
+                  "to its default fails the check even when that default is compliant.")
+            spec = ("Exit 0 for a config that is compliant and sets every checked keyword explicitly, exit 1 "
+                    "otherwise. Hard-code the approved port and the limits.")
+        t.expect_classifier(spec, clean, bad, {"Python": src})
         t.solve('sed -i "s/@@VALUE@@/$V1/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
@@ -275,13 +374,20 @@ class SshdConfigPolicy(Family):
         # The audit is told the port; the delivered value is the first free ticket number.
         port = rng.randrange(10000, 60000)
         syntax, rules_txt = self.baseline(level, k.checks, max_tries, str(port))
-        src = fill(REFERENCE, APPROVED=str(port), MAX_TRIES=max_tries, CHECKS=checks)
+        if t.variant == "audit":
+            src = fill(REFERENCE, APPROVED=str(port), MAX_TRIES=max_tries, CHECKS=checks)
+        else:
+            src = fill(VARIANT_REFERENCE, APPROVED=str(port), MAX_TRIES=max_tries, CHECKS=checks, VARIANT=t.variant)
         ns = run_python(src)
         gen = _Gen(rng, level, port, max_tries, checks)
         hosts = sorted(rng.sample([f"{p}-{i:02d}" for p in ("web", "db", "cache", "batch", "edge") for i in
                                    range(1, 13)], k.hosts))
+        for _ in range(self.variants.index(t.variant)):  # each variant's fleet from its own point of the stream
+            rng.random()
         if level == 0:
             return self._atomic(t, gen, hosts)
+        if t.variant != "audit":
+            return self._variant_report(t, ns, src, gen, hosts, syntax, rules_txt)
         lines = []
         for i, h in enumerate(hosts):
             text = gen.config(i == 0 or rng.random() < 0.55)
@@ -308,10 +414,67 @@ class SshdConfigPolicy(Family):
                 f'python3 /solution/sshd_audit.py "{v}" /app/fleet > /app/out/sshd_audit.txt')
         t.expect_output("/app/out/sshd_audit.txt", truth, "the report")
 
+    def _variant_report(self, t: TaskBuilder, ns: dict, src: str, gen: _Gen, hosts: list[str], syntax: str,
+                        rules_txt: str) -> None:
+        """by_keyword: a ticket per violated keyword listing its hosts; effective: a ticket per host with
+        its effective global settings."""
+        rng = t.rng
+        texts = [gen.config(i == 0 or rng.random() < 0.55) for i in range(len(hosts))]
+        checks = ns["CHECKS"]
+        names = [ns["NAMES"][c] for c in checks]
+        if t.variant == "by_keyword":
+            where = "/app/sshd_configs"
+            for h, x in zip(hosts, texts):
+                t.add_file(f"{where}/{h}.conf", x)
+            lines = []
+            for key in checks:
+                bad = [h for h, x in zip(hosts, texts) if ns["NAMES"][key] in ns["violations"](x)]
+                if bad:
+                    lines.append(f"{ns['NAMES'][key]} {','.join(bad)}")
+            fmt = ("Report format: one line per baseline keyword that at least one host violates, in this order: "
+                   + ", ".join(names) + "; each line is `ticket Keyword host,host,...` with the violating hosts "
+                   "sorted by name (byte order) and separated by commas without spaces (for example `40117 "
+                   "PasswordAuthentication db-03,web-01`). Keywords no host violates are not listed.")
+            intro = (f"The security team wants one ticket per broken rule, not per host. The `sshd_config` of every "
+                     f"host is in `{where}/<host>.conf`; audit them against the hardening baseline below.")
+            ticket_text = "each listed keyword gets a ticket"
+        else:
+            where = "/app/inventory/sshd"
+            for h, x in zip(hosts, texts):
+                t.add_file(f"{where}/{h}.conf", x)
+            lines = [f"{h} {' '.join(ns['effective'](x))}" for h, x in zip(hosts, texts)]
+            fmt = ("Report format: one line per host, sorted by host name (byte order), as `ticket host "
+                   "Keyword=value ...` with the keywords in this order: " + ", ".join(names) + ". `Port` lists "
+                   "every port sshd listens on, ascending and without repeats, separated by commas; the other values "
+                   "are written in lower case (for example `40117 web-01 Port=22,2200 PermitRootLogin=no "
+                   "PasswordAuthentication=yes`).")
+            intro = (f"For our configuration inventory we record the settings sshd actually runs with. The "
+                     f"`sshd_config` of every host is in `{where}/<host>.conf`. For each host give the effective "
+                     "global value of each keyword below: the value sshd uses outside any Match block (Match blocks "
+                     "do not change it), or the default when the keyword is absent. The baseline is listed for its "
+                     "defaults; a violation does not change what you report.")
+            ticket_text = "every host gets a ticket"
+        first = int(unseen(t, lambda: str(rng.randrange(10000, 99000)), syntax, rules_txt, fmt,
+                           near=len(lines) + 5))
+        truth = "".join(f"{first + i} {x}\n" for i, x in enumerate(lines))
+        v = t.deliver(str(first), "the first free ticket number")
+        t.say(f"{intro}\n\n{syntax}\n\nThe baseline:\n{rules_txt}\n\n"
+              f"In our tracker {ticket_text}: the first line takes the first free ticket number (given above), the "
+              "next line the number after it, and so on, in report order.\n\n" + fmt)
+        t.add_solution_file("sshd_audit.py", src)
+        out = {"by_keyword": "/app/out/keyword_tickets.txt", "effective": "/app/out/effective.txt"}[t.variant]
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'python3 /solution/sshd_audit.py "{v}" {where} > {out}')
+        t.expect_output(out, truth, "the report")
+
     def _atomic(self, t: TaskBuilder, gen: _Gen, hosts: list[str]) -> None:
         """One grep and a numbering: the hosts that turn password logins on, each with its ticket."""
         rng = t.rng
         texts = [gen.config(i == 0 or rng.random() < 0.55) for i in range(len(hosts))]
+        if t.variant == "by_keyword":
+            return self._atomic_by_keyword(t, hosts, texts)
+        if t.variant == "effective":
+            return self._atomic_ports(t, hosts, texts)
 
         def flagged(text):
             return any(ln.split() == ["PasswordAuthentication", "yes"] for ln in text.splitlines())
@@ -330,3 +493,60 @@ class SshdConfigPolicy(Family):
                 f'| sort | sed "s/\\.conf$//" | awk -v n="{v}" \'{{print n++, $0}}\' > /app/out/tickets.txt')
         t.expect_output("/app/out/tickets.txt", "".join(f"{first + i} {h}\n" for i, h in enumerate(bad)),
                         "the ticket list")
+
+    def _atomic_by_keyword(self, t: TaskBuilder, hosts: list[str], texts: list[str]) -> None:
+        """Two greps: for each of two forbidden lines, one ticket listing the hosts that have it."""
+        rng = t.rng
+        keys = ("PermitRootLogin", "PasswordAuthentication")
+
+        def has(text, key):
+            return any(ln.split() == [key, "yes"] for ln in text.splitlines())
+        if not any(has(x, keys[0]) for x in texts):  # never an empty answer
+            texts[-1] = "PermitRootLogin yes\n" + texts[-1]
+        where = "/app/sshd_configs"
+        for h, x in zip(hosts, texts):
+            t.add_file(f"{where}/{h}.conf", x)
+        lines = []
+        for key in keys:
+            found = [h for h, x in zip(hosts, texts) if has(x, key)]
+            if found:
+                lines.append(f"{key} {','.join(found)}")
+        fmt = ("one line per keyword that at least one host has, `PermitRootLogin` first, as `<ticket> <keyword> "
+               "<host>,<host>,...` with the hosts sorted by name and no spaces after the commas (for example "
+               "`40117 PermitRootLogin db-02,web-01`)")
+        first = int(unseen(t, lambda: str(rng.randrange(10000, 99000)), fmt, near=len(lines) + 5))
+        v = t.deliver(str(first), "the first free ticket number")
+        t.say(f"Each host's `sshd_config` is `{where}/<host>.conf`. We open one ticket per dangerous line, not per "
+              "host: one for the line `PermitRootLogin yes` and one for the line `PasswordAuthentication yes`, each "
+              "listing the hosts whose config has that line (a keyword no host has gets no ticket). The first ticket "
+              f"takes the number given above, the second the number after it. Write {fmt}.")
+        t.solve(f'mkdir -p /app/out\ncd {where} && n="{v}"\nfor k in PermitRootLogin PasswordAuthentication; do\n'
+                '  h=$( (grep -lE "^\\s*$k yes\\s*$" *.conf || true) | LC_ALL=C sort | sed "s/\\.conf$//" '
+                '| paste -sd, -)\n'
+                '  if [ -n "$h" ]; then echo "$n $k $h"; n=$((n + 1)); fi\n'
+                'done > /app/out/keyword_tickets.txt')
+        t.expect_output("/app/out/keyword_tickets.txt", "".join(f"{first + i} {x}\n" for i, x in enumerate(lines)),
+                        "the ticket list")
+
+    def _atomic_ports(self, t: TaskBuilder, hosts: list[str], texts: list[str]) -> None:
+        """One awk per host: the port each host listens on, each host with its inventory number."""
+        rng = t.rng
+        where = "/app/inventory/sshd"
+        lines = []
+        for h, x in zip(hosts, texts):
+            t.add_file(f"{where}/{h}.conf", x)
+            ports = [ln.split()[1] for ln in x.splitlines() if ln.split()[:1] == ["Port"]]
+            lines.append(f"{h} {ports[0] if ports else '22'}")
+        fmt = "one line per host, sorted by host name, as `<number> <host> <port>` (for example `40117 web-01 2222`)"
+        first = int(unseen(t, lambda: str(rng.randrange(10000, 99000)), fmt, near=len(lines) + 5))
+        v = t.deliver(str(first), "the first free inventory number")
+        t.say(f"Each host's `sshd_config` is `{where}/<host>.conf`. For our inventory, record the port each host's "
+              "sshd listens on: the value of its (uncommented) `Port` line, or 22 when it has none. Every host gets "
+              "an inventory number: the first host (by name) the number given above, the next one the number after "
+              f"it, and so on. Write {fmt}.")
+        t.solve(f'mkdir -p /app/out\ncd {where} && n="{v}"\nfor f in $(ls *.conf | LC_ALL=C sort); do\n'
+                '  p=$(awk \'$1 == "Port" {print $2; exit}\' "$f")\n'
+                '  echo "$n ${f%.conf} ${p:-22}"; n=$((n + 1))\n'
+                'done > /app/out/ports.txt')
+        t.expect_output("/app/out/ports.txt", "".join(f"{first + i} {x}\n" for i, x in enumerate(lines)),
+                        "the port list")

@@ -3,7 +3,11 @@ endpoints with their owner team under a salted team ID, parameters, response fie
 objects at higher levels); report the breaking changes in one team's endpoints and (level 3+) the
 semver bump that team's part of the API needs. Program variants: the diff tool (fuzzed) or a CI
 gate that must fail exactly the pull requests that break the team's endpoints (adversarial corpus). Level 0
-asks which endpoints the team owns (or gates on one of them being removed)."""
+asks which endpoints the team owns (or gates on one of them being removed). Variants: the breaking changes
+(breaking), the compatible additions instead (additive: a gate on pull requests that extend the team's API;
+level 0 the team's published version, or a gate on a new endpoint of ours), or one verdict per endpoint of the
+team (verdicts: removed, breaking, compatible, unchanged or added; a gate on any change to our endpoints; level 0
+the team's endpoints counted per method, or a gate on endpoints handed to another team)."""
 
 from __future__ import annotations
 
@@ -150,6 +154,102 @@ if __name__ == "__main__":
         if MODE == "gate":
             sys.exit(gate(doc))
         sys.stdout.write(report(doc))
+'''
+
+# The additive and verdicts variants' program: the same diff, its report and gate redefined before the main block.
+VARIANT_EXTRA = r'''
+
+VARIANT = "@VARIANT@"  # additive: the compatible changes; verdicts: one verdict per endpoint
+
+
+def next_version(doc, owner, ch):
+    mine = team_id(doc["old"], owner)
+    if mine not in doc["old"]["versions"]:
+        raise SystemExit(f"team {owner} has no version in the old description")
+    a, b, c = (int(x) for x in doc["old"]["versions"][mine].split("."))
+    if any(br for *_, br in ch):
+        a, b, c = a + 1, 0, 0
+    elif ch:
+        b, c = b + 1, 0
+    else:
+        c += 1
+    return f"next-version {a}.{b}.{c}"
+
+
+def verdict(kinds):
+    if "removed-endpoint" in kinds:
+        return "removed"
+    if "new-endpoint" in kinds:
+        return "added"
+    if any(br for _, br in kinds.items()):
+        return "breaking"
+    return "compatible" if kinds else "unchanged"
+
+
+def report(doc, owner=None):  # noqa: F811 - the variant's report
+    owner = owner or OWNER
+    old, new = doc["old"], doc["new"]
+    ours = owned(doc, owner)
+    ch = [c for c in changes(old, new) if ours(c[0])]
+    if VARIANT == "additive":
+        lines = sorted(f"{ep} {kind} {name}".rstrip() for ep, kind, name, br in ch if not br)
+    else:
+        eps = [ep for ep in old["endpoints"] if ours(ep)]
+        eps += [ep for ep in new["endpoints"] if ep not in old["endpoints"] and ours(ep)]
+        lines = sorted(f"{ep} {verdict({k: br for e, k, _, br in ch if e == ep})}" for ep in eps)
+    if WITH_VERSION:
+        lines.append(next_version(doc, owner, ch))
+    return "".join(x + "\n" for x in lines)
+
+
+def gate(doc, owner=None):  # noqa: F811 - the variant's gate
+    # additive: 1 if the change extends one of our endpoints compatibly; verdicts: 1 if it changes one at all
+    ours = owned(doc, owner or OWNER)
+    return 1 if any(ours(ep) and (VARIANT == "verdicts" or not br)
+                    for ep, _, _, br in changes(doc["old"], doc["new"])) else 0
+
+
+'''
+
+# Level 0 of the additive and verdicts variants: one lookup in a description (or a pair of them).
+ATOMIC_VARIANT = r'''
+import hashlib
+import json
+import sys
+
+OWNER = "@OWNER@"
+VARIANT = "@VARIANT@"  # additive: our version; verdicts: our endpoints per method
+MODE = "@MODE@"  # gate: exit 1 on a new endpoint of ours (additive) or one of ours handed to another team
+
+
+def mine(desc, owner=None):
+    return hashlib.sha256((desc["team_salt"] + ":" + (owner or OWNER)).encode()).hexdigest()[:12]
+
+
+def lookup(desc, owner=None):
+    if VARIANT == "additive":
+        return desc["versions"][mine(desc, owner)] + "\n"
+    count = {}
+    for ep, e in desc["endpoints"].items():
+        if e["owner"] == mine(desc, owner):
+            count[ep.split()[0]] = count.get(ep.split()[0], 0) + 1
+    return "".join(f"{m} {n}\n" for m, n in sorted(count.items()))
+
+
+def gate(doc):
+    old, new = doc["old"], doc["new"]
+    if VARIANT == "additive":
+        return 1 if any(ep not in old["endpoints"] and e["owner"] == mine(new)
+                        for ep, e in new["endpoints"].items()) else 0
+    return 1 if any(e["owner"] == mine(old) and ep in new["endpoints"] and new["endpoints"][ep]["owner"] != mine(new)
+                    for ep, e in old["endpoints"].items()) else 0
+
+
+if __name__ == "__main__":
+    doc = json.loads(sys.stdin.read())
+    if MODE == "gate":
+        sys.exit(gate(doc))
+    sys.stdout.write(lookup(doc))
 '''
 
 ATOMIC = r'''
@@ -359,8 +459,21 @@ BREAKING = ("remove_endpoint", "add_required_param", "remove_response_field", "m
             "param_type", "response_type", "param_enum_remove", "resp_enum_add", "nested_remove", "nested_type")
 
 
-def reference(owner: str, with_version: bool, mode: str = "report") -> str:
-    return fill(REFERENCE, OWNER=owner, WITH_VERSION=with_version, MODE=mode)
+MAIN = '\nif __name__ == "__main__":'
+
+
+def reference(owner: str, with_version: bool, mode: str = "report", variant: str = "breaking") -> str:
+    if variant == "breaking":
+        return fill(REFERENCE, OWNER=owner, WITH_VERSION=with_version, MODE=mode)
+    return fill(REFERENCE.replace(MAIN, VARIANT_EXTRA + MAIN, 1), OWNER=owner, WITH_VERSION=with_version, MODE=mode,
+                VARIANT=variant)
+
+
+def atomic(owner: str, mode: str, variant: str) -> str:
+    """Level 0's program: the owned endpoints (breaking) or the variant's lookup."""
+    if variant == "breaking":
+        return fill(ATOMIC, OWNER=owner, MODE=mode)
+    return fill(ATOMIC_VARIANT, OWNER=owner, MODE=mode, VARIANT=variant)
 
 
 @cache
@@ -409,11 +522,19 @@ class ApiBreakingChanges(Family):
                         "set difference of interfaces", "semantic version parsing", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence", "adversarial_corpus")
     programs = {"Python": REFERENCE}
+    variants = ("breaking", "additive", "verdicts")
     levels = {0: Knobs(resources=2, changes=0, more=False, enums=False, nested=False, version=False, corpus=12),
               1: Knobs(resources=3, changes=4, more=False, enums=False, nested=False, version=False, corpus=16),
               2: Knobs(resources=4, changes=7, more=True, enums=False, nested=False, version=False, corpus=24),
               3: Knobs(resources=5, changes=10, more=True, enums=True, nested=False, version=True, corpus=26),
               4: Knobs(resources=7, changes=14, more=True, enums=True, nested=True, version=True, corpus=30)}
+
+    def part(self, t: TaskBuilder) -> None:
+        """Every case method starts here: the later variants reseed the task's stream from itself and the variant,
+        so their descriptions share nothing with the first variant's for the same seed (a shifted stream
+        would replay most of its draws). The first variant draws as it always has."""
+        if t.variant != self.variants[0]:
+            t.rng.seed(f"{t.variant}:{t.rng.getrandbits(64)}")
 
     def rules(self, k) -> str:
         r = ("Our API descriptions are JSON. Teams appear in them only under pseudonymous IDs: a team's ID in a "
@@ -440,11 +561,32 @@ class ApiBreakingChanges(Family):
               "requirements, added request enum values, removed response enum values, summaries) is compatible.")
         return r
 
-    def report_format(self, k) -> tuple[str, str]:
+    def compatible(self, k) -> str:
+        """The compatible changes the additive variant reports and the verdicts variant counts, by kind."""
+        return ("the compatible changes are a new endpoint (`new-endpoint`, reported once, without its parameters "
+                "or fields), a new optional parameter (`new-optional-param`), a required parameter made optional "
+                "(`param-now-optional`), a new response field (`new-response-field`)"
+                + (", and a value added to an enumerated parameter (`param-enum-value-added`); a value removed "
+                   "from an enumerated response field is compatible too but is not a change to report" if k.enums
+                   else "")
+                + ("; a field added inside a nested field that was itself removed or retyped is not reported"
+                   if k.nested else ""))
+
+    def report_format(self, k, variant: str = "breaking") -> tuple[str, str]:
         """(the report's format, the sentence on where the old versions come from): both report cases."""
-        fmt = ("one line per breaking change in an endpoint that our team owns according to the old description: "
-               "`<METHOD> <path> <kind>` followed by a space and the parameter or field name where there is one, "
-               "lines sorted in byte order")
+        fmt = {"breaking": "one line per breaking change in an endpoint that our team owns according to the old "
+                           "description: `<METHOD> <path> <kind>` followed by a space and the parameter or field "
+                           "name where there is one, lines sorted in byte order",
+               "additive": "one line per compatible change in an endpoint that our team owns (according to the "
+                           "old description, or, for a new endpoint, the new one): `<METHOD> <path> <kind>` "
+                           "followed by a space and the parameter or field name where there is one, lines sorted "
+                           "in byte order, where " + self.compatible(k),
+               "verdicts": "one line per endpoint that our team owns according to the old description and per "
+                           "new endpoint that it owns according to the new one: `<METHOD> <path> <verdict>`, "
+                           "lines sorted in byte order, where the verdict is `removed` (the endpoint is gone), "
+                           "`added` (it is new), `breaking` (it has at least one breaking change), `compatible` "
+                           "(it has changes, all compatible) or `unchanged` (no change at all); "
+                           + self.compatible(k) + ", and summaries never count"}[variant]
         vtxt = ""
         if k.version:
             fmt += ("; then one last line `next-version X.Y.Z`: the version our team's part of the API must carry "
@@ -457,55 +599,87 @@ class ApiBreakingChanges(Family):
     def teams(self, t: TaskBuilder) -> list[str]:
         """Four team codes. Codes never appear in the descriptions (owners are salted IDs), so our team is
         known only from the delivered code; none may be readable off the instruction's fixed texts either."""
-        return distinct(lambda: unseen(t, lambda: t.code(2), self.rules(t.knobs), *self.report_format(t.knobs)), 4)
+        return distinct(lambda: unseen(t, lambda: t.code(2), self.rules(t.knobs),
+                                       *self.report_format(t.knobs, t.variant)), 4)
 
     def corpus_case(self, t: TaskBuilder) -> None:
+        self.part(t)
         if t.level == 0:
             return self.atomic_corpus(t)
         k, rng = t.knobs, t.rng
         owners = self.teams(t)
         ours = owners[0]
-        gate = run_python(reference(ours, False, "gate"))["gate"]
+        gate = run_python(reference(ours, False, "gate", t.variant))["gate"]
         var = t.deliver(ours, "our team code")
         clean: list[str] = []
         malicious: list[str] = []
         pool = kind_pool(k)
         safe, breaking = [x for x in pool if x not in BREAKING], [x for x in pool if x in BREAKING]
+        # What the variant's gate looks for in our endpoints, and what it must let through there.
+        hit, miss = {"breaking": (breaking, safe), "additive": ([x for x in safe if x != "resp_enum_remove"], breaking),
+                     "verdicts": ([x for x in pool if x != "resp_enum_remove"], [])}[t.variant]
         for _ in range(4000):
             if len(clean) >= k.corpus and len(malicious) >= k.corpus:
                 break
             spec = make_spec(rng, replace(k, resources=rng.randint(2, 3)), owners)
-            if rng.random() < 0.5:  # a pull request that breaks exactly one of our endpoints
-                new = evolve(rng, spec, k, rng.randint(0, 3), kinds=safe)
-                if not mutate(rng, new, rng.choice(breaking), ours):
+            if t.variant == "breaking":
+                if rng.random() < 0.5:  # a pull request that breaks exactly one of our endpoints
+                    new = evolve(rng, spec, k, rng.randint(0, 3), kinds=safe)
+                    if not mutate(rng, new, rng.choice(breaking), ours):
+                        continue
+                else:  # compatible for us: additive changes, and breaking ones in other teams' endpoints
+                    new = evolve(rng, spec, k, rng.randint(1, 4), kinds=safe)
+                    for _ in range(rng.randint(1, 3)):
+                        mutate(rng, new, rng.choice(breaking), rng.choice(owners[1:]))
+            else:  # other teams' endpoints change freely; ours get what the gate lets through, and half one hit
+                new = evolve(rng, spec, k, 0)
+                for _ in range(rng.randint(1, 4)):
+                    mutate(rng, new, rng.choice(pool), rng.choice(owners[1:]))
+                if miss and rng.random() < 0.6:
+                    mutate(rng, new, rng.choice(miss), ours)
+                if rng.random() < 0.5 and not mutate(rng, new, rng.choice(hit), ours):
                     continue
-            else:  # compatible for us: additive changes, and breaking ones in other teams' endpoints
-                new = evolve(rng, spec, k, rng.randint(1, 4), kinds=safe)
-                for _ in range(rng.randint(1, 3)):
-                    mutate(rng, new, rng.choice(breaking), rng.choice(owners[1:]))
             doc = pair(rng, spec, new)
             bucket = malicious if gate(doc) else clean
             if len(bucket) < k.corpus:
                 bucket.append(json.dumps(doc, separators=(",", ":")) + "\n")
         else:
             raise FamilyError(f"api_breaking_changes: fewer than {k.corpus} pull requests of each kind")
-        t.say("I want a CI gate on pull requests that touch the API description. " + self.rules(k)
-              + " The gate must fail a pull request exactly when it breaks at least one endpoint owned by our "
-              "team (owner in the old description; team code given here); breaking changes to other teams' "
-              "endpoints are their business.")
+        rule = {"breaking": " The gate must fail a pull request exactly when it breaks at least one endpoint owned by "
+                            "our team (owner in the old description; team code given here); breaking changes to "
+                            "other teams' endpoints are their business.",
+                "additive": " Pull requests that extend our API need a minor-release entry, so the gate must fail a "
+                            "pull request exactly when it makes at least one compatible change to an endpoint our "
+                            "team owns (owner in the old description, or for a new endpoint in the new one; team "
+                            f"code given here), where {self.compatible(k)}. Breaking changes do not matter to this "
+                            "gate, and neither do other teams' endpoints.",
+                "verdicts": " Any change to our endpoints needs our review, so the gate must fail a pull request "
+                            "exactly when it changes at least one endpoint our team owns (owner in the old "
+                            "description, or for a new endpoint in the new one; team code given here) in a breaking "
+                            f"or a compatible way, where {self.compatible(k)}. Summaries never count, and neither "
+                            "do other teams' endpoints."}[t.variant]
+        t.say(("I want a CI gate on pull requests that touch the API description. " if t.variant == "breaking" else
+               "Our CI needs one more check on pull requests that touch the API description. ")
+              + self.rules(k) + rule)
         t.expect_classifier("Its input is one JSON object `{\"old\": <description>, \"new\": <description>}`. "
                             "Hard-code our team code.", clean, malicious,
-                            {"Python": reference("@@OWNER@@", False, "gate")})
+                            {"Python": reference("@@OWNER@@", False, "gate", t.variant)})
         t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
 
     def program_case(self, t: TaskBuilder) -> None:
+        self.part(t)
         if t.level == 0:
             return self.atomic_program(t)
         k, rng = t.knobs, t.rng
         owners = self.teams(t)
-        report = run_python(reference(owners[0], k.version))["report"]
-        fmt, vtxt = self.report_format(k)
+        report = run_python(reference(owners[0], k.version, "report", t.variant))["report"]
+        fmt, vtxt = self.report_format(k, t.variant)
         var = t.deliver(owners[0], "our team code")
+
+        def idle(out: str) -> bool:
+            """Nothing of ours in the report (verdicts: nothing of ours changed)."""
+            lines = [x for x in out.splitlines() if not x.startswith("next-version")]
+            return not lines or (t.variant == "verdicts" and all(x.endswith(" unchanged") for x in lines))
         cases: list[tuple[str, str]] = []
         for _ in range(200):
             if len(cases) == 10:
@@ -514,53 +688,73 @@ class ApiBreakingChanges(Family):
             doc = pair(rng, spec, evolve(rng, spec, k, rng.randint(1, k.changes)))
             out = report(doc)
             # Most cases break something of ours: a program that ignores the team code must fail.
-            if (out.startswith("next-version") or not out) and \
-                    sum(1 for _, o in cases if o.startswith("next-version") or not o) >= 3:
+            if idle(out) and sum(1 for _, o in cases if idle(o)) >= 3:
                 continue
             cases.append((json.dumps(doc, indent=1) + "\n", out))
         else:
             raise FamilyError("api_breaking_changes: too few cases that break our endpoints")
-        t.say("We diff API descriptions on every release and I want a reusable tool for it. "
-              + self.rules(k) + vtxt + f" The report lists {fmt}.")
+        why = {"breaking": "We diff API descriptions on every release and I want a reusable tool for it. ",
+               "additive": "Our changelog lists what each release adds to our team's endpoints, and I want a "
+                           "reusable tool that finds it. ",
+               "verdicts": "For every release I want a per-endpoint compatibility table of our team's endpoints "
+                           "from a reusable tool. "}[t.variant]
+        t.say(why + self.rules(k) + vtxt + f" The report lists {fmt}.")
         t.expect_program("Its input is one JSON object `{\"old\": <description>, \"new\": <description>}`. "
                          "Hard-code our team code (given here).", cases,
-                         {"Python": reference("@@OWNER@@", k.version)})
+                         {"Python": reference("@@OWNER@@", k.version, "report", t.variant)})
         t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
+        self.part(t)
         if t.level == 0:
             return self.atomic_output(t)
         k, rng = t.knobs, t.rng
         owners = self.teams(t)
-        fmt, vtxt = self.report_format(k)
+        fmt, vtxt = self.report_format(k, t.variant)
         spec = make_spec(rng, k, owners)
         # Our team is not the one owning the most endpoints, and every team gets its share of the
         # changes: neither frequency points at it.
         count = {o: sum(1 for e in spec["endpoints"].values() if e["owner"] == o) for o in owners}
-        ours = rng.choice([o for o in owners if count[o] < max(count.values())] or owners)
-        ns = run_python(reference(ours, k.version))
+        if t.variant == "breaking":
+            ours = rng.choice([o for o in owners if count[o] < max(count.values())] or owners)
+        else:  # and owns endpoints (verdicts: two at least, when a team does), so there is something to change
+            least = 2 if t.variant == "verdicts" and sorted(count.values())[-2] >= 2 else 1
+            ours = rng.choice([o for o in owners if least <= count[o] < max(count.values())] or
+                              [o for o in owners if count[o]])
+        ns = run_python(reference(ours, k.version, "report", t.variant))
         new = evolve(rng, spec, k, k.changes // 2)
         for o in owners:
             new = evolve(rng, new, k, max(1, (k.changes - k.changes // 2) // 2), only=o)
         doc = pair(rng, spec, new)
-        # make sure our team is affected by at least one breaking change
-        for _ in range(5):
+        # make sure our team is affected by at least one breaking change (additive: one compatible change)
+        kinds = [x for x in kind_pool(k) if (x in BREAKING) == (t.variant != "additive") and x != "resp_enum_remove"]
+        for _ in range(5 if t.variant == "breaking" else 20):
             if ns["gate"](doc):
                 break
-            mutate(rng, new, rng.choice([x for x in kind_pool(k) if x in BREAKING]), ours)
+            mutate(rng, new, rng.choice(kinds), ours)
             doc = pair(rng, spec, new)
         truth = ns["report"](doc)
         old_name = "/app/api/api-published.json"
+        new_name = "/app/api/api-next.json"
+        out = "/app/out/breaking.txt"
+        ask = "Before we publish, tell me which changes break clients of our team's endpoints (team code given here)."
+        if t.variant != "breaking":
+            old_name, new_name = rng.choice([("/app/api/api-published.json", "/app/api/api-next.json"),
+                                             ("/app/specs/current.json", "/app/specs/proposed.json"),
+                                             ("/app/contract/v-live.json", "/app/contract/v-candidate.json")])
+            out = "/app/out/additions.txt" if t.variant == "additive" else "/app/out/endpoint-verdicts.txt"
+            ask = ("For the changelog, tell me what the proposed description adds, compatibly, to our team's "
+                   "endpoints (team code given here)." if t.variant == "additive" else
+                   "Our client teams want a verdict for every endpoint of our team (team code given here): is it "
+                   "removed, added, broken, compatibly changed or untouched?")
         t.add_file(old_name, dump(doc["old"]))
-        t.add_file("/app/api/api-next.json", dump(doc["new"]))
+        t.add_file(new_name, dump(doc["new"]))
         var = t.deliver(ours, "our team code")
-        t.say(f"The published API description is `{old_name}` and the proposed next one is `/app/api/api-next.json`. "
-              "Before we publish, tell me which changes break clients of our team's endpoints (team code given "
-              "here)." + vtxt + " " + self.rules(k) + f" The report has {fmt}.")
-        t.add_solution_file("apidiff.py", reference("", k.version))
-        t.solve(f'mkdir -p /app/out\npython3 /solution/apidiff.py "{var}" {old_name} /app/api/api-next.json '
-                "> /app/out/breaking.txt")
-        t.expect_output("/app/out/breaking.txt", truth, "the report")
+        t.say(f"The published API description is `{old_name}` and the proposed next one is `{new_name}`. "
+              + ask + vtxt + " " + self.rules(k) + f" The report has {fmt}.")
+        t.add_solution_file("apidiff.py", reference("", k.version, "report", t.variant))
+        t.solve(f'mkdir -p /app/out\npython3 /solution/apidiff.py "{var}" {old_name} {new_name} > {out}')
+        t.expect_output(out, truth, "the report")
 
     # Level 0: one ownership lookup (hash our code with the salt, pick the endpoints that carry it).
     def atomic_spec(self, t: TaskBuilder, owners: list[str], resources: int) -> dict | None:
@@ -569,8 +763,25 @@ class ApiBreakingChanges(Family):
         mine = sum(1 for e in spec["endpoints"].values() if e["owner"] == owners[0])
         return spec if 0 < mine < len(spec["endpoints"]) else None
 
+    def atomic_rules(self, variant: str) -> str:
+        return ATOMIC_RULES + ("" if variant != "additive" else " Its `versions` maps team IDs to the published "
+                               "version of each team's part of the API.")
+
+    def atomic_ask(self, variant: str) -> str:
+        """What level 0's lookup prints, by variant."""
+        return {"breaking": "the endpoints our team owns (team code given here), one `<METHOD> <path>` per line, "
+                            "sorted in byte order",
+                "additive": "the published version of our team's part of the API (team code given here), the one "
+                            "line `X.Y.Z`",
+                "verdicts": "how many endpoints of each HTTP method our team owns (team code given here), one line "
+                            "`<METHOD> <count>` per method it owns at least one endpoint of, sorted in byte "
+                            "order"}[variant]
+
     def atomic_teams(self, t: TaskBuilder) -> list[str]:
-        return distinct(lambda: unseen(t, lambda: t.code(2), ATOMIC_RULES), 4)
+        if t.variant == "breaking":
+            return distinct(lambda: unseen(t, lambda: t.code(2), ATOMIC_RULES), 4)
+        return distinct(lambda: unseen(t, lambda: t.code(2), self.atomic_rules(t.variant),
+                                       self.atomic_ask(t.variant)), 4)
 
     def atomic_output(self, t: TaskBuilder) -> None:
         owners = self.atomic_teams(t)
@@ -581,8 +792,22 @@ class ApiBreakingChanges(Family):
         else:
             raise FamilyError("api_breaking_changes: no description where our team owns some endpoints")
         desc = publish(t.rng, spec)
-        truth = run_python(fill(ATOMIC, OWNER=owners[0], MODE="owned"))["owned"](desc)
         path = "/app/api/api-published.json"
+        if t.variant != "breaking":
+            ns = run_python(atomic(owners[0], "lookup", t.variant))
+            path = t.rng.choice(["/app/api/api-published.json", "/app/specs/current.json", "/app/contract/live.json"])
+            out = "/app/out/version.txt" if t.variant == "additive" else "/app/out/methods.txt"
+            t.add_file(path, dump(desc))
+            var = t.deliver(owners[0], "our team code")
+            t.say(f"{self.atomic_rules(t.variant)} From `{path}`, write to `{out}` {self.atomic_ask(t.variant)}.")
+            ident = (f"id=$(printf '%s:%s' \"$(jq -r .team_salt {path})\" \"{var}\" | sha256sum | cut -c1-12)\n")
+            t.solve(f"mkdir -p /app/out\n{ident}" + (
+                f"jq -r --arg id \"$id\" '.versions[$id]' {path} > {out}" if t.variant == "additive" else
+                f"jq -r --arg id \"$id\" '.endpoints | to_entries[] | select(.value.owner == $id) | .key' {path} "
+                f"| cut -d' ' -f1 | LC_ALL=C sort | uniq -c | awk '{{print $2, $1}}' > {out}"))
+            t.expect_output(out, ns["lookup"](desc), "the version" if t.variant == "additive" else "the counts")
+            return
+        truth = run_python(fill(ATOMIC, OWNER=owners[0], MODE="owned"))["owned"](desc)
         t.add_file(path, dump(desc))
         var = t.deliver(owners[0], "our team code")
         t.say(f"{ATOMIC_RULES} Which endpoints of `{path}` does our team own (team code given here)? One "
@@ -595,7 +820,13 @@ class ApiBreakingChanges(Family):
 
     def atomic_program(self, t: TaskBuilder) -> None:
         owners = self.atomic_teams(t)
-        owned = run_python(fill(ATOMIC, OWNER=owners[0], MODE="owned"))["owned"]
+        if t.variant == "breaking":
+            owned = run_python(fill(ATOMIC, OWNER=owners[0], MODE="owned"))["owned"]
+
+            def lookup(desc: dict) -> str:
+                return "".join(ep + "\n" for ep in owned(desc))
+        else:
+            lookup = run_python(atomic(owners[0], "lookup", t.variant))["lookup"]
         var = t.deliver(owners[0], "our team code")
         cases: list[tuple[str, str]] = []
         for _ in range(200):
@@ -604,19 +835,23 @@ class ApiBreakingChanges(Family):
             spec = self.atomic_spec(t, owners, t.rng.randint(1, t.knobs.resources))
             if spec is not None:
                 desc = publish(t.rng, spec)
-                cases.append((json.dumps(desc, indent=1) + "\n", "".join(ep + "\n" for ep in owned(desc))))
+                cases.append((json.dumps(desc, indent=1) + "\n", lookup(desc)))
         else:
             raise FamilyError("api_breaking_changes: too few descriptions where our team owns some endpoints")
-        t.say(f"{ATOMIC_RULES} Write a tool that reads one description and prints the endpoints our team owns "
-              "(team code given here), one `<METHOD> <path>` per line, sorted in byte order.")
+        if t.variant == "breaking":
+            t.say(f"{ATOMIC_RULES} Write a tool that reads one description and prints the endpoints our team owns "
+                  "(team code given here), one `<METHOD> <path>` per line, sorted in byte order.")
+        else:
+            t.say(f"{self.atomic_rules(t.variant)} Write a tool that reads one description on standard input and "
+                  f"prints {self.atomic_ask(t.variant)}.")
         t.expect_program("Hard-code our team code.", cases,
-                         {"Python": fill(ATOMIC, OWNER="@@OWNER@@", MODE="owned")})
+                         {"Python": atomic("@@OWNER@@", "owned" if t.variant == "breaking" else "lookup", t.variant)})
         t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')
 
     def atomic_corpus(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         owners = self.atomic_teams(t)
-        gate = run_python(fill(ATOMIC, OWNER=owners[0], MODE="gate"))["gate"]
+        gate = run_python(atomic(owners[0], "gate", t.variant))["gate"]
         var = t.deliver(owners[0], "our team code")
         clean: list[str] = []
         malicious: list[str] = []
@@ -629,18 +864,31 @@ class ApiBreakingChanges(Family):
             new = copy.deepcopy(spec)
             for _ in range(rng.randint(0, 2)):
                 mutate(rng, new, rng.choice(["add_endpoint", "add_optional_param", "add_response_field"]))
-            # half drop one of our endpoints, half one of another team's
-            mutate(rng, new, "remove_endpoint", owners[0] if rng.random() < 0.5 else rng.choice(owners[1:]))
+            # half touch one of our endpoints, half one of another team's
+            who = owners[0] if rng.random() < 0.5 else rng.choice(owners[1:])
+            if t.variant == "breaking":
+                mutate(rng, new, "remove_endpoint", who)
+            elif t.variant == "additive":
+                mutate(rng, new, "add_endpoint", who)
+            else:  # hand one endpoint of ``who`` to another team (possibly ours)
+                eps = sorted(ep for ep, e in new["endpoints"].items() if e["owner"] == who)
+                if eps:
+                    new["endpoints"][rng.choice(eps)]["owner"] = rng.choice([o for o in owners if o != who])
             doc = pair(rng, spec, new)
             bucket = malicious if gate(doc) else clean
             if len(bucket) < k.corpus:
                 bucket.append(json.dumps(doc, separators=(",", ":")) + "\n")
         else:
             raise FamilyError(f"api_breaking_changes: fewer than {k.corpus} pull requests of each kind")
-        t.say(f"{ATOMIC_RULES} I want a CI gate on pull requests that touch the API description: fail one exactly "
-              "when an endpoint our team owns in the old description (team code given here) is missing from the "
-              "new one.")
+        rule = {"breaking": "fail one exactly when an endpoint our team owns in the old description (team code "
+                            "given here) is missing from the new one.",
+                "additive": "fail one exactly when the new description has an endpoint that the old one lacks and "
+                            "that our team (team code given here) owns in the new description.",
+                "verdicts": "fail one exactly when an endpoint our team owns in the old description (team code given "
+                            "here) is still in the new one but owned there by another team (endpoints handed to "
+                            "us, or removed, do not count)."}[t.variant]
+        t.say(f"{ATOMIC_RULES} I want a CI gate on pull requests that touch the API description: {rule}")
         t.expect_classifier("Its input is one JSON object `{\"old\": <description>, \"new\": <description>}`. "
                             "Hard-code our team code.", clean, malicious,
-                            {"Python": fill(ATOMIC, OWNER="@@OWNER@@", MODE="gate")})
+                            {"Python": atomic("@@OWNER@@", "gate", t.variant)})
         t.solve(f'sed -i "s/@@OWNER@@/{var}/" /app/solution.py')

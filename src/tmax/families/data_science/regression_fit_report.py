@@ -1,6 +1,8 @@
 """What drives listing prices in one region? Clean a property listings export (duplicates, missing
 values, square feet mixed with square metres, placeholder prices), one-hot encode the condition at
-higher levels, fit ordinary least squares and report the coefficients, R^2 and a prediction."""
+higher levels, fit ordinary least squares and report the coefficients, R^2 and a prediction. Variants:
+`coefficients` (that report), `outliers` (the three listings with the largest residuals of the fit) and
+`predict` (the other regions' listings priced by this region's model; at level 0 the line's price at one size)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from tmax.families.programs import C_SPLIT, C_TRIM, fill, run_python
 
 # @@SINCE@@ is the delivered start date: the oracle puts it in (the output case passes it on the command line).
 
-REFERENCE = r'''
+CORE = r'''
 import sys
 
 REGION = "@REGION@"
@@ -107,13 +109,71 @@ def report(text, region=None, since=None):
         out.append("predicted_price=" + money(sum(b * v for b, v in zip(beta, q))))
     return "\n".join(out) + "\n"
 
+'''
 
+MAIN = r'''
 if __name__ == "__main__":
     if len(sys.argv) > 1:
         with open(sys.argv[1]) as f:
             sys.stdout.write(report(f.read(), sys.argv[2], sys.argv[3]))
     else:
         sys.stdout.write(report(sys.stdin.read()))
+'''
+REFERENCE = CORE + MAIN
+
+# The other variants replace report(): the same cleaning and fit, another output of it.
+VARIANT_PY = r'''
+VARIANT = "@VARIANT@"  # "outliers": the 3 largest residuals; "predict": price the other regions' listings
+
+
+def clean_rows(text, first):
+    """(listing_id, region, features, price) of each listing from ``first`` on that the cleaning rules keep."""
+    lines = text.splitlines()
+    header = [h.strip() for h in lines[0].split(",")]
+    seen = set()
+    rows = []
+    for line in lines[1:]:
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != len(header):
+            continue
+        rec = dict(zip(header, parts))
+        if rec["listing_id"] in seen:
+            continue
+        seen.add(rec["listing_id"])
+        if rec["listed_on"] < first:
+            continue
+        used = ("size", "age_years", "distance_km", "price") + (("condition",) if CONDITION else ())
+        if any(rec[c] in MISSING for c in used):
+            continue
+        size = float(rec["size"])
+        if rec["size_unit"] == "sqft":
+            size *= SQFT_TO_M2
+        price = float(rec["price"])
+        if price <= 0:
+            continue
+        x = features(size, float(rec["age_years"]), float(rec["distance_km"]), rec["condition"])
+        rows.append((rec["listing_id"], rec["region"], x, price))
+    return rows
+
+
+def report(text, region=None, since=None):
+    region = region or REGION
+    rows = clean_rows(text, since_iso(since or SINCE))
+    mine = [r for r in rows if r[1] == region]
+    xs = [r[2] for r in mine]
+    ys = [r[3] for r in mine]
+    k = len(xs[0])
+    xtx = [[sum(r[i] * r[j] for r in xs) for j in range(k)] for i in range(k)]
+    xty = [sum(r[i] * y for r, y in zip(xs, ys)) for i in range(k)]
+    beta = solve(xtx, xty)
+    if VARIANT == "outliers":
+        res = [(lid, y - sum(b * v for b, v in zip(beta, x))) for lid, _, x, y in mine]
+        top = sorted(res, key=lambda p: -abs(p[1]))[:3]
+        return "".join("%s,%s\n" % (lid, money(r)) for lid, r in top)
+    return "".join("%s,%s\n" % (lid, money(sum(b * v for b, v in zip(beta, x))))
+                   for lid, reg, x, _ in rows if reg != region)
+
+
 '''
 
 C_REFERENCE = r'''
@@ -261,6 +321,155 @@ int main(void) {
 }
 '''
 
+C_VARIANT = r'''
+/* Ordinary least squares fit of listing prices for one region, then its residuals or its predictions. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONDITION @CONDITION@
+#define OUTLIERS @OUTLIERS@ /* 1: the 3 largest residuals; 0: price the other regions' listings */
+#define NP (CONDITION ? 6 : 4)
+static const char *REGION = "@REGION@";
+static const char *SINCE = "@@SINCE@@"; /* YYYYMMDD */
+static const double SQFT_TO_M2 = 0.09290304;
+
+@C_TRIM@
+
+@C_SPLIT@
+
+static int missing(const char *v) { return !*v || !strcmp(v, "NA"); }
+
+static void features(double size, double age, double dist, const char *cond, double *row) {
+    row[0] = 1.0; row[1] = size; row[2] = age; row[3] = dist;
+    if (CONDITION) {
+        row[4] = !strcmp(cond, "good") ? 1.0 : 0.0;
+        row[5] = !strcmp(cond, "excellent") ? 1.0 : 0.0;
+    }
+}
+
+static void money(double x, char *out) {
+    sprintf(out, "%.2f", x);
+    if (!strcmp(out, "-0.00")) strcpy(out, "0.00");
+}
+
+int main(void) {
+    char *line = NULL, *f[32], *h[32];
+    size_t cap = 0;
+    if (getline(&line, &cap, stdin) == -1) return 0;
+    char *hline = strdup(line);
+    char first[16];
+    int sy, sm, sd;
+    if (strlen(SINCE) != 8 || sscanf(SINCE, "%4d%2d%2d", &sy, &sm, &sd) != 3 || sm < 1 || sm > 12 || sd < 1 || sd > 31)
+        return 2;
+    sprintf(first, "%04d-%02d-%02d", sy, sm, sd);
+    int c_listed = 0;
+    int nh = split(hline, h, 32), c_id = 0, c_region = 0, c_size = 0, c_unit = 0, c_age = 0, c_dist = 0, c_cond = 0,
+        c_price = 0;
+    for (int j = 0; j < nh && j < 32; j++) {
+        if (!strcmp(h[j], "listing_id")) c_id = j;
+        else if (!strcmp(h[j], "region")) c_region = j;
+        else if (!strcmp(h[j], "size")) c_size = j;
+        else if (!strcmp(h[j], "size_unit")) c_unit = j;
+        else if (!strcmp(h[j], "age_years")) c_age = j;
+        else if (!strcmp(h[j], "distance_km")) c_dist = j;
+        else if (!strcmp(h[j], "condition")) c_cond = j;
+        else if (!strcmp(h[j], "price")) c_price = j;
+        else if (!strcmp(h[j], "listed_on")) c_listed = j;
+    }
+    /* every kept listing (any region): id, whether it is this region's, features, price */
+    int nseen = 0, seen_cap = 256, n = 0, rcap = 256;
+    char **seen = malloc(seen_cap * sizeof(char *)), **ids = malloc(rcap * sizeof(char *));
+    int *mine = malloc(rcap * sizeof(int));
+    double *xs = malloc(rcap * NP * sizeof(double)), *ys = malloc(rcap * sizeof(double));
+    while (getline(&line, &cap, stdin) != -1) {
+        char *copy = strdup(line);
+        if (split(copy, f, 32) != nh) continue;
+        int dup = 0;
+        for (int i = 0; i < nseen && !dup; i++) dup = !strcmp(seen[i], f[c_id]);
+        if (dup) continue;
+        if (nseen == seen_cap) seen = realloc(seen, (seen_cap *= 2) * sizeof(char *));
+        seen[nseen++] = f[c_id];
+        if (strcmp(f[c_listed], first) < 0) continue;
+        if (missing(f[c_size]) || missing(f[c_age]) || missing(f[c_dist]) || missing(f[c_price])) continue;
+        if (CONDITION && missing(f[c_cond])) continue;
+        double size = strtod(f[c_size], NULL);
+        if (!strcmp(f[c_unit], "sqft")) size *= SQFT_TO_M2;
+        double price = strtod(f[c_price], NULL);
+        if (price <= 0) continue;
+        if (n == rcap) {
+            rcap *= 2;
+            xs = realloc(xs, rcap * NP * sizeof(double));
+            ys = realloc(ys, rcap * sizeof(double));
+            ids = realloc(ids, rcap * sizeof(char *));
+            mine = realloc(mine, rcap * sizeof(int));
+        }
+        features(size, strtod(f[c_age], NULL), strtod(f[c_dist], NULL), f[c_cond], xs + n * NP);
+        ids[n] = f[c_id];
+        mine[n] = !strcmp(f[c_region], REGION);
+        ys[n++] = price;
+    }
+    double m[NP][NP + 1], beta[NP];
+    for (int i = 0; i < NP; i++) {
+        for (int j = 0; j < NP; j++) {
+            double s = 0;
+            for (int r = 0; r < n; r++)
+                if (mine[r]) s += xs[r * NP + i] * xs[r * NP + j];
+            m[i][j] = s;
+        }
+        double s = 0;
+        for (int r = 0; r < n; r++)
+            if (mine[r]) s += xs[r * NP + i] * ys[r];
+        m[i][NP] = s;
+    }
+    for (int col = 0; col < NP; col++) {
+        int piv = col;
+        for (int r = col + 1; r < NP; r++)
+            if (fabs(m[r][col]) > fabs(m[piv][col])) piv = r;
+        for (int c = 0; c <= NP; c++) {
+            double t = m[col][c];
+            m[col][c] = m[piv][c];
+            m[piv][c] = t;
+        }
+        for (int r = col + 1; r < NP; r++) {
+            double fct = m[r][col] / m[col][col];
+            for (int c = col; c <= NP; c++) m[r][c] -= fct * m[col][c];
+        }
+    }
+    for (int r = NP - 1; r >= 0; r--) {
+        double s = 0;
+        for (int c = r + 1; c < NP; c++) s += m[r][c] * beta[c];
+        beta[r] = (m[r][NP] - s) / m[r][r];
+    }
+    char buf[64];
+    double *res = malloc((n + 1) * sizeof(double));
+    for (int r = 0; r < n; r++) {
+        double fit = 0;
+        for (int j = 0; j < NP; j++) fit += beta[j] * xs[r * NP + j];
+        res[r] = OUTLIERS ? ys[r] - fit : fit;
+        if (!OUTLIERS && !mine[r]) {
+            money(fit, buf);
+            printf("%s,%s\n", ids[r], buf);
+        }
+    }
+    if (OUTLIERS) {
+        int *taken = calloc(n + 1, sizeof(int));
+        for (int k = 0; k < 3; k++) {
+            int best = -1;
+            for (int r = 0; r < n; r++)
+                if (mine[r] && !taken[r] && (best < 0 || fabs(res[r]) > fabs(res[best]))) best = r;
+            if (best < 0) break;
+            taken[best] = 1;
+            money(res[best], buf);
+            printf("%s,%s\n", ids[best], buf);
+        }
+    }
+    return 0;
+}
+'''
+
 # Level 0: one predictor, one region, no cleaning: the slope from one awk pass over running sums.
 ATOMIC = r'''
 import sys
@@ -337,9 +546,140 @@ int main(void) {
 }
 '''
 
+# Level 0's other variants: the same line, then its 3 largest residuals or its price at one size.
+ATOMIC_VARIANT = r'''
+import sys
+
+SINCE = "@@SINCE@@"  # YYYYMMDD: only listings listed on or after this day are fitted
+VARIANT = "@VARIANT@"  # "outliers" or "predict"
+SIZE = @SIZE@  # predict: the floor area (m2) to price
+
+
+def money(x):
+    s = "%.2f" % x
+    return "0.00" if s == "-0.00" else s
+
+
+def points(text, since=None):
+    day = since or SINCE
+    first = "%s-%s-%s" % (day[:4], day[4:6], day[6:])
+    pts = []
+    for line in text.splitlines()[1:]:
+        r = line.split(",")
+        if len(r) < 9 or r[8] < first:
+            continue
+        pts.append((r[0], float(r[2]), float(r[7])))
+    return pts
+
+
+def line(pts):
+    n = sx = sy = sxx = sxy = 0.0
+    for _, x, y in pts:
+        n += 1
+        sx += x
+        sy += y
+        sxx += x * x
+        sxy += x * y
+    b = (n * sxy - sx * sy) / (n * sxx - sx * sx)
+    return (sy - b * sx) / n, b
+
+
+def slope(text, since=None):
+    return line(points(text, since))[1]
+
+
+def report(text, since=None):
+    pts = points(text, since)
+    a, b = line(pts)
+    if VARIANT == "predict":
+        return money(a + b * SIZE) + "\n"
+    res = sorted(((lid, y - (a + b * x)) for lid, x, y in pts), key=lambda p: -abs(p[1]))[:3]
+    return "".join("%s,%s\n" % (lid, money(r)) for lid, r in res)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2:
+        with open(sys.argv[1]) as f:
+            sys.stdout.write(report(f.read(), sys.argv[2]))
+    else:
+        sys.stdout.write(report(sys.stdin.read()))
+'''
+
+C_ATOMIC_VARIANT = r'''
+/* OLS line of price on size (standard input) from the hard-coded start date on: residuals or a prediction. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OUTLIERS @OUTLIERS@ /* 1: the 3 largest residuals; 0: the price at SIZE */
+static const char *SINCE = "@@SINCE@@"; /* YYYYMMDD */
+static const double SIZE = @SIZE@;
+
+static void money(double x, char *out) {
+    sprintf(out, "%.2f", x);
+    if (!strcmp(out, "-0.00")) strcpy(out, "0.00");
+}
+
+int main(void) {
+    static char line[4096];
+    static char ids[4096][32];
+    static double xs[4096], ys[4096];
+    char first[11], buf[64];
+    snprintf(first, sizeof first, "%.4s-%.2s-%.2s", SINCE, SINCE + 4, SINCE + 6);
+    double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int header = 1, np = 0;
+    while (fgets(line, sizeof line, stdin)) {
+        if (header) { header = 0; continue; }
+        line[strcspn(line, "\r\n")] = 0;
+        char *f[16], *p = line;
+        int nf = 0;
+        f[nf++] = p;
+        while (nf < 16 && (p = strchr(p, ','))) {
+            *p++ = 0;
+            f[nf++] = p;
+        }
+        if (nf < 9 || strcmp(f[8], first) < 0 || np == 4096) continue;
+        double x = strtod(f[2], NULL), y = strtod(f[7], NULL);
+        snprintf(ids[np], sizeof ids[np], "%s", f[0]);
+        xs[np] = x;
+        ys[np++] = y;
+        n += 1;
+        sx += x;
+        sy += y;
+        sxx += x * x;
+        sxy += x * y;
+    }
+    double b = (n * sxy - sx * sy) / (n * sxx - sx * sx), a = (sy - b * sx) / n;
+    if (!OUTLIERS) {
+        money(a + b * SIZE, buf);
+        printf("%s\n", buf);
+        return 0;
+    }
+    static int taken[4096];
+    for (int k = 0; k < 3; k++) {
+        int best = -1;
+        double rb = 0;
+        for (int i = 0; i < np; i++) {
+            double r = ys[i] - (a + b * xs[i]);
+            if (!taken[i] && (best < 0 || fabs(r) > fabs(rb))) best = i, rb = r;
+        }
+        if (best < 0) break;
+        taken[best] = 1;
+        money(rb, buf);
+        printf("%s,%s\n", ids[best], buf);
+    }
+    return 0;
+}
+'''
+
 CONDITIONS = ("fair", "good", "excellent")
 HEADER = "listing_id,region,size,size_unit,age_years,distance_km,condition,price,listed_on"
 SINCE_WHAT = "the start date (YYYYMMDD)"
+# The column order of the export, by variant (the fitting programs find columns by name).
+COLUMNS = {"coefficients": HEADER.split(","),
+           "outliers": "listing_id,listed_on,region,condition,size,size_unit,age_years,distance_km,price".split(","),
+           "predict": "region,listing_id,price,size,size_unit,condition,age_years,distance_km,listed_on".split(",")}
 ALTS = (-2, -1, 1, 2)  # start dates a guess would land on, in days from the true one
 
 
@@ -361,8 +701,10 @@ def c_source(condition: bool, query, region: str) -> str:
                 QV=", ".join(repr(float(v)) for v in q[:3]), QC=q[3], REGION=region, C_TRIM=C_TRIM, C_SPLIT=C_SPLIT)
 
 
-def make_listings(rng, k: Knobs, regions: list[str], per_region: int, start, span: int, first_day: int = 0) -> str:
-    """Listings put on the market between ``first_day`` and ``span`` days after ``start`` (a date)."""
+def make_listings(rng, k: Knobs, regions: list[str], per_region: int, start, span: int, first_day: int = 0,
+                  columns: list[str] | None = None) -> str:
+    """Listings put on the market between ``first_day`` and ``span`` days after ``start`` (a date), with
+    ``columns`` (default: HEADER's order)."""
 
     rows: list[list[str]] = []
     params = {}
@@ -395,6 +737,9 @@ def make_listings(rng, k: Knobs, regions: list[str], per_region: int, start, spa
         for _ in range(max(2, len(rows) // 30)):
             pos = rng.randrange(len(rows))
             rows.insert(rng.randrange(pos, len(rows) + 1), list(rows[pos]))
+    if columns is not None and columns != COLUMNS["coefficients"]:
+        at = [COLUMNS["coefficients"].index(c) for c in columns]
+        return ",".join(columns) + "\n" + "".join(",".join(r[i] for i in at) + "\n" for r in rows)
     return HEADER + "\n" + "".join(",".join(r) + "\n" for r in rows)
 
 
@@ -403,14 +748,24 @@ class Fit:
 
     def __init__(self, t: TaskBuilder):
         k, rng = t.knobs, t.rng
+        self.variant = t.variant
+        self.columns = COLUMNS[t.variant]
+        self.header = ",".join(self.columns)
         self.regions = unseen.distinct(lambda: t.code(1), k.regions)
         self.region = rng.choice(self.regions)
         self.query = None
         if k.query:
             self.query = (float(rng.randrange(45, 180)), float(rng.randrange(1, 60)), round(rng.uniform(1, 25), 1),
                           rng.choice(CONDITIONS))
-        self.src = fill(REFERENCE, CONDITION=k.condition, QUERY=self.query, REGION=self.region)
-        self.c_src = c_source(k.condition, self.query, self.region)
+        if t.variant == "coefficients":
+            self.src = fill(REFERENCE, CONDITION=k.condition, QUERY=self.query, REGION=self.region)
+            self.c_src = c_source(k.condition, self.query, self.region)
+        else:
+            self.src = fill(CORE + VARIANT_PY + MAIN, CONDITION=k.condition, QUERY=None, REGION=self.region,
+                            VARIANT=t.variant)
+            self.c_src = fill(C_VARIANT, CONDITION="1" if k.condition else "0",
+                              OUTLIERS="1" if t.variant == "outliers" else "0", REGION=self.region, C_TRIM=C_TRIM,
+                              C_SPLIT=C_SPLIT)
         self.ns = run_python(self.src)
         self.start = dt.date(2023, 1, 2) + dt.timedelta(days=rng.randrange(0, 600))
 
@@ -419,15 +774,20 @@ class Fit:
 
     def fit(self, text: str, day: int) -> str | None:
         try:
-            return self.ns["report"](text, self.region, self.ymd(day))
+            return self.ns["report"](text, self.region, self.ymd(day)) or None
         except ZeroDivisionError:  # a singular design matrix
             return None
 
     def well_posed(self, text: str, day: int) -> bool:
         first = (self.start + dt.timedelta(days=day)).isoformat()
+        c_region, c_cond, c_listed = (self.columns.index(c) for c in ("region", "condition", "listed_on"))
         mine = [line.split(",") for line in text.splitlines()[1:]]
-        mine = [r[6] for r in mine if r[1] == self.region and r[8] >= first]
+        mine = [r[c_cond] for r in mine if r[c_region] == self.region and r[c_listed] >= first]
         return min(mine.count(c) for c in CONDITIONS) >= 3
+
+    def out_path(self) -> str:
+        return {"coefficients": "/app/out/model.txt", "outliers": "/app/out/outliers.txt",
+                "predict": "/app/out/predictions.txt"}[self.variant]
 
     def texts(self, k: Knobs) -> tuple[str, str, str]:
         """(the model, the cleaning rules, the output format): both cases state them alike."""
@@ -462,6 +822,14 @@ class Fit:
         fmt = ("`key=value` lines in this order: " + ", ".join(fields) + ". Coefficients"
                + (" and the predicted price" if query else "") + " are rounded to 2 decimals, `r_squared` to 4 "
                "decimals, `n` is an integer; never write a negative zero.")
+        if self.variant == "outliers":
+            fmt = ("three lines `listing_id,residual`: the three listings used in the fit with the largest absolute "
+                   "residual (observed `price` minus the fitted price), largest first (ties: the earlier row first), "
+                   "the residual signed and rounded to 2 decimals; never write a negative zero.")
+        elif self.variant == "predict":
+            fmt = (f"one line `listing_id,predicted_price` for every listing of the other regions that the same rules "
+                   f"keep (start date, cleaning), in file order, priced with the model fitted on region "
+                   f"`{self.region}` and rounded to 2 decimals; never write a negative zero.")
         return model, " ".join(rules), fmt
 
 
@@ -474,6 +842,7 @@ class RegressionFitReport(Family):
                         "Gaussian elimination", "cohort filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    variants = ("coefficients", "outliers", "predict")
     levels = {0: Knobs(rows=30, regions=1, missing=False, dupes=False, sqft=False, condition=False,
                        placeholders=False, query=False),
               1: Knobs(rows=60, regions=2, missing=False, dupes=False, sqft=False, condition=True,
@@ -491,9 +860,17 @@ class RegressionFitReport(Family):
         k, rng = t.knobs, t.rng
         f = Fit(t)
         model, rules, fmt = f.texts(k)
-        intro = (f"Every week our brokers export property listings as CSV (header `{HEADER}`) and I want a small "
+        intro = (f"Every week our brokers export property listings as CSV (header `{f.header}`) and I want a small "
                  f"tool that reads one export on standard input and fits {model}, using only the listings of "
                  f"region `{f.region}`.")
+        if t.variant == "outliers":
+            intro = (f"Our brokers' weekly listings CSV (header `{f.header}`) hides mispriced homes. I want a program "
+                     f"that reads one export on standard input, fits {model} on the listings of region "
+                     f"`{f.region}`, and prints the listings that sit furthest from that fit.")
+        elif t.variant == "predict":
+            intro = (f"I want a program that reads a listings export (CSV, header `{f.header}`) on standard input, "
+                     f"fits {model} on region `{f.region}` alone, and uses that model to price the listings of "
+                     f"every other region, as a cross-market comparison.")
         span = 60
         for _ in range(30):
             day = rng.randrange(15, 40)
@@ -504,7 +881,7 @@ class RegressionFitReport(Family):
                 # The worked examples hold only listings from the start date on: they show the fit, not the date.
                 example = len(cases) < 2
                 text = make_listings(rng, k, f.regions, rng.randrange(18, 40) if example else rng.randrange(36, 70),
-                                     f.start, span, day if example else 0)
+                                     f.start, span, day if example else 0, f.columns)
                 out = f.fit(text, day) if f.well_posed(text, day) else None
                 if out is not None:
                     cases.append((text, out))
@@ -529,7 +906,7 @@ class RegressionFitReport(Family):
         model, rules, fmt = f.texts(k)
         span = k.rows
         for _ in range(30):
-            text = make_listings(rng, k, f.regions, k.rows, f.start, span)
+            text = make_listings(rng, k, f.regions, k.rows, f.start, span, columns=f.columns)
             days = list(range(span // 6, span // 2))
             rng.shuffle(days)
             good: dict[str, str] = {}  # start date -> report, for dates every near miss gets wrong
@@ -548,8 +925,16 @@ class RegressionFitReport(Family):
         else:
             raise FamilyError("regression_fit_report: no start date that every near miss gets wrong in 30 draws")
         t.add_file("/app/data/listings.csv", text)
-        intro = (f"`/app/data/listings.csv` is our brokers' listings export (columns `{HEADER}`). Fit {model}, "
+        intro = (f"`/app/data/listings.csv` is our brokers' listings export (columns `{f.header}`). Fit {model}, "
                  f"using only the listings of region `{f.region}`.")
+        if t.variant == "outliers":
+            intro = (f"Which listings of region `{f.region}` are furthest off the market? Take our brokers' export "
+                     f"`/app/data/listings.csv` (columns `{f.header}`), fit {model} on that region's listings and "
+                     f"write its biggest residuals to `{f.out_path()}`.")
+        elif t.variant == "predict":
+            intro = (f"Price the other markets with one region's model: from `/app/data/listings.csv` (columns "
+                     f"`{f.header}`) fit {model} on region `{f.region}` only, then write to `{f.out_path()}` what "
+                     f"that model says each listing of the other regions is worth.")
         since = unseen.unseen(t, lambda: rng.choice(list(good)), intro, rules, fmt)
         t.say(intro)
         v = t.deliver(since, SINCE_WHAT)
@@ -557,18 +942,41 @@ class RegressionFitReport(Family):
         t.say(f"Output format: {fmt}")
         t.add_solution_file("fit.py", f.src)  # the start date comes on the command line
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/fit.py /app/data/listings.csv {f.region} '
-                f'"{v}" > /app/out/model.txt')
-        t.expect_output("/app/out/model.txt", good[since], "the model report (format above)")
+                f'"{v}" > {f.out_path()}')
+        what = {"coefficients": "the model report (format above)", "outliers": "the largest residuals (format above)",
+                "predict": "the predicted prices (format above)"}[t.variant]
+        t.expect_output(f.out_path(), good[since], what)
 
     ATOMIC_RULE = ("Fit a straight line price = a + b * size by ordinary least squares to the listings put on the "
                    "market on or after the start date given below (`listed_on` is an ISO date; `size` is in square "
                    "metres). I need the slope b (price per square metre), rounded to 2 decimals.")
 
     @staticmethod
-    def atomic_setup(t: TaskBuilder) -> tuple[list[str], dt.date, dict]:
+    def atomic_rule(t: TaskBuilder, size: float) -> str:
+        if t.variant == "coefficients":
+            return RegressionFitReport.ATOMIC_RULE
+        fit = ("Take the listings put on the market on or after the start date given below (`listed_on` is an ISO "
+               "date; `size` is in square metres) and fit the line price = a + b * size to them by ordinary least "
+               "squares.")
+        if t.variant == "outliers":
+            return (fit + " I need the three listings furthest from that line: lines `listing_id,residual` (residual ="
+                    " price minus a - b * size, signed, 2 decimals), largest absolute residual first.")
+        return fit + f" I need the line's price for a {size:g} m2 listing, a + b * {size:g}, rounded to 2 decimals."
+
+    @staticmethod
+    def atomic_src(t: TaskBuilder, size: float, c: bool = False) -> str:
+        if t.variant == "coefficients":
+            return fill(C_ATOMIC if c else ATOMIC)
+        if c:
+            return fill(C_ATOMIC_VARIANT, OUTLIERS="1" if t.variant == "outliers" else "0", SIZE=repr(size))
+        return fill(ATOMIC_VARIANT, VARIANT=t.variant, SIZE=repr(size))
+
+    @staticmethod
+    def atomic_setup(t: TaskBuilder) -> tuple[list[str], dt.date, dict, float]:
         regions = unseen.distinct(lambda: t.code(1), t.knobs.regions)
         start = dt.date(2023, 1, 2) + dt.timedelta(days=t.rng.randrange(0, 600))
-        return regions, start, run_python(fill(ATOMIC))
+        size = float(t.rng.randrange(45, 180)) if t.variant == "predict" else 0.0  # predict: the size to price
+        return regions, start, run_python(RegressionFitReport.atomic_src(t, size)), size
 
     @staticmethod
     def atomic_good(ns: dict, text: str, start: dt.date, day: int) -> str | None:
@@ -587,7 +995,7 @@ class RegressionFitReport(Family):
 
     def atomic_output(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        regions, start, ns = self.atomic_setup(t)
+        regions, start, ns, size = self.atomic_setup(t)
         for _ in range(30):
             text = make_listings(rng, k, regions, k.rows, start, k.rows)
             good = {}
@@ -600,20 +1008,33 @@ class RegressionFitReport(Family):
         else:
             raise FamilyError("regression_fit_report: no start date that every near miss gets wrong in 30 draws")
         t.add_file("/app/data/listings.csv", text)
-        intro = f"`/app/data/listings.csv` is our brokers' listings export (columns `{HEADER}`). {self.ATOMIC_RULE}"
+        out = {"coefficients": "/app/out/slope.txt", "outliers": "/app/out/outliers.txt",
+               "predict": "/app/out/price.txt"}[t.variant]
+        intro = (f"`/app/data/listings.csv` is our brokers' listings export (columns `{HEADER}`). "
+                 f"{self.atomic_rule(t, size)}")
+        if t.variant != "coefficients":
+            intro += f" Write it to `{out}`."
         since = unseen.unseen(t, lambda: rng.choice(sorted(good)), intro)
         t.say(intro)
         v = t.deliver(since, SINCE_WHAT)
-        t.add_solution_file("slope.py", fill(ATOMIC))
+        t.add_solution_file("slope.py", self.atomic_src(t, size))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/slope.py /app/data/listings.csv "{v}" '
-                '> /app/out/slope.txt')
-        t.expect_output("/app/out/slope.txt", good[since], "the slope")
+                f'> {out}')
+        t.expect_output(out, good[since], {"coefficients": "the slope", "outliers": "the largest residuals",
+                                           "predict": "the predicted price"}[t.variant])
 
     def atomic_program(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        regions, start, ns = self.atomic_setup(t)
+        regions, start, ns, size = self.atomic_setup(t)
         intro = ("Every week our brokers export property listings as CSV (header `" + HEADER + "`) and I want a small "
                  f"tool that reads one export on standard input and prints one number. {self.ATOMIC_RULE}")
+        if t.variant == "outliers":
+            intro = ("I want a small tool that reads a listings CSV export (header `" + HEADER + "`) on standard input "
+                     f"and flags the listings that stray furthest from a price-by-size line. "
+                     + self.atomic_rule(t, size))
+        elif t.variant == "predict":
+            intro = ("I want a small tool that reads a listings CSV export (header `" + HEADER + "`) on standard input "
+                     f"and quotes one price from a price-by-size line. {self.atomic_rule(t, size)}")
         span = 60
         for _ in range(30):
             day = rng.randrange(15, 40)
@@ -642,5 +1063,5 @@ class RegressionFitReport(Family):
         t.say(intro)
         v = t.deliver(since, SINCE_WHAT)
         t.expect_program("The start date is always the one given above: hard-code it.", cases,
-                         {"Python": fill(ATOMIC), "C": fill(C_ATOMIC)})
+                         {"Python": self.atomic_src(t, size), "C": self.atomic_src(t, size, c=True)})
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@SINCE@@/{v}/" "$f"; done')

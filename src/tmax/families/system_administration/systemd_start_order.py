@@ -2,6 +2,9 @@
 transaction from Requires=/Wants= and enabled [Install] sections, order it by After=/Before= (ties by
 name), and propagate a failure through Requires= (not Wants=). Higher levels add RequiredBy=, repeated
 and empty-reset directives, drop-in overrides, units referenced but missing, and unrelated units.
+Variants: start_order (the job-by-job start order with each unit's result when one unit fails),
+start_rounds (the rounds of units systemd starts in parallel) and stop_cascade (the stop jobs, in stop
+order, when one running unit is stopped and its Requires= dependents go down with it).
 
 The failing unit is named in the instruction (unit names are all visible anyway); the delivered value is
 the transaction's first job ID (5 digits: shorter numbers turn up by chance in the decodings of a binary
@@ -15,7 +18,7 @@ from tmax.families.base import CODE_WORDS, Family, TaskBuilder, register
 from tmax.families.programs import fill, run_python
 from tmax.families.unseen import unseen
 
-REFERENCE = r'''
+CORE = r'''
 import heapq
 import os
 import sys
@@ -116,11 +119,68 @@ def load(root):
                     with open(os.path.join(path, conf)) as f:
                         parse([f.read()], units[name[:-2]])
     return units
+'''
 
+MAIN = r'''
 
 if __name__ == "__main__":
-    sys.stdout.write(plan(load(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None))
+    sys.stdout.write(@REPORT@(load(sys.argv[1]), sys.argv[2] if len(sys.argv) > 2 else None))
 '''
+
+# The other variants' reports, built on plan()'s start order (appended to CORE before MAIN).
+EXTRA = r'''
+
+
+def rounds(units, first_job=None):
+    """One line per round of parallel starts: a unit starts in the round after its last ordering predecessor's."""
+    first_job = int(first_job or FIRST_JOB)
+    order = [line.split()[1] for line in plan(units, "0", "-").splitlines()]
+    inset = set(order)
+    preds = {n: [] for n in order}
+    for n in order:
+        preds[n] += [x for x in units[n]["After"] if x in inset]
+        for x in units[n]["Before"]:
+            if x in inset:
+                preds[x].append(n)
+    depth = {}
+    for n in order:  # a topological order: every predecessor already has its round
+        depth[n] = 1 + max([depth[p] for p in preds[n]] or [-1])
+    out, job = [], first_job
+    for r in range(max(depth.values()) + 1 if depth else 0):
+        names = sorted(n for n in order if depth[n] == r)
+        out.append(f"{job} {' '.join(names)}\n")
+        job += len(names)
+    return "".join(out)
+
+
+def stops(units, first_job=None, stopped=None):
+    """Stop jobs when FAILED is stopped on the running host: it and its Requires= dependents, reverse start order."""
+    first_job = int(first_job or FIRST_JOB)
+    stopped = stopped or FAILED
+    order = [line.split()[1] for line in plan(units, "0", "-").splitlines()]
+    requires = {n: list(u["Requires"]) for n, u in units.items()}
+    for n in sorted(units):
+        for other in units[n]["RequiredBy"]:
+            if other in units:
+                requires[other].append(n)
+    down = {stopped} if stopped in order else set()
+    changed = True
+    while changed:
+        changed = False
+        for n in order:
+            if n not in down and any(r in down for r in requires[n]):
+                down.add(n)
+                changed = True
+    return "".join(f"{first_job + i} {n}\n" for i, n in enumerate(n for n in reversed(order) if n in down))
+'''
+
+REFERENCE = CORE + MAIN
+VARIANT_REPORT = {"start_order": "plan", "start_rounds": "rounds", "stop_cascade": "stops"}
+
+
+def reference(variant: str) -> str:
+    """The reference program template of a variant (start_order's text is today's, unchanged)."""
+    return CORE + ("" if variant == "start_order" else EXTRA) + MAIN
 
 SYSTEM = ["local-fs.target", "network-online.target", "time-sync.target", "remote-fs.target"]
 DESCR = ["API gateway", "job queue worker", "metrics exporter", "cache warmer", "log shipper", "mail relay",
@@ -161,6 +221,7 @@ class SystemdStartOrder(Family):
     primitive_skills = ("systemd unit ordering", "dependency graph traversal", "topological sorting with tie-breaks",
                         "failure propagation", "drop-in override merging")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("start_order", "start_rounds", "stop_cascade")
     levels = {0: Knobs(services=3, extra=False, dropins=False, missing=False, unrelated=0),
               1: Knobs(services=5, extra=False, dropins=False, missing=False, unrelated=0),
               2: Knobs(services=8, extra=True, dropins=False, missing=False, unrelated=1),
@@ -169,6 +230,8 @@ class SystemdStartOrder(Family):
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
+        for _ in range(self.variants.index(t.variant)):  # a seed's unit files differ between the variants
+            rng.random()
         target = rng.choice(["multi-user.target", "graphical.target", "app-stack.target"])
         words = rng.sample(CODE_WORDS, k.services + k.unrelated + 1)
         services = [w.lower() + ".service" for w in words[:k.services]]
@@ -231,6 +294,8 @@ class SystemdStartOrder(Family):
             add(u, "After", [rng.choice(ranked)])
             add(u, "WantedBy", ["rescue.target"])
             add(u, "Requires", [rng.choice(services)])
+        if t.level == 0 and t.variant == "stop_cascade" and not any(d[u].get("Requires") for u in d):
+            add(services[-1], "Requires", [services[0]])  # level 0 asks who requires a unit: make sure someone does
         dropins: dict[str, str] = {}
         if k.dropins:
             for u in rng.sample(services, 2):
@@ -247,7 +312,8 @@ class SystemdStartOrder(Family):
             files[f"/app/units/{u}"] = _fmt_unit(rng, d[u], descr, kind)
         for u, text in dropins.items():
             files[f"/app/units/{u}.d/override.conf"] = text
-        ns = run_python(fill(REFERENCE, TARGET=target, FAILED=""))
+        src = reference(t.variant)
+        ns = run_python(fill(src, TARGET=target, FAILED="", REPORT=VARIANT_REPORT[t.variant]))
         units = {}
         for path in sorted(files):
             name = path.split("/")[3]
@@ -265,18 +331,13 @@ class SystemdStartOrder(Family):
         failed = rng.choice(required or in_trans)
         for path, text in files.items():
             t.add_file(path, text)
-        if t.level == 0:
+        if t.level == 0 and t.variant == "start_order":
             return self._atomic(t, target, d[target]["Wants"][0])
-        rules = [f"The transaction starts from `{target}` and pulls in, repeatedly, every unit named in `Requires=` "
-                 "or `Wants=` of a unit already in it. Units whose file does not exist are not part of it."]
-        if k.extra:
-            rules.append("All units are enabled: a unit whose `[Install]` section has `WantedBy=X` counts as if `X` "
-                         "had `Wants=` on it, and `RequiredBy=X` as if `X` had `Requires=` on it (only for X "
-                         "already in the transaction). A directive can appear on several lines; its lists add up.")
-        if k.dropins:
-            rules.append("Drop-in files `/app/units/<unit>.d/*.conf` are applied after the unit file, in file name "
-                         "order; an empty assignment such as `After=` clears everything set for that directive so "
-                         "far.")
+        if t.level == 0:
+            return self._atomic_variant(t, d)
+        if t.variant != "start_order":
+            return self._variant(t, target, k, units, failed, ns, src)
+        rules = self._graph_rules(target, k)
         rules.append("Ordering: `After=X` in unit A means X starts before A; `Before=X` in A means A starts before X. "
                      "Only units both in the transaction are ordered. Start order: repeatedly start the unit with "
                      "the smallest name (byte order) among those whose ordering predecessors have all started.")
@@ -298,7 +359,7 @@ class SystemdStartOrder(Family):
               "unit fails when the target named below is started (we isolate it again after maintenance, on the "
               "running host) and I need to know, job by job, what that does.\n\n"
               + rules_txt + "\n\n" + report)
-        t.add_solution_file("start_order.py", fill(REFERENCE, TARGET=target, FAILED=failed))
+        t.add_solution_file("start_order.py", fill(src, TARGET=target, FAILED=failed, REPORT="plan"))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'python3 /solution/start_order.py /app/units "{v}" > /app/out/start_order.txt')
         t.expect_output("/app/out/start_order.txt", truth, "the report")
@@ -315,3 +376,92 @@ class SystemdStartOrder(Family):
                 f'| awk -v n="{v}" \'NF {{print n++, $1}}\' > /app/out/jobs.txt')
         t.expect_output("/app/out/jobs.txt", "".join(f"{first + i} {u}\n" for i, u in enumerate(wants)),
                         "the job list")
+
+    @staticmethod
+    def _graph_rules(target: str, k: Knobs) -> list[str]:
+        """The transaction and directive rules every variant shares."""
+        rules = [f"The transaction starts from `{target}` and pulls in, repeatedly, every unit named in `Requires=` "
+                 "or `Wants=` of a unit already in it. Units whose file does not exist are not part of it."]
+        if k.extra:
+            rules.append("All units are enabled: a unit whose `[Install]` section has `WantedBy=X` counts as if `X` "
+                         "had `Wants=` on it, and `RequiredBy=X` as if `X` had `Requires=` on it (only for X "
+                         "already in the transaction). A directive can appear on several lines; its lists add up.")
+        if k.dropins:
+            rules.append("Drop-in files `/app/units/<unit>.d/*.conf` are applied after the unit file, in file name "
+                         "order; an empty assignment such as `After=` clears everything set for that directive so "
+                         "far.")
+        return rules
+
+    def _variant(self, t: TaskBuilder, target: str, k: Knobs, units: dict, failed: str, ns: dict, src: str) -> None:
+        """start_rounds: the rounds of parallel starts; stop_cascade: the stop jobs when one running unit stops."""
+        rng = t.rng
+        rules = self._graph_rules(target, k)
+        ordering = ("`After=X` in unit A means X starts before A; `Before=X` in A means A starts before X. Only "
+                    "units both in the transaction are ordered.")
+        if t.variant == "start_rounds":
+            rules.append("Ordering: " + ordering + " systemd starts units in rounds, as many at once as it can: "
+                         "round 1 is every unit of the transaction with no ordering predecessor, and every other "
+                         "unit starts in the round right after the one in which its last ordering predecessor "
+                         "started. Requirements and failures play no part here.")
+            rules.append("Jobs are numbered round after round, in name order (byte order) within a round: the first "
+                         "unit of round 1 gets the transaction's first job ID (given above, from the journal), the "
+                         "next one that ID + 1, and so on.")
+            report = ("Report format: one line per round, in round order: the job ID of the round's first unit, "
+                      "then the round's units in name order, space-separated (for example "
+                      "`47113 falcon.service local-fs.target`), targets included.")
+            out, what, script = "/app/out/rounds.txt", "the rounds", "start_rounds.py"
+            intro = ("Our application host's unit files are in `/app/units/` (services and targets, systemd "
+                     "syntax). We want to see how much of the boot of the target named below systemd can run in "
+                     "parallel, round by round.")
+        else:
+            rules.append("Start order (the transaction is running now, every unit of it up): " + ordering
+                         + " Repeatedly start the unit with the smallest name (byte order) among those whose "
+                         "ordering predecessors have all started.")
+            rules.append(f"We stop `{failed}`. Every running unit that `Requires=` a unit being stopped is stopped "
+                         "too, transitively; `Wants=` never propagates a stop, and nothing else stops. The stopped "
+                         "units stop in the reverse of their start order.")
+            rules.append("Stop jobs are numbered in stop order: the first unit to stop gets the first job ID (given "
+                         "above, from the journal), the next one that ID + 1, and so on.")
+            report = ("Report format: one line per stopped unit, in stop order, as `job unit` (for example "
+                      "`47113 falcon.service`).")
+            out, what, script = "/app/out/stop_jobs.txt", "the stop jobs", "stop_cascade.py"
+            intro = ("Our application host's unit files are in `/app/units/` (services and targets, systemd "
+                     "syntax); the target named below is up. We are about to stop one unit for maintenance and I "
+                     "need to know, job by job, what goes down with it.")
+        rules_txt = "\n".join(f"- {r}" for r in rules)
+        first_job = int(unseen(t, lambda: str(rng.randrange(10000, 99000)), rules_txt, report, near=50))
+        truth = ns["rounds"](units, str(first_job)) if t.variant == "start_rounds" else \
+            ns["stops"](units, str(first_job), failed)
+        v = t.deliver(str(first_job), "the first job ID")
+        t.say(intro + "\n\n" + rules_txt + "\n\n" + report)
+        t.add_solution_file(script, fill(src, TARGET=target, FAILED=failed, REPORT=VARIANT_REPORT[t.variant]))
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'python3 /solution/{script} /app/units "{v}" > {out}')
+        t.expect_output(out, truth, what)
+
+    def _atomic_variant(self, t: TaskBuilder, d: dict) -> None:
+        """Level 0 of start_rounds (files without `After=`) and stop_cascade (files whose `Requires=` names one unit)."""
+        files = sorted(d)
+        if t.variant == "start_rounds":
+            names = [u for u in files if not d[u].get("After")]
+            fmt = "one line per file as `<job> <file name>` (for example `47113 falcon.service`)"
+            ask = ("Which unit files in `/app/units/` have no `After=` line at all? Those units can start first. "
+                   "Give them job IDs in file name order (byte order): the first gets the job ID given above, the "
+                   f"next that ID + 1, and so on. Write {fmt} to `/app/out/first_round.txt`.")
+            out, grep = "/app/out/first_round.txt", "grep -L '^After=' *"
+        else:
+            required = sorted({x for u in files for vals in d[u].get("Requires", []) for x in vals})
+            unit = t.rng.choice(required)
+            names = [u for u in files if any(unit in vals for vals in d[u].get("Requires", []))]
+            fmt = "one line per file as `<stop job> <file name>` (for example `47113 falcon.service`)"
+            ask = (f"We stop `{unit}`. Which unit files in `/app/units/` name it on a `Requires=` line? Those units "
+                   "stop with it. Give them stop job IDs in file name order (byte order): the first gets the job ID "
+                   f"given above, the next that ID + 1, and so on. Write {fmt} to `/app/out/requirers.txt`.")
+            pattern = unit.replace(".", "\\.")
+            out, grep = "/app/out/requirers.txt", f"grep -lE '^Requires=(.* )?{pattern}( |$)' *"
+        first = int(unseen(t, lambda: str(t.rng.randrange(10000, 99000)), ask, near=20))
+        v = t.deliver(str(first), "the first job ID")
+        t.say(ask)
+        t.solve(f'export LC_ALL=C\nmkdir -p /app/out\ncd /app/units && {grep} '
+                f'| awk -v n="{v}" \'{{print n++, $1}}\' > {out}')
+        t.expect_output(out, "".join(f"{first + i} {u}\n" for i, u in enumerate(names)), "the job list")

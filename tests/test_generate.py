@@ -12,8 +12,8 @@ import pytest
 from tmax.families import LOAD_ERRORS, load_all
 from tmax.families.check import build_case, build_twice, cases, check_families
 from tmax.gate import check_many, stream_jsonl
-from tmax.generate import (MAX_DRAW_FACTOR, gate_corpus, generate_corpus, near_duplicates, prune_failed,
-                           tree_digest)
+from tmax.generate import (MAX_DRAW_FACTOR, build_family_tasks, gate_corpus, generate_corpus, near_duplicates,
+                           prune_failed, tree_digest)
 
 
 def test_no_family_fails_to_load():
@@ -105,6 +105,18 @@ def test_a_build_is_timed_by_its_own_cpu_so_waiting_on_a_loaded_machine_is_not_c
     with pytest.raises(BuildTimeout, match="longer than 0.5 s$"):
         with _time_limit(5, 0.5):
             time.sleep(3)
+
+
+def test_benchmark_tasks_pin_the_first_variant_so_new_variants_leave_them_alone(tmp_path):
+    def variants(first_variant: bool) -> list[str]:
+        dirs = build_family_tasks(tmp_path / str(first_variant), ["git_leak_forensics"], range(4),
+                                  first_variant=first_variant)
+        return [next(ln for ln in (d / "task.toml").read_text().splitlines() if ln.startswith("variant ="))
+                for d in dirs]
+
+    first = load_all()["git_leak_forensics"].variants[0]
+    assert variants(True) == [f'variant = "{first}"'] * 4
+    assert len(set(variants(False))) > 1  # generation's own draw mixes them
 
 
 def test_manifest_has_every_axis(tmp_path):

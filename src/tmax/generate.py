@@ -249,17 +249,22 @@ def axes_for_family(family, seed: int, index: int, level: int | None = None, fix
 
 
 def build_family_tasks(dest: Path, names: list[str] | tuple[str, ...], seeds: range, level: int = 0,
-                       fixture: str = "text_only", verifier: str = "exact_text") -> list[Path]:
+                       fixture: str = "text_only", verifier: str = "exact_text",
+                       first_variant: bool = True) -> list[Path]:
     """One task per (family, seed) at a chosen level, fixture and verifier, built as generation builds
-    them, into ``dest/<family>-<seed>`` (a task already there is kept)."""
+    them, into ``dest/<family>-<seed>`` (a task already there is kept). ``first_variant`` pins each
+    family's first variant, so a benchmark's tasks stay the same when a family gains variants; False
+    draws the variant as generation does."""
     families = load_all()
     dirs = []
     for name in names:
+        fam = families[name]
+        variant = fam.variants[0] if first_variant and fam.variants else None
         for seed in seeds:
             d = dest / f"{name}-{seed}"
             if not (d / "task.toml").exists():
-                axes = axes_for_family(families[name], seed, 0, level=level, fixture=fixture, verifier=verifier)
-                build_task(families[name], axes, seed, 0, d)
+                axes = axes_for_family(fam, seed, 0, level=level, fixture=fixture, verifier=verifier)
+                build_task(fam, axes, seed, 0, d, variant=variant)
             dirs.append(d)
     return dirs
 

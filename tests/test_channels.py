@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tmax.channels import MIN_PROTECTED, channel_skip, collect, ranked, with_candidate
+from tmax.channels import ADD_TABLES_BIN, MIN_PROTECTED, XOR_TABLES_BIN, channel_skip, collect, ranked, with_candidate
 from tmax.families import build_task, load_all
 from tmax.generate import axes_for_family, tree_digest
 from tmax.taxonomy import FIXTURE_KINDS
@@ -55,6 +55,22 @@ def test_collector_finds_single_byte_xor_in_a_binary_and_padding_does_not_hide_i
     pointer, length = (0x402004).to_bytes(8, "little"), len(value).to_bytes(4, "little")
     blob = b"\x7fELF\x02\x01\x01\x00" + pointer + bytes(ord(c) ^ key for c in value) + b"\x00" * 20 + length
     assert value in collect([("/app/bin/tool", blob)], value)
+
+
+def test_a_short_value_spelled_by_chance_in_compressed_media_is_not_a_shortcut():
+    import random
+
+    rng = random.Random(7)
+    media = bytes(rng.randrange(1, 256) for _ in range(200_000))  # as dense as an mp4's payload
+    # Hundreds of 4-digit runs are spelled by chance under the 510 decodings.
+    spelled = {run[i:i + 4].decode() for t in XOR_TABLES_BIN[1:] + ADD_TABLES_BIN[1:]
+               for run in re.findall(rb"[0-9]{4,}", media.translate(t)) for i in range(len(run) - 3)}
+    assert len(spelled) > 100
+    assert not set(spelled) & set(collect([("/app/inbox/rec.mp4", media)], "0000"))
+    # A value long enough that chance would not spell it is still found when it is really there.
+    value, key = "48213977", 0x50
+    hidden = media[:1000] + bytes(ord(c) ^ key for c in value) + media[1000:]
+    assert value in collect([("/app/inbox/rec.mp4", hidden)], value)
 
 
 def test_collector_finds_plain_and_lightly_disguised_tokens():

@@ -18,7 +18,8 @@ learns to skip the channel. :func:`channel_skip`:
 
 For ``text_only`` the file the oracle reads the value from is the channel itself and is not a source.
 Values under :data:`MIN_PROTECTED` characters are guessable by enumeration whatever the channel, so
-their presence among the candidates is reported but not counted.
+their presence among the candidates is reported but not counted. Byte-wise decodings of a binary
+count only runs long enough that chance would rarely spell them (:func:`chance_floor`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from tmax.task import TaskError, load_task
 MIN_PROTECTED = 4
 MAX_FILE_BYTES = 4 << 20  # read at most this much of one file
 MAX_BRUTE_BYTES = 256 << 10  # byte-wise XOR/shift brute force only on blobs up to this size
+CHANCE_ODDS = 1e-3  # runs that byte-wise decodings of a binary spell by chance this often are not evidence
 MAX_LISTS = 400  # integer lists decoded per file
 MAX_VALUE_LEN = 24
 VAR_LINE = re.compile(r"^(V\d+)=")
@@ -132,9 +134,10 @@ class _Pool:
         if not data or len(data) > MAX_BRUTE_BYTES:
             return
         xor, add = (XOR_TABLES_BIN, ADD_TABLES_BIN) if binary else (XOR_TABLES, ADD_TABLES)
+        minlen = chance_floor(len(data)) if binary else MIN_PROTECTED
         for k in range(1, 256):
-            self.runs(data.translate(xor[k]), f"{how} xor {k}", 1, MIN_PROTECTED)
-            self.runs(data.translate(add[k]), f"{how} +{k} mod 256", 1, MIN_PROTECTED)
+            self.runs(data.translate(xor[k]), f"{how} xor {k}", 1, minlen)
+            self.runs(data.translate(add[k]), f"{how} +{k} mod 256", 1, minlen)
 
     def ints(self, nums: list[int], how: str) -> None:
         if max(nums) < 256:
@@ -145,6 +148,18 @@ class _Pool:
         lo, hi = max(1, max(nums) - 255), min(min(nums), 1 << 16)
         for k in range(lo, hi + 1):
             self.runs(bytes(n - k for n in nums), f"{how} -{k}", 1, MIN_PROTECTED)
+
+
+def chance_floor(n_bytes: int) -> int:
+    """The shortest run that the 510 byte-wise decodings of ``n_bytes`` of compressed media would
+    spell by chance with odds under :data:`CHANCE_ODDS`. Each decoding maps one byte to each symbol,
+    so a given run of length L turns up at a position with probability 256**-L: a 4-digit value is
+    spelled somewhere in 200 KB of an mp4 about once in 13 draws, which is luck, not a shortcut (an
+    agent trying every decoding would face hundreds of such runs)."""
+    length = MIN_PROTECTED
+    while 510 * n_bytes * 256.0 ** -length > CHANCE_ODDS:
+        length += 1
+    return length
 
 
 def _is_text(data: bytes) -> bool:

@@ -33,6 +33,7 @@ import shlex
 import shutil
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -135,9 +136,24 @@ class _Pool:
             return
         xor, add = (XOR_TABLES_BIN, ADD_TABLES_BIN) if binary else (XOR_TABLES, ADD_TABLES)
         minlen = chance_floor(len(data)) if binary else MIN_PROTECTED
+        xor_hits, add_hits = self._hits(data, binary)
         for k in range(1, 256):
-            self.runs(data.translate(xor[k]), f"{how} xor {k}", 1, minlen)
-            self.runs(data.translate(add[k]), f"{how} +{k} mod 256", 1, minlen)
+            if xor_hits[k] >= minlen:
+                self.runs(data.translate(xor[k]), f"{how} xor {k}", 1, minlen)
+            if add_hits[k] >= minlen:
+                self.runs(data.translate(add[k]), f"{how} +{k} mod 256", 1, minlen)
+
+    def _hits(self, data: bytes, binary: bool) -> tuple[list[int], list[int]]:
+        """For each key k, how many bytes of ``data`` XOR k (and + k) land in the shape's alphabet: a
+        key with fewer than a run's length cannot spell one, so its decoding need not be tried."""
+        alphabet = b"0123456789" if self.shape is DIGITS else b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        xor_hits, add_hits = [0] * 256, [0] * 256
+        for b, n in Counter(data).items():
+            if not (binary and b == 0):  # a binary's zero bytes stay zero
+                for a in alphabet:
+                    xor_hits[a ^ b] += n
+                    add_hits[(a - b) & 0xFF] += n
+        return xor_hits, add_hits
 
     def ints(self, nums: list[int], how: str) -> None:
         if max(nums) < 256:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import re
 import shutil
 import signal
 import threading
@@ -25,8 +24,6 @@ from tmax.taxonomy import sample
 if TYPE_CHECKING:
     from tmax.gate import GateResult, Watch
 
-MINHASH_PERMS = 64
-SHINGLE = 5
 BUILD_CPU_SECONDS = 120  # one task's build, in its own CPU time; past it the index is a build error
 BUILD_WALL_SECONDS = 900  # and in wall time, for a build that hangs without using CPU
 NEAR_DUP_JACCARD = 0.7  # on what the agent sees, digits masked: siblings differing in persona or numbers
@@ -126,21 +123,6 @@ def tree_digest(root: Path) -> str:
 
 # -- near-duplicate detection -------------------------------------------------------------------
 
-def _shingles(text: str) -> set[int]:
-    # Digits are masked: siblings that differ only in numbers, ports or dates are near-identical.
-    words = re.findall(r"\w+", re.sub(r"\d+", "0", text.lower()))
-    out = set()
-    for i in range(max(1, len(words) - SHINGLE + 1)):
-        out.add(int.from_bytes(hashlib.blake2b(" ".join(words[i:i + SHINGLE]).encode(), digest_size=8).digest(), "big"))
-    return out
-
-
-def minhash(text: str) -> tuple[int, ...]:
-    sh = _shingles(text) or {0}
-    mask = (1 << 64) - 1
-    return tuple(min(((x * (2 * p + 1) + p * 0x9E3779B97F4A7C15) & mask) for x in sh) for p in range(MINHASH_PERMS))
-
-
 def task_text(task_dir: Path) -> str:
     """What the agent sees: the instruction and the environment's files (never the hidden tests,
     whose random data would make siblings look different)."""
@@ -152,24 +134,28 @@ def task_text(task_dir: Path) -> str:
     return "\n".join(parts)
 
 
-def near_duplicates(dirs: list[Path], threshold: float = NEAR_DUP_JACCARD) -> dict[str, str]:
-    """{duplicate dir name: the earlier dir it duplicates}, by MinHash with LSH banding."""
-    bands, rows = 16, MINHASH_PERMS // 16
-    buckets: dict[tuple, list[int]] = {}
-    sigs = [minhash(task_text(d)) for d in dirs]
+def near_duplicates(dirs: list[Path], threshold: float = NEAR_DUP_JACCARD,
+                    signatures: dict[str, object] | None = None) -> dict[str, str]:
+    """{duplicate dir name: the earlier dir it duplicates}, by :mod:`tmax.minhash` (the estimator
+    ``tmax analyze`` counts siblings with). ``signatures`` caches them by dir across calls."""
+    from tmax.minhash import band_keys, jaccard, signature
+
+    cache = {} if signatures is None else signatures
+    buckets: dict[tuple[int, bytes], list[int]] = {}
     dups: dict[str, str] = {}
-    for i, sig in enumerate(sigs):
+    sigs = []
+    for i, d in enumerate(dirs):
+        if str(d) not in cache:
+            cache[str(d)] = signature(task_text(d))
+        sig = cache[str(d)]
+        sigs.append(sig)
         cands: set[int] = set()
-        for b in range(bands):
-            key = (b, sig[b * rows:(b + 1) * rows])
+        for key in band_keys(sig):
             cands.update(buckets.get(key, []))
             buckets.setdefault(key, []).append(i)
         for j in sorted(cands):
-            if dirs[j].name in dups:
-                continue
-            est = sum(a == b for a, b in zip(sig, sigs[j])) / MINHASH_PERMS
-            if est >= threshold:
-                dups[dirs[i].name] = dirs[j].name
+            if dirs[j].name not in dups and jaccard(sig, sigs[j]) >= threshold:
+                dups[d.name] = dirs[j].name
                 break
     return dups
 
@@ -195,6 +181,7 @@ def generate_corpus(n: int, seed: int, kind: str, out: Path, jobs: int = 2,
     kept: list[Generated] = []
     errors: list[Generated] = []
     dups: dict[str, str] = {}
+    signatures: dict[str, object] = {}  # kept tasks are not re-read each round
     drawn = 0
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         while len(kept) < n and drawn < MAX_DRAW_FACTOR * n:
@@ -207,7 +194,7 @@ def generate_corpus(n: int, seed: int, kind: str, out: Path, jobs: int = 2,
                     progress(g)
             drawn += want
             # kept tasks are pairwise distinct and come first, so only new ones can be flagged
-            found = near_duplicates([Path(g.dir) for g in kept + new])
+            found = near_duplicates([Path(g.dir) for g in kept + new], signatures=signatures)
             for g in new:
                 if Path(g.dir).name in found:
                     shutil.rmtree(g.dir, ignore_errors=True)

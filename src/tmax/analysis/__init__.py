@@ -79,13 +79,14 @@ def render_html(stats: dict, images: list[tuple[str, Path]], out: Path) -> str:
 
 DIVERSITY_ROWS = (("templates", "templates (family, variant)"),
                   ("near_identical_sibling_fraction", "near-identical sibling fraction"),
+                  ("siblings_dropped_of_draws", "siblings dropped, of generation's draws"),
                   ("tfidf_diversity", "TF-IDF diversity"), ("effective_clusters", "effective clusters"),
                   ("clusters_k", "k-means k"))
 DIVERSITY_LEGEND = ("Sibling fraction: tasks with another task whose instruction and environment files (digits "
                     "masked) have an estimated Jaccard of at least {jaccard}, what generation drops (lower is more "
-                    "varied). TF-IDF diversity: 1 - mean pairwise cosine of the instructions' word TF-IDF vectors, "
-                    "digits masked (higher is more varied). Effective clusters: exp(entropy) of a seeded k-means of "
-                    "those vectors (at most k).")
+                    "varied); the next row is the fraction of generation's draws it dropped so. TF-IDF diversity: "
+                    "1 - mean pairwise cosine of the instructions' word TF-IDF vectors, digits masked (higher is "
+                    "more varied). Effective clusters: exp(entropy) of a seeded k-means of those vectors (at most k).")
 
 
 def _fmt(v) -> str:

@@ -8,7 +8,7 @@ numpy does the arithmetic (it comes with matplotlib, the ``analysis`` extra)."""
 
 from __future__ import annotations
 
-import hashlib
+import json
 import math
 import time
 from collections import Counter
@@ -19,13 +19,14 @@ import numpy as np
 
 from tmax.analysis.text import tfidf, tokens
 from tmax.discover import is_task_dir
-from tmax.generate import MINHASH_PERMS, NEAR_DUP_JACCARD, SHINGLE, task_text
+from tmax.generate import NEAR_DUP_JACCARD, task_text
+from tmax.minhash import LSH_BANDS, MINHASH_PERMS, signature
 
-# A sibling is what generation itself drops as a near-duplicate: estimated Jaccard of the word
-# 5-shingles (digits masked) of the instruction plus environment files at least 0.7. A corpus straight
-# from ``tmax generate`` therefore reads near 0; tasks added or imported afterwards show up.
+# A sibling is what generation itself drops as a near-duplicate, with the same estimator
+# (:mod:`tmax.minhash`): estimated Jaccard of the word 5-shingles (digits masked) of the instruction
+# plus environment files at least 0.7. A corpus straight from ``tmax generate`` therefore reads 0; tasks
+# added or imported afterwards show up, and generation's summary says how many draws it dropped.
 SIBLING_JACCARD = NEAR_DUP_JACCARD
-LSH_BANDS = 16  # 16 bands of 4 rows: a pair at Jaccard 0.7 is a candidate with probability 0.99
 MAX_CLUSTERS, MIN_CLUSTERS, TASKS_PER_CLUSTER = 50, 5, 50
 # k-means++ opens a new cluster only at a point farther than this (squared distance between unit
 # vectors, 2 - 2 cos; 0.2 is cosine 0.9) from every centre: near-identical instructions are one cluster,
@@ -43,10 +44,22 @@ def corpus_diversity(corpus: Path, rows: list[dict]) -> dict:
     vectors = tfidf([tokens(t, mask_digits=True) for t in instructions])
     return {"tasks_read": len(dirs), "templates": templates(rows),
             "near_identical_sibling_fraction": round(sibling_fraction(map(_agent_view, dirs)), 4),
-            "sibling_jaccard": SIBLING_JACCARD,
+            "sibling_jaccard": SIBLING_JACCARD, "siblings_dropped_of_draws": dropped_while_drawing(corpus),
             "tfidf_diversity": _round(tfidf_diversity(vectors)),
             "effective_clusters": _round(effective_clusters(_dense(vectors), k)), "clusters_k": k,
             "seconds": round(time.perf_counter() - start, 2)}
+
+
+def dropped_while_drawing(corpus: Path) -> float | None:
+    """The fraction of generation's draws it dropped as near-identical siblings (from its
+    ``generate-summary.json``): the generator's own breadth, since the kept corpus has none by
+    construction. None for a corpus without that summary."""
+    f = corpus / "generate-summary.json"
+    try:
+        summary = json.loads(f.read_text())
+        return round(summary["near_duplicates"] / summary["drawn"], 4) if summary["drawn"] else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def templates(rows: list[dict]) -> int | None:
@@ -90,63 +103,6 @@ def _mark_siblings(sigs, members, has_sibling, threshold: float) -> None:
         if agree.any():
             has_sibling[i] = True
             has_sibling[others[agree]] = True
-
-
-def signature(text: str):
-    """A MinHash signature (MINHASH_PERMS uint64) of the word SHINGLE-grams of ``text``, digits masked.
-
-    All in numpy: the pure-Python ``tmax.generate.minhash`` takes ~0.1 s for a task with large fixtures
-    (minutes for a corpus), this a few milliseconds. Hashes are fixed functions of the bytes, so the
-    figures do not depend on the interpreter's hash seed."""
-    words = word_hashes(text)
-    if len(words) == 0:
-        words = np.zeros(1, dtype=np.uint64)
-    width = min(SHINGLE, len(words))
-    acc = np.zeros(len(words) - width + 1, dtype=np.uint64)
-    for j in range(width):  # position-dependent: "a b" and "b a" differ
-        acc = _mix(acc * np.uint64(0x100000001B3) + words[j:len(words) - width + 1 + j])
-    shingle_hashes = np.unique(acc)
-    return (shingle_hashes[None, :] * _PERM_MUL[:, None] + _PERM_ADD[:, None]).min(axis=1)
-
-
-def word_hashes(text: str):
-    """One uint64 per word of ``text`` (a maximal run of ASCII letters, digits and _; letters folded to
-    lower case; every run of digits read as one 0), computed on the bytes without a Python loop."""
-    b = np.frombuffer(text.encode("utf-8", "replace"), dtype=np.uint8)
-    if len(b) == 0:
-        return np.zeros(0, dtype=np.uint64)
-    b = b + ((b >= 65) & (b <= 90)).astype(np.uint8) * 32  # A-Z to a-z
-    digit = (b >= 48) & (b <= 57)
-    word = digit | ((b >= 97) & (b <= 122)) | (b == 95)
-    begins = word & ~np.r_[False, word[:-1]]
-    word_id = np.cumsum(begins) - 1
-    keep = np.flatnonzero(word & ~(digit & np.r_[False, digit[:-1]]))  # first digit of each run only
-    if len(keep) == 0:
-        return np.zeros(0, dtype=np.uint64)
-    chars = np.where(digit[keep], 48, b[keep]).astype(np.uint64)
-    ids = word_id[keep]
-    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
-    pos = np.arange(len(keep)) - np.repeat(starts, np.diff(np.r_[starts, len(keep)]))
-    per_char = _mix((chars << np.uint64(32)) | pos.astype(np.uint64))
-    return _mix(np.add.reduceat(per_char, starts))
-
-
-def _mix(x):
-    """splitmix64's finaliser: every input bit moves every output bit (uint64 arithmetic wraps)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-def _blake(s: str) -> int:
-    return int.from_bytes(hashlib.blake2b(s.encode(), digest_size=8).digest(), "big")
-
-
-# One hash a*x + b (mod 2^64, a odd) per permutation, over shingle hashes that are already mixed.
-_PERM_MUL = np.array([_blake(f"mul:{p}") | 1 for p in range(MINHASH_PERMS)], dtype=np.uint64)
-_PERM_ADD = np.array([_blake(f"add:{p}") for p in range(MINHASH_PERMS)], dtype=np.uint64)
 
 
 # -- TF-IDF diversity and clusters ----------------------------------------------------------------

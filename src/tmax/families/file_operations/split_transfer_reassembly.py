@@ -2,7 +2,10 @@
 copy whose checksum matches the manifest (resends, corrupted and truncated copies, several delivery
 attempts), decompress gzipped parts, dig a straggler out of a tarball, order the parts numerically
 (not lexically), decrypt the whole with the passphrase sent out of band (the delivered value) and
-verify it before delivering it."""
+verify it before delivering it.
+Variants: restore_export (deliver the decrypted export itself), station_summary (from it, each station's
+reading count and mean temperature) and reading_gaps (from it, every gap of more than ten minutes between
+consecutive readings). Each needs the decrypted export, so each needs the passphrase."""
 
 from __future__ import annotations
 
@@ -163,6 +166,46 @@ with open(sys.argv[1], encoding="utf-8") as f:
 '''
 
 
+# What the non-restore variants derive from the decrypted CSV: (the ask, the output file, the shell step that
+# reads the CSV on stdin). The host computes the same with _summary / _gaps.
+SUMMARY_SH = ("awk -F, 'NR > 1 { n[$2]++; s[$2] += $3 } END { for (k in n) printf \"%s %d %.2f\\n\", k, n[k], "
+              "s[k] / n[k] }' | LC_ALL=C sort")
+GAPS_SH = """python3 -c '
+import datetime as dt, sys
+rows = [line.split(",")[0] for line in sys.stdin.read().splitlines()[1:]]
+ts = [dt.datetime.strptime(r, "%Y-%m-%dT%H:%M:%SZ") for r in rows]
+for a, b, x, y in zip(rows, rows[1:], ts, ts[1:]):
+    if (y - x).total_seconds() > 600:
+        print(a, b, int((y - x).total_seconds()))
+'"""
+DERIVED = {
+    "station_summary": ("Write a summary of the decrypted export to `/app/out/stations.txt`: one line per station "
+                        "as `<station> <readings> <mean temperature_c>` (the mean with exactly 2 decimals, as "
+                        "`printf \"%.2f\"` prints it), sorted by station name (byte order).",
+                        "/app/out/stations.txt", SUMMARY_SH),
+    "reading_gaps": ("The readings in the decrypted export are in time order. Write to `/app/out/gaps.txt` every gap "
+                     "of more than 600 seconds between two consecutive readings, one line each in file order: "
+                     "`<earlier timestamp> <later timestamp> <seconds>`, the timestamps exactly as in the file.",
+                     "/app/out/gaps.txt", GAPS_SH),
+}
+
+
+def _summary(text: str) -> str:
+    stats: dict = {}
+    for line in text.splitlines()[1:]:
+        f = line.split(",")
+        n, total = stats.get(f[1], (0, 0.0))
+        stats[f[1]] = (n + 1, total + float(f[2]))
+    return "".join(f"{k} {n} {total / n:.2f}\n" for k, (n, total) in sorted(stats.items()))
+
+
+def _gaps(text: str) -> str:
+    rows = [line.split(",")[0] for line in text.splitlines()[1:]]
+    ts = [dt.datetime.strptime(r, "%Y-%m-%dT%H:%M:%SZ") for r in rows]
+    return "".join(f"{a} {b} {int((y - x).total_seconds())}\n"
+                   for a, b, x, y in zip(rows, rows[1:], ts, ts[1:]) if (y - x).total_seconds() > 600)
+
+
 @dataclass(frozen=True)
 class Knobs:
     parts: int  # parts the target export is split into
@@ -182,6 +225,7 @@ class SplitTransferReassembly(Family):
     primitive_skills = ("splitting and joining files", "checksum verification", "natural sort ordering",
                         "compressed stream handling", "archive extraction", "recursive directory traversal")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("restore_export", "station_summary", "reading_gaps")
     levels = {0: Knobs(parts=3, rows=20, bad=0, pad=True, gz=0, attempts=False, tar=False),
               1: Knobs(parts=4, rows=60, bad=1, pad=True, gz=0, attempts=False, tar=False),
               2: Knobs(parts=11, rows=160, bad=3, pad=False, gz=0, attempts=False, tar=False),
@@ -190,6 +234,8 @@ class SplitTransferReassembly(Family):
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
+        for _ in range(self.variants.index(t.variant)):  # a seed's exports differ between the variants
+            rng.random()
         # The partner encrypts every export before splitting it and sends the passphrase separately:
         # the passphrase is the delivered value, and without it no reassembly gives the export.
         names = rng.sample(EXPORTS, 3)
@@ -265,10 +311,18 @@ class SplitTransferReassembly(Family):
               f"of the whole `<NAME>.csv.enc` and of the decrypted `<NAME>.csv`. Rebuild and decrypt `{target}.csv`; "
               "its passphrase was sent separately.")
         var = t.deliver(passphrases[0], "the passphrase")
+        derived = DERIVED.get(t.variant)
+        if derived:  # the answer is computed from the export, which only the passphrase opens
+            truth = (_summary if t.variant == "station_summary" else _gaps)(truth)
         if t.level == 0:  # atomic: every part arrived once and intact, so one join and one decrypt do it
+            decrypt = (f'cat /app/transfer/{target}.csv.enc.part* | openssl enc -d -chacha20 -pbkdf2 '
+                       f'-pass "pass:{var}"')
+            if derived:
+                t.say("Every part arrived once, intact. " + derived[0])
+                t.solve(f"set -o pipefail\nmkdir -p /app/out\n{decrypt} | {derived[2]} > {derived[1]}")
+                return t.expect_output(derived[1], truth, "the report")
             t.say("Every part arrived once, intact. Deliver the decrypted file, byte-for-byte the original export.")
-            t.solve(f'mkdir -p /app/out\ncat /app/transfer/{target}.csv.enc.part* | openssl enc -d -chacha20 -pbkdf2 '
-                    f'-pass "pass:{var}" -out /app/out/restored.csv')
+            t.solve(f'mkdir -p /app/out\n{decrypt} -out /app/out/restored.csv')
             t.expect_output("/app/out/restored.csv", truth, "the rebuilt export")
             return
         hints = ["Some parts arrived more than once and not every copy is intact: use, for each part, a copy that "
@@ -281,14 +335,20 @@ class SplitTransferReassembly(Family):
         if k.tar:
             hints.append("A few late parts were bundled into a tarball by the partner. `<NAME>.sha256` is the "
                          "current manifest; anything else is stale.")
-        t.say(" ".join(hints) + " Deliver the decrypted file only if its checksum matches the manifest; it must be "
-              "byte-for-byte the original export.")
+        if derived:
+            t.say(" ".join(hints) + " Use the decrypted file only if its checksum matches the manifest. " + derived[0])
+        else:
+            t.say(" ".join(hints) + " Deliver the decrypted file only if its checksum matches the manifest; it must "
+                  "be byte-for-byte the original export.")
         t.add_solution_file("reassemble.py", REFERENCE)
         t.solve(f'mkdir -p /app/out\npython3 /solution/reassemble.py /app/transfer {target} > /tmp/{target}.csv.enc\n'
                 f'openssl enc -d -chacha20 -pbkdf2 -pass "pass:{var}" -in /tmp/{target}.csv.enc '
                 f'-out /tmp/{target}.csv\n'
                 f"want=$(awk '$2 == \"{target}.csv\" {{print $1}}' /app/transfer/{target}.sha256)\n"
                 f'test "$(sha256sum < /tmp/{target}.csv | cut -c1-64)" = "$want"\n'
-                f"cp /tmp/{target}.csv /app/out/restored.csv")
+                + (f"< /tmp/{target}.csv {derived[2]} > {derived[1]}" if derived else
+                   f"cp /tmp/{target}.csv /app/out/restored.csv"))
         run_python(REFERENCE)  # the reference must at least load on the host
+        if derived:
+            return t.expect_output(derived[1], truth, "the report")
         t.expect_output("/app/out/restored.csv", truth, "the rebuilt export")

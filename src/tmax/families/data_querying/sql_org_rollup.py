@@ -1,7 +1,10 @@
 """Headcount and payroll rolled up an org chart: a recursive walk below one manager, per-subtree totals,
 terminated employees who stay in the hierarchy but count for nothing, salary history (the row in
 force on the as-of date, future raises ignored) and reporting-line changes that take effect on a
-date (the hierarchy itself must be rebuilt as of that date)."""
+date (the hierarchy itself must be rebuilt as of that date).
+Variants: subtree_rollup (per person of one manager's organisation, its headcount and payroll),
+reporting_chain (walking up: one employee's managers up to the top, with their salaries) and
+depth_totals (per reporting depth below one manager, how many people and what they earn)."""
 
 from __future__ import annotations
 
@@ -77,6 +80,79 @@ JOIN anc a ON a.top = s.id JOIN mgr me ON me.id = a.id AND me.status = 'active'
 LEFT JOIN pay p ON p.employee_id = a.id
 GROUP BY s.id, s.depth ORDER BY s.depth, s.id;
 """
+# The other variants' reports: the same hierarchy and salaries as rollup() (whose text stays as it was),
+# walked upwards from one employee or summed per depth.
+EXTRA = r'''
+
+
+def hierarchy(conn, asof):
+    """Managers as of asof, who is active, and the salary in force on asof, as rollup() derives them."""
+    mgr, active = {}, {}
+    for eid, m, status in conn.execute("SELECT id, manager_id, status FROM employees"):
+        mgr[eid], active[eid] = m, status == "active"
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    if "reporting_changes" in tables:
+        rows = conn.execute("SELECT employee_id, new_manager_id, effective_on FROM reporting_changes").fetchall()
+        for eid, new, eff in sorted(rows, key=lambda r: (r[2], r[0])):
+            if eff <= asof:
+                mgr[eid] = new
+    pay, since = {}, {}
+    for eid, amount, eff in conn.execute("SELECT employee_id, amount, effective_from FROM salaries"):
+        if eff <= asof and (eid not in since or eff > since[eid]):
+            pay[eid], since[eid] = amount, eff
+    return mgr, active, pay
+
+
+def chain(conn, start, asof, with_pay=True):
+    """start and its managers up to the top, as `id,steps[,salary]`; terminated ones keep their step."""
+    mgr, active, pay = hierarchy(conn, asof)
+    out, eid, steps = [], start, 0
+    while eid in mgr:
+        if active[eid]:
+            out.append(f"{eid},{steps},{pay.get(eid, 0)}" if with_pay else f"{eid},{steps}")
+        eid, steps = mgr[eid], steps + 1
+    return "".join(o + "\n" for o in out)
+
+
+def depth_totals(conn, root, asof, with_pay=True):
+    """Per depth below root that has active people: `depth,headcount[,total_salary]` of those people."""
+    mgr, active, pay = hierarchy(conn, asof)
+    kids = {}
+    for eid in sorted(mgr):
+        kids.setdefault(mgr[eid], []).append(eid)
+    level, depth, rows = ([root] if root in mgr else []), 0, []
+    while level:
+        people = [e for e in level if active[e]]
+        if people:
+            total = sum(pay.get(e, 0) for e in people)
+            rows.append(f"{depth},{len(people)},{total}" if with_pay else f"{depth},{len(people)}")
+        level, depth = [k for e in level for k in kids.get(e, [])], depth + 1
+    return "".join(r + "\n" for r in rows)
+
+
+if __name__ == "__main__":
+    conn = sqlite3.connect(sys.argv[1])
+    report = {"chain": chain, "depths": depth_totals}[sys.argv[5]]
+    sys.stdout.write(report(conn, int(sys.argv[2]), sys.argv[3], sys.argv[4] == "pay"))
+'''
+VARIANT_PROGRAM = REFERENCE[:REFERENCE.index("\n\nif __name__")] + EXTRA
+# The variants' queries share QUERY's as-of hierarchy and salaries.
+HEAD = QUERY[:QUERY.index("sub(id, depth)")]
+CHAIN_QUERY = HEAD + """up(id, steps) AS (
+  SELECT @@ROOT@@, 0 UNION ALL SELECT m.manager_id, up.steps + 1 FROM up JOIN mgr m ON m.id = up.id
+  WHERE m.manager_id IS NOT NULL
+)
+SELECT u.id, u.steps, COALESCE(p.amount, 0)
+FROM up u JOIN mgr m ON m.id = u.id AND m.status = 'active' LEFT JOIN pay p ON p.employee_id = u.id
+ORDER BY u.steps;
+"""
+DEPTH_QUERY = HEAD + """sub(id, depth) AS (
+  SELECT @@ROOT@@, 0 UNION ALL SELECT m.id, sub.depth + 1 FROM mgr m JOIN sub ON m.manager_id = sub.id
+)
+SELECT s.depth, COUNT(*), COALESCE(SUM(p.amount), 0)
+FROM sub s JOIN mgr m ON m.id = s.id AND m.status = 'active' LEFT JOIN pay p ON p.employee_id = s.id
+GROUP BY s.depth ORDER BY s.depth;
+"""
 CHANGED_MANAGER = ("COALESCE((SELECT c.new_manager_id FROM reporting_changes c WHERE c.employee_id = e.id AND "
                    "c.effective_on <= '@ASOF@' ORDER BY c.effective_on DESC LIMIT 1), e.manager_id)")
 FIRST = ["Ada", "Ben", "Cleo", "Dmitri", "Esme", "Farid", "Gwen", "Hugo", "Ines", "Jonas", "Kemi", "Luca", "Mara",
@@ -114,6 +190,46 @@ def acyclic(mgr: dict) -> bool:
     return True
 
 
+def unique_profiles(kids: dict, ids: list[int], cands: list[int]) -> list[int]:
+    """The candidates whose per-depth headcounts no other employee's organisation shares (all, if none)."""
+    def profile(e):
+        out, level = [], [e]
+        while level:
+            out.append(len(level))
+            level = [k for x in level for k in kids.get(x, [])]
+        return tuple(out)
+
+    seen: dict = {}
+    for e in ids:
+        seen.setdefault(profile(e), []).append(e)
+    return [e for e in cands if len(seen[profile(e)]) == 1] or cands
+
+
+ORGANISATION = ("The organisation of a manager is the manager and everyone below them, at any depth, through "
+                "`employees.manager_id`.")
+CHAIN = ("An employee's manager is `employees.manager_id`; the chain goes up one manager at a time until a person "
+         "whose `manager_id` is NULL.")
+
+
+def rules_for(lv: int, asof: str, *first: str) -> list[str]:
+    """The rules every variant shares at level ``lv`` (after ``first``): terminations, salaries, reporting changes."""
+    rules = list(first)
+    if lv >= 2:
+        rules.append("Terminated employees (`status` = `terminated`) stay in the hierarchy (their reports have "
+                     "not been moved yet) but are not counted anywhere and get no line of their own.")
+    if lv >= 3:
+        rules.append(f"`salaries` keeps the salary history: an employee's salary is the row with the latest "
+                     f"`effective_from` on or before {asof} (later rows are planned raises: ignore them).")
+    elif lv == 2:
+        rules.append("Each employee has exactly one row in `salaries` (annual `amount`).")
+    if lv >= 4:
+        rules.append(f"Reporting lines change over time: `reporting_changes` moves `employee_id` under "
+                     f"`new_manager_id` from `effective_on` onwards. Use the hierarchy as it stands on {asof}: "
+                     "for each employee the latest change on or before that date wins, later changes are "
+                     "ignored, and `manager_id` applies to employees without such a change.")
+    return rules
+
+
 @dataclass(frozen=True)
 class Knobs:
     employees: int  # people in the whole company
@@ -127,11 +243,14 @@ class SqlOrgRollup(Family):
     primitive_skills = ("recursive CTEs", "tree traversal", "subtree aggregation", "group-by aggregation",
                         "multi-table joins", "date range filtering")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("subtree_rollup", "reporting_chain", "depth_totals")
     levels = {0: Knobs(employees=12), 1: Knobs(employees=25), 2: Knobs(employees=60), 3: Knobs(employees=120),
               4: Knobs(employees=220)}
 
     def output_case(self, t: TaskBuilder) -> None:
         rng, lv = t.rng, t.level
+        for _ in range(self.variants.index(t.variant)):  # a seed's org chart differs between the variants
+            rng.random()
         n = t.knobs.employees
         ids = rng.sample(range(1000, 9999), n)
         mgr: dict = {ids[0]: None}
@@ -142,6 +261,8 @@ class SqlOrgRollup(Family):
         kids = children(mgr)
         sizes = {e: len(subtree(kids, e)) for e in ids}
         cands = [e for e in ids[1:] if n // 5 <= sizes[e] <= n // 2] or [max(ids[1:], key=lambda e: (sizes[e], e))]
+        if t.variant == "depth_totals":  # another manager's per-depth counts must differ (checked before pay)
+            cands = unique_profiles(kids, ids, cands)
         root = rng.choice(cands)
         asof = f"2025-{rng.randrange(3, 11):02d}-{rng.randrange(1, 29):02d}"
         status = {e: "active" for e in ids}
@@ -206,6 +327,8 @@ class SqlOrgRollup(Family):
         sql = dbsql.script(schema, tables)
         conn = dbsql.in_memory(sql)
         with_pay = lv >= 2
+        if t.variant != "subtree_rollup":
+            return self.variant_case(t, conn, sql, kids, status, root, asof)
         truth = run_python(REFERENCE)["rollup"](conn, root, asof, with_pay)
         conn.close()
         dbsql.ship(t, sql, "/app/db/hr.db")
@@ -213,21 +336,7 @@ class SqlOrgRollup(Family):
             self.members_case(t, root, truth)
             return
 
-        rules = ["The organisation of a manager is the manager and everyone below them, at any depth, through "
-                 "`employees.manager_id`."]
-        if lv >= 2:
-            rules.append("Terminated employees (`status` = `terminated`) stay in the hierarchy (their reports have "
-                         "not been moved yet) but are not counted anywhere and get no line of their own.")
-        if lv >= 3:
-            rules.append(f"`salaries` keeps the salary history: an employee's salary is the row with the latest "
-                         f"`effective_from` on or before {asof} (later rows are planned raises: ignore them).")
-        elif lv == 2:
-            rules.append("Each employee has exactly one row in `salaries` (annual `amount`).")
-        if lv >= 4:
-            rules.append(f"Reporting lines change over time: `reporting_changes` moves `employee_id` under "
-                         f"`new_manager_id` from `effective_on` onwards. Use the hierarchy as it stands on {asof}: "
-                         "for each employee the latest change on or before that date wins, later changes are "
-                         "ignored, and `manager_id` applies to employees without such a change.")
+        rules = rules_for(lv, asof, ORGANISATION)
         cols = "`employee_id,depth,headcount" + (",total_salary`" if with_pay else "`")
         t.say("Our HR database is `/app/db/hr.db` (SQLite; tables `employees`, `salaries`"
               + (", `reporting_changes`" if lv >= 4 else "") + "). I need a roll-up of one manager's organisation "
@@ -250,6 +359,62 @@ class SqlOrgRollup(Family):
                 f'python3 /solution/reference.py /app/db/hr.db "{v}" {asof} {"pay" if with_pay else "nopay"} | '
                 "cmp - /app/out/org_rollup.csv")
         t.expect_output("/app/out/org_rollup.csv", truth, "the roll-up")
+
+    def variant_case(self, t: TaskBuilder, conn, sql: str, kids: dict, status: dict, root: int, asof: str) -> None:
+        """reporting_chain: one employee's managers up to the top; depth_totals: people and pay per depth."""
+        lv, with_pay = t.level, t.level >= 2
+        if t.variant == "reporting_chain":
+            # A deepest active member of the drawn organisation: the chain passes its terminated people.
+            below = {root: 0}
+            for e in subtree(kids, root):
+                for k in kids.get(e, []):
+                    below[k] = below[e] + 1
+            active = [e for e in below if status[e] == "active"]
+            who = t.rng.choice(sorted(e for e in active if below[e] == max(below[a] for a in active)))
+            what, report, query = "the employee ID", "chain", CHAIN_QUERY
+            cols = "`employee_id,steps" + (",salary`" if with_pay else "`")
+            ask = ("I need one employee's reporting chain: the employee, their manager, that manager's manager and "
+                   "so on up to the top of the company (the person without a manager). The employee ID given "
+                   "below is the employee's `employees.id`.")
+            fmt = (f"one line per {'active ' if lv >= 2 else ''}person in the chain as {cols}, where steps is the "
+                   "number of reporting steps above the employee (the employee is 0, their manager 1"
+                   + (", a terminated manager still being a step)" if lv >= 2 else ")")
+                   + (" and salary is that person's salary" if with_pay else "") + ". Sort by steps.")
+            rules = [CHAIN] if lv else []
+        else:
+            who, what, report, query = root, "the manager ID", "depths", DEPTH_QUERY
+            cols = "`depth,headcount" + (",total_salary`" if with_pay else "`")
+            ask = ("I need the size of one manager's organisation level by level. The manager ID given below is "
+                   "the manager's `employees.id`.")
+            fmt = (f"one line per depth at which the organisation has {'active ' if lv >= 2 else ''}people, as "
+                   f"{cols}, where depth is the number of reporting steps below the manager (the manager is 0), "
+                   f"headcount counts the {'active ' if lv >= 2 else ''}people at that depth"
+                   + (" and total_salary is the sum of their salaries" if with_pay else "") + ". Sort by depth.")
+            rules = [ORGANISATION] if lv else []
+        truth = run_python(VARIANT_PROGRAM)[{"chain": "chain", "depths": "depth_totals"}[report]](
+            conn, who, asof, with_pay)
+        conn.close()
+        dbsql.ship(t, sql, "/app/db/hr.db")
+        if lv < 2:  # no salaries or statuses yet: the hierarchy alone
+            tables = "table `employees`" + (", each row's `manager_id` is the `id` of their manager" if lv == 0 else "")
+        else:
+            tables = "tables `employees`, `salaries`" + (", `reporting_changes`" if lv >= 4 else "")
+            ask += f" Report it as of {asof}."
+        rules = "".join(f"- {r}\n" for r in rules_for(lv, asof, *rules))
+        t.say(f"Our HR database is `/app/db/hr.db` (SQLite; {tables}). {ask}\n\n" + (rules + "\n" if rules else "")
+              + f"Report format: CSV without a header, {fmt}")
+        v = t.deliver(str(who), what)
+        manager = fill(CHANGED_MANAGER, ASOF=asof) if lv >= 4 else "e.manager_id"
+        t.add_solution_file(f"{report}.sql", fill(query, MANAGER=manager, ASOF=asof))
+        t.add_solution_file("reference.py", VARIANT_PROGRAM)
+        cut = "" if with_pay else " | cut -d, -f1-2"
+        out = f"/app/out/{'reporting_chain' if report == 'chain' else 'depth_totals'}.csv"
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
+                f'sed "s/@@ROOT@@/{v}/" /solution/{report}.sql | sqlite3 -batch -noheader -separator , '
+                f"/app/db/hr.db{cut} > {out}\n"
+                f'python3 /solution/reference.py /app/db/hr.db "{v}" {asof} {"pay" if with_pay else "nopay"} '
+                f"{report} | cmp - {out}")
+        t.expect_output(out, truth, "the " + ("chain" if report == "chain" else "totals"))
 
     def members_case(self, t: TaskBuilder, root: int, rollup: str) -> None:
         """Level 0: only who is in the organisation and how deep (one recursive query, no totals)."""

@@ -6,7 +6,9 @@ bulk threshold, a lost case normalisation, per-line tax rounding). Traps at high
 that do not run at all (syntax errors, a misspelt name), an intended output-format change that
 breaks naive string comparison, an intended rule change that moves other orders' totals. The
 complaining customer knows only the total main prints for their order (delivered): the agent finds the
-order by it. The answer is the order id and the subject line of the offending commit(s)."""
+order by it. Variants: culprit (the order id and the subject line of the offending commit(s)),
+blast_radius (every order that commit changed, with its totals before and after it) and shipped_in (the
+first release commit after it, or `unreleased`)."""
 
 from __future__ import annotations
 
@@ -292,6 +294,59 @@ if cents(old) == int(sys.argv[1]):
     sys.exit("that order's total did not change")
 print(hits[0])
 '''
+SPREAD = r'''# usage: spread.py SUBJECT -> "order_id before after" (cents) for every order the commit with that subject
+# changed, against its parent
+import contextlib
+import csv
+import importlib
+import io
+import re
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, "/app/repo")
+REPO, ORDERS = "/app/repo", "/app/data/orders.csv"
+
+
+def cents(text):
+    for line in text.splitlines():
+        m = re.match(r"\s*total\s+([\d,]+)\.(\d\d)", line, re.I)
+        if m:
+            return int(m.group(1).replace(",", "")) * 100 + int(m.group(2))
+    return None
+
+
+def totals(rev, ids):
+    """Every order's total at ``rev``, its code loaded afresh once."""
+    subprocess.run(["git", "checkout", "-q", rev], cwd=REPO, check=True)
+    for name in [m for m in sys.modules if m.split(".")[0] == "invoicer"]:
+        del sys.modules[name]
+    importlib.invalidate_caches()
+    from invoicer.cli import main
+    out = {}
+    for oid in ids:
+        buf = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(buf):
+                main([ORDERS, "--order", oid])
+        except (Exception, SystemExit):
+            continue
+        out[oid] = cents(buf.getvalue())
+    return out
+
+
+log = subprocess.run(["git", "log", "--format=%H %s", "main"], cwd=REPO, capture_output=True, text=True,
+                     check=True).stdout
+(rev,) = [line.split(" ", 1)[0] for line in log.splitlines() if line.split(" ", 1)[1] == sys.argv[1]]
+with open(ORDERS, newline="") as f:
+    ids = sorted({r["order_id"] for r in csv.DictReader(f)}, key=int)
+before, after = totals(rev + "^", ids), totals(rev, ids)
+subprocess.run(["git", "checkout", "-q", "main"], cwd=REPO, check=True)
+for oid in ids:
+    if before.get(oid) != after.get(oid):
+        print(oid, before.get(oid), after.get(oid))
+'''
 CHECK = r'''#!/bin/bash
 # exit 0: total as in v1.0 (good); 1: different (bad); 125: this commit cannot be tested.
 out=$(python3 -B -m invoicer /app/data/orders.csv --order "$1" 2>/dev/null) || exit 125
@@ -391,6 +446,7 @@ class BisectRegression(Family):
                         "skipping untestable commits", "writing a regression check",
                         "comparing expected and actual output")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("culprit", "blast_radius", "shipped_in")
     languages = ("Bash", "Python")
     levels = {0: Knobs(commits=5, regressions=1, broken=0, format_change=False, rule_change=False, orders=8),
               1: Knobs(commits=10, regressions=1, broken=0, format_change=False, rule_change=False, orders=30),
@@ -581,6 +637,8 @@ class BisectRegression(Family):
         fit = [x for x in sorted(by_total) if fits(x, 5)] or [x for x in sorted(by_total) if fits(x, 4)]
         if not fit:
             raise FamilyError("bisect_regression: no complaint order has a total of its own")
+        if t.variant != "culprit":
+            return self._after_culprit(t, orders, texts, commits, fns, tag_index, by_total, fit, visible)
         t.say("Our invoicing tool lives in the git repository `/app/repo`; from the repository root it runs as "
               "`python3 -m invoicer /app/data/orders.csv --order <id>` and prints the order's subtotal, discount, "
               "tax and total. Release `v1.0` (a tag on `main`) priced every order correctly.")
@@ -612,15 +670,7 @@ class BisectRegression(Family):
         if t.level == 0:
             truth = f"{picks[0][0][0]}\n"
 
-        # Fixtures: the orders export and the repository, built at environment build time.
-        rows = ["order_id,sku,qty,unit_price,category,coupon"]
-        for oid, lines, coupon in orders:
-            rows += [f"{oid},{sku},{qty},{price},{cat},{coupon}" for sku, qty, price, cat in lines]
-        t.add_file("/app/data/orders.csv", "\n".join(rows) + "\n")
-        spec = {"blocks": texts, "layout": LAYOUT, "commits": commits}
-        t.add_file("/tmp/tmax-dbg/history.json", json.dumps(spec, sort_keys=True) + "\n")
-        t.add_file("/tmp/tmax-dbg/mkrepo.py", BUILDER)
-        t.add_setup("python3 /tmp/tmax-dbg/mkrepo.py /tmp/tmax-dbg/history.json /app/repo && rm -rf /tmp/tmax-dbg")
+        add_fixtures(t, orders, texts, commits)
 
         var = t.deliver(delivered_total, "the total main prints for the customer's order, in cents"
                         if len(picks) == 1 else "the total main prints for the other order, in cents")
@@ -637,3 +687,79 @@ class BisectRegression(Family):
                 f'first=$(python3 /solution/find.py "{var}")\n'
                 f"for o in {orders_arg}; do bash /solution/bisect.sh \"$o\"; done | sort -n > /app/out/culprits.txt")
         t.expect_output("/app/out/culprits.txt", truth, "the report")
+
+    def _after_culprit(self, t: TaskBuilder, orders: list, texts: dict, commits: list[dict], fns: list,
+                       tag_index: int, by_total: dict, fit: list[str], visible: list[str]) -> None:
+        """What follows from the complaint's culprit. blast_radius: every order that commit changed (each run at
+        the commit and at its parent); shipped_in: the first release commit that carries it. One complaint."""
+        rng = t.rng
+        delivered_total = unseen(t, lambda: rng.choice(fit), *visible)
+        order, c = by_total[delivered_total]
+        oid, out = order[0], f"/app/out/{t.variant}.txt"
+        t.say(INTRO)
+        complaint = ("A customer complains about an order whose total on the current `main` is given below in cents "
+                     "(a total of `12.30` is `1230`); no other order has that total on `main`, and on v1.0 it was "
+                     "different.")
+        find = f'first=$(python3 /solution/find.py "{t.deliver(delivered_total, DELIVERED)}")\n'
+        if t.level:
+            complaint += (" Find the order, and the commit on `main` that introduced the change: the first commit "
+                          "after v1.0 at which that order's total differs from v1.0's.")
+            find += 'subject=$(bash /solution/bisect.sh "$first" | cut -d" " -f2-)\n'
+        releases = [i for i, cm in enumerate(commits) if cm["subject"].startswith("Release 1.0")]
+        if t.variant == "blast_radius" and t.level == 0:
+            ask = ("Write the order id and the total v1.0 computed for it, in cents, separated by a space")
+            truth = f"{oid} {total_at(fns[tag_index], order)}\n"
+            cmd = ('cd /app/repo && git checkout -q v1.0\n'
+                   'echo "$first $(python3 -B -m invoicer /app/data/orders.csv --order "$first" | '
+                   'python3 /solution/total.py)"')
+        elif t.variant == "blast_radius":
+            ask = ("That commit may have moved other orders' totals too: run every order at that commit and at its "
+                   "parent. Write one line per order whose total differs between the two: the order id, its total "
+                   "at the parent and its total at that commit, both in cents, separated by spaces, sorted by "
+                   "order id")
+            moved = [(o[0], total_at(fns[c - 1], o), total_at(fns[c], o)) for o in orders]
+            moved = [m for m in moved if m[1] != m[2]]
+            if any(None in m for m in moved):
+                raise FamilyError("bisect_regression: an order does not run at the culprit or its parent")
+            truth = "".join(f"{o} {x} {y}\n" for o, x, y in sorted(moved, key=lambda m: int(m[0])))
+            cmd = 'python3 /solution/spread.py "$subject"'
+        elif t.level == 0:
+            ask = ("Write the order id, a space, and the subject of the latest release commit on `main` (the most "
+                   "recent commit whose subject starts with `Release`) exactly as `git log --format=%s` prints it")
+            truth = f"{oid} {commits[releases[-1]]['subject']}\n"
+            cmd = 'echo "$first $(git -C /app/repo log -1 --format=%s --grep=\'^Release\' main)"'
+        else:
+            ask = ("Which release shipped it? Write one line: the order id, a space, and the subject of the first "
+                   "commit at or after that commit on `main` whose subject starts with `Release 1.0.`, exactly as "
+                   "`git log --format=%s` prints it, or `unreleased` if no such commit follows it")
+            shipped = [i for i in releases if i > c]
+            truth = f"{oid} {commits[shipped[0]]['subject'] if shipped else 'unreleased'}\n"
+            # awk reads on to the end: an early exit would kill git log (SIGPIPE) under pipefail
+            cmd = ('rel=$(git -C /app/repo log --reverse --format=%s main | awk -v s="$subject" '
+                   '\'$0 == s {f = 1} f && r == "" && /^Release 1[.]0[.]/ {r = $0} END {print r}\')\necho "$first ${rel:-unreleased}"')
+        t.say(f"{complaint} {ask}, to `{out}`.")
+        add_fixtures(t, orders, texts, commits)
+        for name, src in (("bisect.sh", ORACLE), ("check.sh", CHECK), ("total.py", TOTAL), ("find.py", FIND),
+                          ("spread.py", SPREAD)):
+            t.add_solution_file(name, src)
+        t.solve(f"chmod +x /solution/*.sh 2>/dev/null || true\nmkdir -p /app/out\n{find}({cmd}) > {out}")
+        t.expect_output(out, truth, "the report")
+
+
+INTRO = ("Our invoicing tool lives in the git repository `/app/repo`; from the repository root it runs as "
+         "`python3 -m invoicer /app/data/orders.csv --order <id>` and prints the order's subtotal, discount, tax and "
+         "total. Release `v1.0` (a tag on `main`) priced every order correctly.")
+DELIVERED = "the total main prints for the customer's order, in cents"
+
+
+def add_fixtures(t: TaskBuilder, orders: list, texts: dict, commits: list[dict]) -> None:
+    """The fixtures: the orders export and the repository, built at environment build time."""
+    rows = ["order_id,sku,qty,unit_price,category,coupon"]
+    for oid, lines, coupon in orders:
+        rows += [f"{oid},{sku},{qty},{price},{cat},{coupon}" for sku, qty, price, cat in lines]
+    t.add_file("/app/data/orders.csv", "\n".join(rows) + "\n")
+    spec = {"blocks": texts, "layout": LAYOUT, "commits": commits}
+    t.add_file("/tmp/tmax-dbg/history.json", json.dumps(spec, sort_keys=True) + "\n")
+    t.add_file("/tmp/tmax-dbg/mkrepo.py", BUILDER)
+    t.add_setup("python3 /tmp/tmax-dbg/mkrepo.py /tmp/tmax-dbg/history.json /app/repo && rm -rf /tmp/tmax-dbg")
+

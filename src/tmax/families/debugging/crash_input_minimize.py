@@ -8,7 +8,10 @@ unique (the crash condition only accumulates, every trigger line occurs once). T
 patterns that do not crash (a close without hold is only a soft close), and, at higher levels, lines
 after the crash point that make the tool abort or reject the script, so a reducer that accepts any
 failure converges on the wrong lines. Other customers' scripts crash the tool too; uploads are filed
-under a digest of their ticket number, so only the (delivered) ticket says which script is this one."""
+under a digest of their ticket number, so only the (delivered) ticket says which script is this one.
+Variants: reproducer (that minimal subset), crash_line (the number and text of the line the tool dies
+on) and after_crash (the exit status and stop line of a replay with that line deleted: the look-alike
+failures after the crash point are then what stops it)."""
 
 from __future__ import annotations
 
@@ -246,6 +249,47 @@ assert segfaults(lines), "the input does not reproduce the crash"
 sys.stdout.write("".join(ddmin(lines)))
 '''
 
+# crash_line and after_crash: where the replay stops. A prefix of the script stops (with a given status)
+# exactly when it holds the stop line, so the shortest such prefix is found by bisection.
+STOP_POINT = r'''import resource
+import subprocess
+import sys
+
+
+def no_core():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def status(lines):
+    """txreplay's exit status as a shell reports it: 128 + the signal number when a signal kills it."""
+    p = subprocess.run([sys.argv[1]], input="".join(lines).encode(), capture_output=True, preexec_fn=no_core,
+                       cwd="/tmp", timeout=20)
+    return 128 - p.returncode if p.returncode < 0 else p.returncode
+
+
+def stop_line(lines, code):
+    """The 1-based number of the line where the replay of ``lines`` stops with ``code``."""
+    lo, hi = 1, len(lines)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if status(lines[:mid]) == code:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+lines = open(sys.argv[3]).read().splitlines(keepends=True)
+crash = stop_line(lines, 139)
+if sys.argv[2] == "crash_line":
+    print(crash, lines[crash - 1].rstrip("\n"))
+else:
+    rest = lines[:crash - 1] + lines[crash:]
+    code = status(rest)
+    stop = stop_line(rest, code) if code else len(rest)
+    print(code, stop + (stop >= crash))
+'''
+
 WORDS = ["cafe", "mill", "forge", "dock", "farm", "press", "bakery", "depot", "lab", "yard", "shop", "studio"]
 TRIGGERS = {1: ["open", "close", "send"], 2: ["open", "hold", "close", "send"],
             3: ["mode", "open", "hold", "close", "send"], 4: ["mode", "open", "hold", "close", "sweep", "send"]}
@@ -428,6 +472,7 @@ class CrashInputMinimize(Family):
     primitive_skills = ("minimising a failing input", "delta debugging", "black-box probing of a binary",
                         "classifying failure signatures", "reproducing a failure")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("reproducer", "crash_line", "after_crash")
     languages = ("Bash", "Python")
     levels = {0: Knobs(lines=12, source=True, tail_traps=False, others=2),
               1: Knobs(lines=40, source=True, tail_traps=False, others=4),
@@ -491,6 +536,8 @@ class CrashInputMinimize(Family):
               "`script-<digest>.txl`, where the digest is the first 12 hex digits of the SHA-256 of the ticket "
               "number (its decimal digits, nothing else). The script from the ticket given below makes txreplay "
               "die with a segmentation fault.")
+        if t.variant != "reproducer":
+            return self._stop_point(t, lines, level, ticket)
         t.say("Before anyone can debug this we need the smallest reproducer: a subset of that script's lines, "
               "unchanged and in their original order, that still makes txreplay crash with a segmentation fault, "
               "and from which no single line can be removed without losing that crash (there is exactly one such "
@@ -502,3 +549,35 @@ class CrashInputMinimize(Family):
         t.solve(f'mkdir -p /app/out\nh={key_cmd(var, 12)}\n'
                 'python3 /solution/ddmin.py /app/bin/txreplay "/app/incoming/script-$h.txl" > /app/out/reproducer.txl')
         t.expect_output("/app/out/reproducer.txl", truth, "the minimal reproducer")
+
+    def _stop_point(self, t: TaskBuilder, lines: list[str], level: int, ticket: str) -> None:
+        """crash_line: the line txreplay dies on; after_crash: where and how it stops once that line is gone."""
+        crash = simulate(lines, level)[1]
+        if t.variant == "crash_line":
+            ask = ("I need the line it crashes on: write one line, its line number in the script (counting from 1, "
+                   "every line counts, comments and blank lines included), a space, and that line exactly as it "
+                   "stands in the script.")
+            truth = f"{crash + 1} {lines[crash]}\n"
+            out = "/app/out/crash_line.txt"
+        else:
+            how, at = simulate(lines[:crash] + lines[crash + 1:], level)
+            if how == "segv":
+                raise FamilyError("crash_input_minimize: the script still crashes without its crash line")
+            status = {"ok": 0, "parse": 2, "abort": 134}[how]
+            # a line number of the original script: the ones after the deleted line move up by one
+            stop = len(lines) if how == "ok" else at + 1 + (at >= crash)
+            ask = ("Delete the one line it crashes on (and nothing else) and replay the rest: what happens then? "
+                   "Write one line: txreplay's exit status as the shell reports it (128 plus the signal number "
+                   "when a signal kills it), a space, and the number of the line (counting from 1 in the "
+                   "original script, every line counts, comments and blank lines included) where the replay "
+                   "stops: the line it fails on, or the script's last line when it runs to the end.")
+            truth = f"{status} {stop}\n"
+            out = "/app/out/after_crash.txt"
+        t.say(ask + f" Write it to `{out}`."
+              + (" The script is short: the crash is a `send` into an account after it was closed." if t.level == 0
+                 else ""))
+        var = t.deliver(ticket, "the ticket number")
+        t.add_solution_file("stop_point.py", STOP_POINT)
+        t.solve(f'mkdir -p /app/out\nh={key_cmd(var, 12)}\npython3 /solution/stop_point.py /app/bin/txreplay '
+                f'{t.variant} "/app/incoming/script-$h.txl" > {out}')
+        t.expect_output(out, truth, "the stop point")

@@ -4,7 +4,10 @@ environment build time by really running the (shipped) worker package on a repla
 every traceback is genuine CPython output. Traps by level: several runs (only one counts), chained
 exceptions (`raise ... from`: the root cause is printed first), frames from the standard library and
 from a vendored third-party package (not ours), retries (only a job's last attempt counts), and
-warnings that carry a traceback for a recovered error (not failures)."""
+warnings that carry a traceback for a recovered error (not failures). Variants: failures (the report
+above, one line per failed job), hotspots (the failed jobs grouped by the line of our code that raised
+their root exception, most first) and by_exception (grouped by root exception type); each level-0
+reference stays a one-line shell pipeline (a benchmark replays it as an agent's command)."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import json
 from dataclasses import dataclass
 
 from tmax.families.base import Family, TaskBuilder, register
+from tmax.families.programs import run_python
 
 PKGS = ["billing", "payouts", "settlement", "remit"]
 
@@ -259,6 +263,31 @@ for job in sorted(last):
     print(job, exc.split(":")[0], f"{path[len('/app/'):]}:{lineno}", func)
 '''
 
+# The other variants group triage.py's report (piped in) by where the root exception was raised or by its type.
+GROUP = r'''import sys
+from collections import defaultdict
+
+
+def group(lines, by):
+    """lines: `job type location function`, by job id; by: "place" or "type"."""
+    groups = defaultdict(list)
+    for line in lines:
+        job, exc, loc, func = line.split()
+        groups[(loc, func) if by == "place" else (exc,)].append(job)
+
+    def order(key):
+        if by == "type":
+            return key
+        path, lineno = key[0].rsplit(":", 1)
+        return (-len(groups[key]), path, int(lineno))
+
+    return "".join(" ".join([*key, *groups[key]]) + "\n" for key in sorted(groups, key=order))
+
+
+if __name__ == "__main__":
+    sys.stdout.write(group(sys.stdin.read().splitlines(), sys.argv[1]))
+'''
+
 # fault -> (module, marker text on the raising line, function, exception type as printed; a type from our
 # errors module is printed with the package in front)
 FAULTS = {
@@ -331,6 +360,7 @@ class TracebackTriage(Family):
     primitive_skills = ("reading a stack trace", "following chained exceptions", "locating the faulty function",
                         "correlating interleaved log lines", "separating application frames from library frames")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("failures", "hotspots", "by_exception")
     # Level 4 (warnings that carry tracebacks, re-queued ids) disagreed with its own oracle on about 3% of
     # seeds in a 1000-task gate; until that is understood the sampler draws levels 0-3 only.
     task_complexities = ("atomic", "short", "moderate", "complex")
@@ -446,6 +476,8 @@ class TracebackTriage(Family):
         t.add_setup(f"mkdir -p /app/logs && python3 /srv/scheduler/dispatch.py /tmp/tmax-dbg/queue.json {pkg} "
                     f"> /app/logs/worker.log 2>&1 && rm -rf /tmp/tmax-dbg /srv/scheduler")
 
+        if t.variant != "failures":
+            return self._grouped(t, pkg, vendor, target, truth_lines)
         if t.level == 0:  # atomic: which jobs failed, no traceback reading
             t.say(f"Our ledger worker (the Python package `/app/{pkg}/`) processes jobs for the scheduler; everything "
                   "it and the scheduler log goes to `/app/logs/worker.log`, which holds several scheduler runs. "
@@ -457,25 +489,87 @@ class TracebackTriage(Family):
             t.expect_output("/app/out/failures.txt", "".join(f"{jid}\n" for jid, _ in sorted(truth_lines)),
                             "the failed job ids")
             return
-        t.say(f"Our ledger worker (the Python package `/app/{pkg}/`) processes jobs for the scheduler; everything it "
-              "and the scheduler log goes to `/app/logs/worker.log`, which holds several scheduler runs. For the run "
-              "whose number is given below, I need a failure report: one line for every job of that run whose last "
-              "attempt failed.")
-        rules = ["A job can appear in several runs; only that run counts."]
-        if k.retries:
-            rules.append("Jobs may be attempted more than once; only the last attempt of a job in that run counts.")
-        if k.warnings:
-            rules.append("Not every traceback in the log belongs to a failure.")
+        t.say(intro(pkg) + " For the run whose number is given below, I need a failure report: one line for every "
+              "job of that run whose last attempt failed.")
         t.say("Each line: the job id, the type of the root exception, the location where it was raised in our "
               "code, and the function there, separated by single spaces, e.g. "
-              f"`4711 KeyError {pkg}/example.py:42 some_function`. The root exception is the original one: when one "
-              "exception was raised from another (`The above exception was the direct cause...`), it is the first "
-              "one printed. Its type is written exactly as the last line of its traceback prints it (up to the "
-              f"first colon). The location is the innermost frame of that traceback that lies in `/app/{pkg}/` "
-              f"(frames of the standard library{' or of vendored packages' if vendor else ''} do not count), written "
-              f"as the path relative to `/app` and the line number. Sort the lines by job id. " + " ".join(rules))
+              f"`4711 KeyError {pkg}/example.py:42 some_function`. {ROOT_RULE} {location_rule(pkg, vendor)} "
+              "Sort the lines by job id. " + " ".join(run_rules(k)))
         var = t.deliver(str(target), "the run number")
         t.add_solution_file("triage.py", TRIAGE)
         t.solve(f'mkdir -p /app/out\npython3 /solution/triage.py /app/logs/worker.log "{var}" {pkg} > '
                 "/app/out/failures.txt")
         t.expect_output("/app/out/failures.txt", truth, "the failure report")
+
+    def _grouped(self, t: TaskBuilder, pkg: str, vendor: bool, target: int, truth_lines: list) -> None:
+        """hotspots: the failures grouped by where they were raised; by_exception: grouped by root exception."""
+        by = "place" if t.variant == "hotspots" else "type"
+        out = f"/app/out/{t.variant}.txt"
+        report = [line for _, line in sorted(truth_lines)]
+        if t.level == 0:  # atomic: one traceback per failure, its last frame and last line are the answer
+            if by == "place":
+                ask = ("one line per failed job as `<job id> <path relative to /app>:<line> <function>`, taken from "
+                       "the last `File` line of its traceback")
+                show = "cur \" \" loc \" \" fn"
+                truth = "".join(f"{jid} {loc} {func}\n" for jid, _, loc, func in map(str.split, report))
+            else:
+                ask = ("one line per failed job as `<job id> <exception type>`, the type as the last line of its "
+                       "traceback prints it (up to the first colon)")
+                show = "cur \" \" e[1]"
+                truth = "".join(f"{jid} {exc}\n" for jid, exc, _, _ in map(str.split, report))
+            t.say(intro(pkg) + f" For the run whose number is given below, write {ask}, sorted by job id, to `{out}`.")
+            var = t.deliver(str(target), "the run number")
+            t.solve(f'mkdir -p /app/out\nawk -v run="{var}" \'/^[0-9][0-9][0-9][0-9]-/ {{cur = ""; fn = ""; '
+                    'if ($0 ~ (" run " run ": job [0-9]+ attempt [0-9]+ failed")) cur = $8; next} '
+                    'cur != "" && /^  File "/ {split($0, q, "\\""); ln = $4; sub(",", "", ln); '
+                    'loc = substr(q[2], 6) ":" ln; fn = $NF; next} '
+                    'cur != "" && /^[^ ]/ && !/^Traceback/ {split($0, e, ":"); print ' + show + '; cur = ""}\' '
+                    f"/app/logs/worker.log | sort -n > {out}")
+            t.expect_output(out, truth, "the failed jobs")
+            return
+        ns = run_python(GROUP)
+        if by == "place":
+            ask = ("one line per location in our code where the root exception of a failed job was raised: the "
+                   f"location, the function there and the ids of the jobs that failed there (ascending), separated "
+                   f"by single spaces, e.g. `{pkg}/example.py:42 some_function 4711 4720`. The location is "
+                   f"written as the path relative to `/app` and the line number. Sort the lines by the number of "
+                   "jobs, most first, then by path and line number.")
+        else:
+            ask = ("one line per root exception type: the type and the ids of the jobs whose root exception it was "
+                   "(ascending), separated by single spaces, e.g. `KeyError 4711 4720`. Sort the lines by type "
+                   "(byte order).")
+        t.say(intro(pkg) + " For the run whose number is given below, I need to know which failures belong together "
+              "(a failed job is one whose last attempt failed): write " + ask)
+        t.say((ROOT_RULE + " " + location_rule(pkg, vendor) if by == "place" else ROOT_RULE) + " "
+              + " ".join(run_rules(t.knobs)))
+        var = t.deliver(str(target), "the run number")
+        t.add_solution_file("triage.py", TRIAGE)
+        t.add_solution_file("group.py", GROUP)
+        t.solve(f'mkdir -p /app/out\npython3 /solution/triage.py /app/logs/worker.log "{var}" {pkg} '
+                f"| python3 /solution/group.py {by} > {out}")
+        t.expect_output(out, ns["group"](report, by), "the grouped failures")
+
+
+def intro(pkg: str) -> str:
+    return (f"Our ledger worker (the Python package `/app/{pkg}/`) processes jobs for the scheduler; everything it "
+            "and the scheduler log goes to `/app/logs/worker.log`, which holds several scheduler runs.")
+
+
+ROOT_RULE = ("The root exception is the original one: when one exception was raised from another (`The above "
+             "exception was the direct cause...`), it is the first one printed. Its type is written exactly as the "
+             "last line of its traceback prints it (up to the first colon).")
+
+
+def location_rule(pkg: str, vendor: bool) -> str:
+    return (f"The location is the innermost frame of that traceback that lies in `/app/{pkg}/` (frames of the "
+            f"standard library{' or of vendored packages' if vendor else ''} do not count), written as the path "
+            "relative to `/app` and the line number.")
+
+
+def run_rules(k: Knobs) -> list[str]:
+    rules = ["A job can appear in several runs; only that run counts."]
+    if k.retries:
+        rules.append("Jobs may be attempted more than once; only the last attempt of a job in that run counts.")
+    if k.warnings:
+        rules.append("Not every traceback in the log belongs to a failure.")
+    return rules

@@ -3,7 +3,12 @@ policy is documented rule by rule; the validator (Python or C) carries two to si
 a trailing newline tolerated, uppercase allowed, empty segments skipped, hidden or dash-led segments
 let through, an extension matched as a substring, depth counted by slashes, an over-strict length
 check. Either fix the validator so it rejects every malicious key of a hidden corpus and keeps every
-benign one (adversarial_corpus), or audit its recorded verdicts and list the wrong ones."""
+benign one (adversarial_corpus), or audit its recorded verdicts and list the wrong ones. Variants:
+repair (that), bypasses (leave the deployed validator alone: an alarm that rejects exactly the keys it
+wrongly accepts, or the wrongly accepted submissions with the first policy rule each breaks) and
+false_rejects (a triage check for the keys it wrongly refuses, or the ids of those submissions). The
+deployed limit is laxer than the policy's for bypasses and stricter for false_rejects, so both have
+something to find at every level."""
 
 from __future__ import annotations
 
@@ -160,6 +165,26 @@ def render(lang: str, planted: list[str], param: str, depth: int, exts: tuple[st
     return fill(VALIDATOR_PY if lang == "Python" else VALIDATOR_C, PARAM=param, DEPTH=depth, EXTS=quoted, **slots)
 
 
+def alarm_src(lang: str, d: dict, bypasses: bool) -> str:
+    """The alarm's reference: the correct validator and the deployed one (renamed, its own limits), side by side."""
+    policy = render(lang, [], PARAM, d["depth"], d["exts"])
+    deployed = render(lang, d["planted"], str(d["stale"]), d["depth"], d["exts"])
+    if lang == "Python":
+        deployed = deployed.replace("MAX_LEN", "OLD_MAX_LEN").replace("def valid(", "def deployed(")
+        flag = "deployed(key) and not valid(key)" if bypasses else "valid(key) and not deployed(key)"
+        return (policy.split("\n\nif __name__")[0] + "\n\n" + deployed.split("\n\nif __name__")[0]
+                + "\n\n\nif __name__ == \"__main__\":\n    key = sys.stdin.buffer.read()\n"
+                f"    sys.exit(1 if {flag} else 0)\n")
+    for name in ("MAX_LEN", "MAX_DEPTH", "EXTENSIONS"):
+        deployed = deployed.replace(name, "OLD_" + name)
+    deployed = deployed.replace("allowed(", "old_allowed(").replace("int valid(", "int old_valid(")
+    flag = "old_valid(buf, len) && !valid(buf, len)" if bypasses else "valid(buf, len) && !old_valid(buf, len)"
+    main = ("int main(void) {\n    static char buf[8192];\n    size_t len = fread(buf, 1, sizeof buf, stdin);\n"
+            "    if (len == sizeof buf)\n        return " + ("1" if bypasses else "0") + ";\n"
+            f"    return ({flag}) ? 1 : 0;\n}}\n")
+    return policy.split("\nint main(void)")[0] + "\n" + deployed.split("\nint main(void)")[0] + "\n" + main
+
+
 def load(src: str):
     """The ``valid`` (key bytes -> bool) of a filled Python validator."""
     return run_python(src)["valid"]
@@ -236,6 +261,7 @@ class ValidatorBypass(Family):
     primitive_skills = ("validator bypass analysis", "crafting adversarial inputs", "input canonicalisation bugs",
                         "boundary-value testing", "regular expression debugging", "off-by-one diagnosis")
     verifiers = ("adversarial_corpus", "exact_text", "metric_threshold", "multi_protocol")
+    variants = ("repair", "bypasses", "false_rejects")
     programs = {lang: render(lang, [], PARAM, 4, ("csv",)) for lang in ("Python", "C")}
     languages = ("Python", "C")
     command_complexities = ("bash+code",)
@@ -268,6 +294,8 @@ class ValidatorBypass(Family):
         clean = list(dict.fromkeys(c for c in clean if good(c.encode())))
         bad = list(dict.fromkeys(b for b in bad if not good(b.encode())))
         stale = maxlen + rng.choice([-10, -5, 5, 10])
+        if t.variant != "repair":  # bypasses needs a laxer deployed limit (keys just over slip through), false_rejects a stricter one
+            stale = maxlen + abs(stale - maxlen) * (1 if t.variant == "bypasses" else -1)
         # Every planted defect, and the stale limit, must be caught by the corpora on its own.
         exposing = [edge, "z" + edge]
         for bug, limit in [(b, maxlen) for b in planted] + [("none", stale)]:
@@ -290,6 +318,8 @@ class ValidatorBypass(Family):
 
     def corpus_case(self, t: TaskBuilder) -> None:
         d = self.draw(t)
+        if t.variant != "repair":
+            return self._alarm(t, d)
         langs = ["C"] if t.axes.language == "C" else ["Python", "C"] if t.axes.language == "multi-language" \
             else ["Python"]
         for lang in langs:
@@ -309,6 +339,39 @@ class ValidatorBypass(Family):
         progs = {lang: render(lang, [], PARAM, d["depth"], d["exts"]) for lang in ("Python", "C")}
         t.expect_classifier("Fix the validator in place: the fixed file itself is what gets tested.",
                             d["clean"], d["bad"], progs)
+        for lang in (["Python"] if t.axes.language == "any" else langs):
+            t.solve(f'sed -i "s/{PARAM}/{var}/" /app/{PROGRAM_FILES[lang]}')
+
+    def _alarm(self, t: TaskBuilder, d: dict) -> None:
+        """bypasses / false_rejects as a classifier: leave the deployed validator alone and flag the keys it
+        wrongly accepts (an intrusion alarm) or wrongly refuses (complaints to honour)."""
+        langs = ["C"] if t.axes.language == "C" else ["Python", "C"] if t.axes.language == "multi-language" \
+            else ["Python"]
+        for lang in langs:
+            t.add_file(f"/app/validator/keycheck.{'py' if lang == 'Python' else 'c'}",
+                       render(lang, d["planted"], str(d["stale"]), d["depth"], d["exts"]))
+        deployed = load(render("Python", d["planted"], str(d["stale"]), d["depth"], d["exts"]))
+        good = d["good"]
+        bypasses = t.variant == "bypasses"
+
+        def flagged(key: str) -> bool:
+            return deployed(key.encode()) and not good(key.encode()) if bypasses else \
+                good(key.encode()) and not deployed(key.encode())
+
+        keys = d["clean"] + d["bad"]
+        where = " and ".join(f"`/app/validator/keycheck.{'py' if lang == 'Python' else 'c'}`" for lang in langs)
+        t.say(f"Our upload gateway checks every object key with {where} (exit status 0: accept, 1: reject; the key "
+              "is the whole of standard input); it is deployed and stays as it is, outdated hard-coded MAX_LEN "
+              "included" + (" (and, perhaps, other defects)." if t.level else ".") + " " + d["policy"])
+        t.say("We want an alarm beside it: a checker that rejects (exit 1) exactly the keys the deployed validator "
+              "accepts although the policy forbids them, and accepts (exit 0) every other key." if bypasses else
+              "Customers complain about refused uploads. We want a triage check: it rejects (exit 1) exactly the "
+              "keys the deployed validator refuses although the policy allows them, and accepts (exit 0) every "
+              "other key.")
+        var = t.deliver(str(d["maxlen"]), "the current maximum key length (MAX_LEN of the policy)")
+        progs = {lang: alarm_src(lang, d, bypasses) for lang in ("Python", "C")}
+        t.expect_classifier("The deployed validator is not to be changed: write the new checker as its own "
+                            "program.", [k for k in keys if not flagged(k)], [k for k in keys if flagged(k)], progs)
         for lang in (["Python"] if t.axes.language == "any" else langs):
             t.solve(f'sed -i "s/{PARAM}/{var}/" /app/{PROGRAM_FILES[lang]}')
 
@@ -336,9 +399,19 @@ class ValidatorBypass(Family):
 
         log, rows = log_of(exposing + keys_of(k.submissions - len(exposing)))
         wrong = sorted((sid, good(key.encode())) for sid, key in rows if good(key.encode()) != buggy(key.encode()))
+        if t.variant == "bypasses":  # the wrongly accepted ones, each with the first rule it breaks
+            first_rule = run_python(TRIAGE)["first_rule"]
+            keys = dict(rows)
+            wrong = [(sid, first_rule(keys[sid].encode(), maxlen, depth, exts)) for sid, ok in wrong if not ok]
+        elif t.variant == "false_rejects":
+            wrong = [(sid, ok) for sid, ok in wrong if ok]
+        if t.variant != "repair" and any((run_python(TRIAGE)["first_rule"](key.encode(), maxlen, depth, exts) == 0)
+                                         != good(key.encode()) for _, key in rows):
+            raise FamilyError("validator_bypass: the rule-by-rule check disagrees with the validator")
         if not wrong:
             raise FamilyError("validator_bypass: no wrong verdicts in the log")
-        truth = "".join(f"{sid} {'accepted' if ok else 'rejected'}\n" for sid, ok in wrong)
+        truth = "".join(f"{sid} {'accepted' if ok else 'rejected'}\n" for sid, ok in wrong) if t.variant == "repair" \
+            else "".join(f"{sid} {rule}\n" if t.variant == "bypasses" else f"{sid}\n" for sid, rule in wrong)
         ext = "py" if lang == "Python" else "c"
         t.add_file(f"/app/validator/keycheck.{ext}", render(lang, d["planted"], str(d["stale"]), depth, exts))
         if t.partial_credit:
@@ -360,12 +433,11 @@ class ValidatorBypass(Family):
               "accept, 1: reject; the key is the whole of standard input). " + d["policy"].replace("MAX_LEN", value[3]))
         t.say(("Apart from its maximum key length the validator is correct." if t.level == 0 else
                "The validator is buggy.") + " Every submission of the last week to our gateway and the verdict it "
-              f"got are in {where} (one JSON object per line: `id`, `key`, `verdict`). Find every "
-              "submission whose verdict contradicts the policy and report one line per such submission: the id, "
-              "a space, and the verdict it should have received (`accepted` or `rejected`), sorted by id. "
-              + value[0])
+              f"got are in {where} (one JSON object per line: `id`, `key`, `verdict`). " + REPORT[t.variant]
+              + " " + value[0])
         var = t.deliver(value[1], value[2])
-        t.add_solution_file("audit.py", AUDIT)
+        out = "/app/out/" + ("wrong_verdicts" if t.variant == "repair" else t.variant) + ".txt"
+        t.add_solution_file("audit.py", AUDIT if t.variant == "repair" else TRIAGE)
         if t.partial_credit:
             t.add_solution_file("keycheck.py", render("Python", [], str(maxlen), depth, exts))
             fetch = (f'test -n "{var}"\nlog=/app/data/{key_cmd(var)}/submissions.jsonl\ntest -f "$log"\n'
@@ -373,8 +445,9 @@ class ValidatorBypass(Family):
         else:
             t.add_solution_file("keycheck.py", render("Python", [], PARAM, depth, exts))
             fetch = f'log=/app/data/submissions.jsonl\nsed "s/{PARAM}/{var}/" /solution/keycheck.py > /tmp/keycheck.py\n'
-        t.solve(fetch + 'mkdir -p /app/out\npython3 /solution/audit.py /tmp/keycheck.py "$log" > /app/out/wrong_verdicts.txt')
-        t.expect_output("/app/out/wrong_verdicts.txt", truth, "the list of wrong verdicts")
+        t.solve(fetch + 'mkdir -p /app/out\npython3 /solution/audit.py /tmp/keycheck.py "$log"'
+                + ("" if t.variant == "repair" else f" {t.variant}") + f" > {out}")
+        t.expect_output(out, truth, "the list of wrong verdicts")
 
 
 AUDIT = r'''import json
@@ -391,3 +464,51 @@ for line in open(sys.argv[2]):
 for sid, verdict in sorted(rows):
     print(sid, verdict)
 '''
+
+
+# The other variants' audit: the wrongly accepted submissions with the first (lowest-numbered) policy rule
+# each breaks, or the ids of the wrongly rejected ones.
+TRIAGE = r"""import json
+import re
+import runpy
+import sys
+
+
+def first_rule(key, max_len, max_depth, extensions):
+    # 0 when the key keeps the policy
+    if not key or len(key) > max_len:
+        return 1
+    if not re.fullmatch(rb"[a-z0-9._/-]+", key):
+        return 2
+    segments = key.split(b"/")
+    if not all(segments):
+        return 3
+    if len(segments) > max_depth:
+        return 4
+    if any(seg[:1] in (b".", b"-") for seg in segments):
+        return 5
+    stem, dot, ext = segments[-1].rpartition(b".")
+    return 0 if dot and ext.decode() in extensions else 6
+
+
+if __name__ == "__main__":
+    m = runpy.run_path(sys.argv[1], run_name="keycheck")
+    limits = (m["MAX_LEN"], m["MAX_DEPTH"], tuple(e.decode() for e in m["EXTENSIONS"]))
+    for line in open(sys.argv[2]):
+        rec = json.loads(line)
+        rule = first_rule(rec["key"].encode(), *limits)
+        if sys.argv[3] == "bypasses" and rule and rec["verdict"] == "accepted":
+            print(rec["id"], rule)
+        elif sys.argv[3] == "false_rejects" and not rule and rec["verdict"] == "rejected":
+            print(rec["id"])
+"""
+
+REPORT = {
+    "repair": "Find every submission whose verdict contradicts the policy and report one line per such submission: "
+              "the id, a space, and the verdict it should have received (`accepted` or `rejected`), sorted by id.",
+    "bypasses": "Find every submission that was accepted although it breaks the policy and report one line per such "
+                "submission: the id, a space, and the number of the first rule it breaks (the lowest-numbered one, "
+                "1 to 6, as numbered above), sorted by id.",
+    "false_rejects": "Find every submission that was rejected although the policy allows it and report the id of "
+                     "each such submission, one per line, sorted by id.",
+}

@@ -1,7 +1,10 @@
 """Open redirect prevention for a login flow: decide whether a `next=` redirect target is safe for one
 tenant (relative path or https URL to one of the tenant's hosts) after one round of percent-decoding.
-Variants: a guard program judged on hidden benign and malicious corpora, a line-by-line filter judged
-on fuzzed inputs, and an audit of an access log for redirects that went off-site. Traps: protocol-
+Variants: `guard` judges raw `next` values (a guard program, a line filter, a log audit of unsafe
+redirects); `canonical` computes the Location a fixed service sends (canonical target or `/`: a strict
+guard, a rewriting filter, the log's rewritten redirects); `request_guard` judges whole request targets
+(path and query: which endpoint redirects, which parameter counts), and tallies the log's unsafe
+redirects per client IP. Traps: protocol-
 relative `//`, backslashes, userinfo `@`, lookalike and other tenants' hosts, ports, encoded slashes,
 control characters, malformed escapes and double encoding."""
 
@@ -13,6 +16,7 @@ from urllib.parse import quote, unquote
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
 from tmax.families.programs import fill, run_python
+from tmax.families.security._open_redirect_guard_refs import C_EXTRA, C_SWAPS, EXTRA, PY_SWAPS, REQUESTS
 from tmax.families.unseen import distinct, unseen, visible_numbers
 
 REFERENCE = r'''
@@ -109,6 +113,22 @@ if __name__ == "__main__":
     main()
 '''
 
+
+def _swap(src: str, before: str, extra: str, swaps) -> str:
+    """``src`` with ``extra`` put before ``before`` and each (old, new) of ``swaps`` (found once) replaced."""
+    assert src.count(before) == 1, before
+    src = src.replace(before, extra + before)
+    for old, new in swaps:
+        assert src.count(old) == 1, old
+        src = src.replace(old, new)
+    return src
+
+
+def reference(variant: str) -> str:
+    """The Python reference template of a variant (guard's is today's, unchanged)."""
+    return REFERENCE if variant == "guard" else _swap(REFERENCE, "def main():", REQUESTS + EXTRA[variant], PY_SWAPS)
+
+
 C_REFERENCE = r"""
 /* Open redirect guard (reference). MODE 1: classify one value; MODE 0: ALLOW/DENY per line. */
 #include <stdio.h>
@@ -192,9 +212,10 @@ int main(void) {
 """
 
 
-def _c_program(hosts: str, classify: bool) -> str:
+def _c_program(hosts: str, classify: bool, variant: str = "guard") -> str:
     """The C reference; ``hosts`` is C source (`"a", "b",`) or ``@@HOSTS@@`` for the oracle to put in."""
-    return fill(C_REFERENCE, MODE="1" if classify else "0", HOSTS=hosts)
+    src = C_REFERENCE if variant == "guard" else _swap(C_REFERENCE, "int main(void) {", C_EXTRA[variant], C_SWAPS)
+    return fill(src, MODE="1" if classify else "0", HOSTS=hosts)
 
 
 def _c_hosts(hosts: list[str]) -> str:
@@ -293,8 +314,8 @@ class _Targets:
 
 @dataclass(frozen=True)
 class Knobs:
-    items: int  # benign and malicious targets each (the guard variant)
-    lines: int  # access log lines (the audit variant)
+    items: int  # benign and malicious items each (the classifier)
+    lines: int  # access log lines (the audit)
 
 
 @dataclass
@@ -305,6 +326,7 @@ class _Tenants:
     host_sets: dict[str, list[str]]
     gens: dict[str, _Targets]
     ns: dict
+    variant: str
 
     @property
     def tenant(self) -> str:
@@ -338,6 +360,39 @@ REDIRECTORS = ["/login/callback", "/logout"]
 ATOMIC_RULES = ("A target is safe if and only if it is a local path (it starts with `/` and its second character, "
                 "if any, is not `/`) or it is `https://` followed by exactly one of the tenant's hosts listed in "
                 "`/app/config/redirect_hosts.ini`, then either nothing or `/` and a path. Everything else is unsafe.")
+CANON = ("The fixed service redirects to a safe target in its canonical form: the target after its one round of "
+         "percent-decoding and, for an absolute target, with the scheme written `https`, the host in lowercase and "
+         "a `:port` removed (path, query and fragment kept as decoded); it redirects to `/` instead of an unsafe "
+         "target.")
+REQUEST = ("Each item is a request target as it appears in a request line: a path, then `?` and a query string "
+           "of `&`-separated `name=value` parameters. Only the paths `/login/callback` and `/logout` (compared "
+           "exactly) redirect, to the value of their first parameter named `next` (taken raw, as the rules "
+           "below judge it); without one they redirect home, which is safe, and a `next` parameter on any other "
+           "path is not a redirect (e.g. a pagination cursor). A request target is unsafe if and only if it "
+           "redirects to an unsafe target.")
+# Per variant: the classifier's and the filter's tasks, the audit's question, report format and file.
+ASK = {
+    "guard": ("Accept (exit 0) safe targets and reject (exit 1) unsafe ones.",
+              "Output: one line per input line, `ALLOW` if the target is safe and `DENY` otherwise.",
+              "Find every request that would have redirected to an unsafe target.",
+              "one line per such request, in log order: its line number in the log (1-based), a space, the raw "
+              "`next` value exactly as it appears in the log", "/app/out/unsafe_redirects.txt"),
+    "canonical": ("The guard is strict: accept (exit 0) only a safe target that is already canonical (its "
+                  "canonical form is exactly the raw value) and reject (exit 1) every other one.",
+                  "Output: one line per input line, where the fixed service redirects: the canonical form of the "
+                  "target if it is safe, `/` otherwise.",
+                  "Find every redirect (a request to one of those endpoints with a `next` parameter, its first "
+                  "one counting) whose target the fixed service changes: its redirect differs from the raw "
+                  "`next` value.",
+                  "one line per such request, in log order: its line number in the log (1-based), a space, where "
+                  "the fixed service redirects (the canonical target, or `/`)", "/app/out/rewritten_redirects.txt"),
+    "request_guard": ("Accept (exit 0) safe request targets and reject (exit 1) unsafe ones.",
+                      "Output: one line per input line, `ALLOW` if the request target is safe and `DENY` otherwise.",
+                      "Find the client IPs (each line's second field) whose requests to our tenant would have "
+                      "redirected to an unsafe target (the first `next` parameter of those endpoints counts).",
+                      "one line per such client IP: the IP, a space, and how many such requests it made; sorted by "
+                      "that count, highest first, then by the IP compared as text", "/app/out/unsafe_clients.txt"),
+}
 
 
 @register
@@ -348,12 +403,15 @@ class OpenRedirectGuard(Family):
     primitive_skills = ("URL parsing and normalisation", "percent-decoding", "open redirect prevention",
                         "allowlist and denylist matching", "input validation", "regular expressions")
     verifiers = ("adversarial_corpus", "fuzz_equivalence", "exact_text", "metric_threshold")
+    variants = ("guard", "canonical", "request_guard")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
     levels = {0: Knobs(items=10, lines=0), 1: Knobs(items=24, lines=40), 2: Knobs(items=40, lines=100),
               3: Knobs(items=60, lines=200), 4: Knobs(items=90, lines=320)}
 
     def tenants(self, t: TaskBuilder) -> _Tenants:
         rng = t.rng
+        for _ in range(self.variants.index(t.variant)):  # a seed's tenants differ between the variants
+            rng.random()
         names = distinct(lambda: t.code(1), 4)
         host_sets = {}
         for name in names:
@@ -364,8 +422,35 @@ class OpenRedirectGuard(Family):
         ours = rng.randrange(len(names))
         gens = {n: _Targets(rng, host_sets[n], [h for m in names if m != n for h in host_sets[m]], t.level)
                 for n in names}
-        ns = run_python(fill(REFERENCE, HOSTS=host_sets[names[ours]], CLASSIFY=False, REDIRECTORS=REDIRECTORS))
-        return _Tenants(names, ours, host_sets, gens, ns)
+        ns = run_python(fill(reference(t.variant), HOSTS=host_sets[names[ours]], CLASSIFY=False,
+                             REDIRECTORS=REDIRECTORS))
+        return _Tenants(names, ours, host_sets, gens, ns, t.variant)
+
+    @staticmethod
+    def item(t: TaskBuilder, raw: str, redirects: bool = False) -> str:
+        """What the guard judges: the raw `next` value, or (request_guard) a request target carrying it (one
+        that redirects to it if ``redirects``)."""
+        if t.variant != "request_guard":
+            return raw
+        rng = t.rng
+        state = f"state={''.join(rng.choice('abcdef0123456789') for _ in range(12))}"
+        shapes = [("/login/callback", [state, f"next={raw}"]), ("/logout", [f"next={raw}"]),
+                  ("/api/items", [f"limit={rng.randrange(10, 100)}", f"next={raw}"]), ("/login/callback", [state])]
+        path, params = rng.choice(shapes[:2] if redirects else shapes)
+        if redirects:
+            return f"{path}?{'&'.join(params)}"
+        if t.level >= 3 and rng.random() < 0.3:  # a second next that does not count
+            params.append(f"next={rng.choice(['/', raw, '//' + rng.choice(EVIL)])}")
+        if t.level >= 2:
+            rng.shuffle(params)
+        return f"{path}?{'&'.join(params)}"
+
+    @staticmethod
+    def judges(ten: _Tenants):
+        """The variant's classifier and filter line, as the reference computes them."""
+        if ten.variant == "guard":
+            return ten.ns["safe"], lambda r: "ALLOW" if ten.ns["safe"](r) else "DENY"
+        return ten.ns["v_classify"], ten.ns["v_line"]
 
     def tenant_key(self, t: TaskBuilder, ten: _Tenants, *shown: str) -> str:
         """Draw the tenants' keys, ours (delivered) so that no visible number spells it (the ini's hashes are
@@ -392,49 +477,59 @@ class OpenRedirectGuard(Family):
     def oracle_programs(self, t: TaskBuilder, classify: bool, who: str) -> None:
         """The oracle's programs get the tenant's hosts from the delivered key, not copies with them baked in."""
         t.add_solution_file("render_guard.py", RENDER)
-        t.add_solution_file("tpl_solution.py", fill(REFERENCE, HOSTS="@@HOSTS@@", CLASSIFY=classify,
+        t.add_solution_file("tpl_solution.py", fill(reference(t.variant), HOSTS="@@HOSTS@@", CLASSIFY=classify,
                                                     REDIRECTORS=REDIRECTORS))
-        t.add_solution_file("tpl_solution.c", _c_program("@@HOSTS@@", classify))
+        t.add_solution_file("tpl_solution.c", _c_program("@@HOSTS@@", classify, t.variant))
         for name in sorted(t.solution_files):
             if name.startswith("prog_"):
                 out = name[len("prog_"):]
                 t.solve(f'rm -f /app/{out}\npython3 /solution/render_guard.py /app/config/redirect_hosts.ini '
                         f'"{who}" /solution/tpl_{out} /app/{out}')
 
+    @staticmethod
+    def rules(t: TaskBuilder) -> str:
+        rules = ATOMIC_RULES if t.level == 0 else RULES
+        return {"guard": rules, "canonical": f"{rules} {CANON}", "request_guard": f"{REQUEST} {rules}"}[t.variant]
+
     def programs_for(self, ten: _Tenants, classify: bool) -> dict[str, str]:
-        return {"Python": fill(REFERENCE, HOSTS=ten.hosts, CLASSIFY=classify, REDIRECTORS=REDIRECTORS),
-                "C": _c_program(_c_hosts(ten.hosts), classify)}
+        return {"Python": fill(reference(ten.variant), HOSTS=ten.hosts, CLASSIFY=classify, REDIRECTORS=REDIRECTORS),
+                "C": _c_program(_c_hosts(ten.hosts), classify, ten.variant)}
 
     def corpus_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         ten = self.tenants(t)
-        gen, safe = ten.gens[ten.tenant], ten.ns["safe"]
+        gen, accept = ten.gens[ten.tenant], self.judges(ten)[0]
         clean, bad = [], []
         for _ in range(100 * k.items):
             if len(clean) >= k.items and len(bad) >= k.items:
                 break
-            raw = gen.clean() if rng.random() < 0.5 else gen.bad()
-            (clean if safe(raw) else bad).append(raw + "\n")
+            raw = self.item(t, gen.clean() if rng.random() < 0.5 else gen.bad())
+            (clean if accept(raw) else bad).append(raw + "\n")
         else:
             raise FamilyError("open_redirect_guard: too few safe or unsafe targets drawn")
         clean, bad = clean[:k.items], bad[:k.items]
         # Another tenant's host must be rejected: a guard built for the wrong tenant fails here.
-        bad[:2] = [_enc(f"https://{h}/") + "\n" for h in rng.sample(ten.foreign, 2)]
-        rules = ATOMIC_RULES if t.level == 0 else RULES
+        bad[:2] = [self.item(t, _enc(f"https://{h}/"), redirects=True) + "\n" for h in rng.sample(ten.foreign, 2)]
+        if t.variant == "canonical":  # safe, but the strict guard rejects what the fix would rewrite
+            host = rng.choice(ten.hosts)
+            bad[2:5] = [f"https://{host.upper()}/\n", f"https://{host}:443/\n", "%2Fdashboard\n"]
+        rules = self.rules(t)
         who = t.deliver(self.tenant_key(t, ten, rules, WHICH), "the tenant key")
+        given = ("a request target (format below)" if t.variant == "request_guard" else
+                 "the raw `next` value (as it appears in the query string)")
         t.say(("Write our tenant's open-redirect guard for the login flow's `next` parameter. " if t.level == 0 else
                "Our login flow redirects users to the `next` query parameter after sign-in, and a bug bounty "
                "report showed it can be abused as an open redirect. Write the guard for our tenant. ") + f"{WHICH} "
-              f"It receives the raw `next` value (as it appears in the query string) on standard input, followed "
+              f"It receives {given} on standard input, followed "
               f"by a single newline that is not part of the value. {rules}")
-        t.expect_classifier("Accept (exit 0) safe targets and reject (exit 1) unsafe ones. Hard-code the "
-                            "tenant's host list.", clean, bad, self.programs_for(ten, True))
+        t.expect_classifier(f"{ASK[t.variant][0]} Hard-code the tenant's host list.", clean, bad,
+                            self.programs_for(ten, True))
         self.oracle_programs(t, True, who)
 
     def program_case(self, t: TaskBuilder) -> None:
         rng = t.rng
         ten = self.tenants(t)
-        gen, safe = ten.gens[ten.tenant], ten.ns["safe"]
+        gen, line = ten.gens[ten.tenant], self.judges(ten)[1]
         names = [n.lower() for n in ten.names]
 
         def neutral(raw):  # worked examples must not show which tenant's hosts are allowed
@@ -449,35 +544,30 @@ class OpenRedirectGuard(Family):
                     break
                 raw = gen.clean() if rng.random() < 0.5 else gen.bad()
                 if i >= 2 or neutral(raw):
-                    raws.append(raw)
+                    raws.append(self.item(t, raw))
             else:
                 raise FamilyError("open_redirect_guard: too few neutral targets for a worked example")
             if i == 2:  # a hidden case with every tenant's hosts: only the right host list passes it
-                raws += [_enc(f"https://{h}/") for n in ten.names for h in ten.host_sets[n]]
+                raws += [self.item(t, _enc(f"https://{h}/"), redirects=True)
+                         for n in ten.names for h in ten.host_sets[n]]
             text = "".join(r + "\n" for r in raws)
-            cases.append((text, "".join(("ALLOW" if safe(r) else "DENY") + "\n" for r in raws)))
-        rules = ATOMIC_RULES if t.level == 0 else RULES
+            cases.append((text, "".join(line(r) + "\n" for r in raws)))
+        rules = self.rules(t)
         who = t.deliver(self.tenant_key(t, ten, rules, WHICH, *(x for c in cases[:2] for x in c)), "the tenant key")
         t.say(("We need a filter that checks our tenant's login redirect targets. " if t.level == 0 else
                "Our login flow redirects users to the `next` query parameter after sign-in; we need a filter "
-               "for our tenant to check a batch of targets. ") + f"{WHICH} Input: one raw `next` value per line "
-              f"(as it appears in the query string). Output: one line per input line, `ALLOW` if the target is "
-              f"safe and `DENY` otherwise. {rules}")
+               "for our tenant to check a batch of targets. ") + f"{WHICH} Input: "
+              + ("one request target per line (format below). " if t.variant == "request_guard" else
+                 "one raw `next` value per line (as it appears in the query string). ")
+              + f"{ASK[t.variant][1]} {rules}")
         t.expect_program("Hard-code the tenant's host list.", cases, self.programs_for(ten, False))
         self.oracle_programs(t, False, who)
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         ten = self.tenants(t)
-        if t.level == 0:  # the first step alone: which hosts the delivered key's tenant may redirect to
-            who = t.deliver(self.tenant_key(t, ten, WHICH), "the tenant key")
-            t.say(f"`/app/config/redirect_hosts.ini` lists, per tenant, the hosts our login flow may redirect to. "
-                  f"{WHICH} List our tenant's hosts, one per line, in the order the file gives them.")
-            t.solve(f'test -n "{who}"\nmkdir -p /app/out\nh=$(printf %s "{who}" | sha256sum | cut -d" " -f1)\n'
-                    f'grep -B2 "^tenant_key_sha256 = $h$" /app/config/redirect_hosts.ini | sed -n "s/^hosts = //p" '
-                    '| tr -d " " | tr "," "\\n" > /app/out/hosts.txt')
-            t.expect_output("/app/out/hosts.txt", "".join(h + "\n" for h in ten.hosts), "the host list")
-            return
+        if t.level == 0:
+            return self.atomic_output(t, ten)
         tenants, ours, tenant = ten.names, ten.ours, ten.tenant
         # One log for all tenants; the virtual host (first field) says whose request it was. Our tenant is never
         # the busiest, so traffic volume does not point to it.
@@ -489,6 +579,7 @@ class OpenRedirectGuard(Family):
         share[busiest] = weights[-1] * 1.25
         for i, w in zip(rest, weights):
             share[i] = w
+        clients = 13 if t.variant == "request_guard" else 255  # its tally needs clients seen more than once
         for _ in range(50):
             lines, counts = [], dict.fromkeys(tenants, 0)
             stamp_day = rng.randrange(1, 28)
@@ -496,7 +587,7 @@ class OpenRedirectGuard(Family):
                 owner = rng.choices(tenants, share)[0]
                 counts[owner] += 1
                 vhost = rng.choice(ten.host_sets[owner])
-                ip = f"198.51.100.{rng.randrange(1, 255)}"
+                ip = f"198.51.100.{rng.randrange(1, clients)}"
                 sec_of_day = i * 86399 // k.lines
                 ts = (f"{stamp_day:02d}/Sep/2026:{sec_of_day // 3600:02d}:{sec_of_day % 3600 // 60:02d}:"
                       f"{rng.randrange(60):02d} +0000")
@@ -518,9 +609,11 @@ class OpenRedirectGuard(Family):
                     rng.shuffle(params)
                 lines.append(f'{vhost}:443 {ip} - - [{ts}] "GET {path}?{"&".join(params)} HTTP/1.1" {status} 0')
             text = "\n".join(lines) + "\n"
-            truth = ten.ns["audit"](text)
+            audit = ten.ns["audit" if t.variant == "guard" else "v_audit"]
+            truth = audit(text, ten.hosts)
             # An empty report would equal what any wrong key gives.
-            if truth and counts[tenant] < max(counts.values()):
+            if truth and counts[tenant] < max(counts.values()) and \
+                    all(audit(text, ten.host_sets[n]) != truth for n in tenants if n != tenant):
                 break
         else:
             raise FamilyError("open_redirect_guard: no log with unsafe redirects of a tenant that is not the busiest")
@@ -532,13 +625,35 @@ class OpenRedirectGuard(Family):
               f"tenant when its virtual host, compared case-insensitively, is one of that tenant's hosts. Audit "
               f"our tenant's requests only. {WHICH} "
               f"Only `/login/callback` and `/logout` redirect to `next`; a `next` parameter on any other endpoint is "
-              f"something else (e.g. a pagination cursor) and is not a redirect. Find every request that would have "
-              f"redirected to an unsafe target. {RULES}")
-        t.add_solution_file("redirects.py", fill(REFERENCE, HOSTS=[], CLASSIFY=False, REDIRECTORS=REDIRECTORS))
+              f"something else (e.g. a pagination cursor) and is not a redirect. {ASK[t.variant][2]} "
+              f"{self.rules(t) if t.variant == 'canonical' else RULES}")
+        t.add_solution_file("redirects.py", fill(reference(t.variant), HOSTS=[], CLASSIFY=False,
+                                                 REDIRECTORS=REDIRECTORS))
+        fmt, out = ASK[t.variant][3:]
         t.solve(f'test -n "{who}"\nmkdir -p /app/out\n'
                 f'python3 /solution/redirects.py audit /app/config/redirect_hosts.ini "{who}" < /app/logs/access.log '
-                '> /app/out/unsafe_redirects.txt')
-        fmt = ("one line per such request, in log order: its line number in the log (1-based), a space, the raw "
-               "`next` value exactly as it appears in the log")
+                f'> {out}')
         t.say(f"Report format: {fmt}.")
-        t.expect_output("/app/out/unsafe_redirects.txt", truth, "the report")
+        t.expect_output(out, truth, "the report")
+
+    def atomic_output(self, t: TaskBuilder, ten: _Tenants) -> None:
+        """Level 0: the first step alone, our tenant's entry in the host list file (hosts, origins or name)."""
+        who = t.deliver(self.tenant_key(t, ten, WHICH), "the tenant key")
+        ask, out, want, pipe = {
+            "guard": ("List our tenant's hosts, one per line, in the order the file gives them.", "hosts.txt",
+                      ten.hosts, '-B2 "^tenant_key_sha256 = $h$" /app/config/redirect_hosts.ini | sed -n '
+                      '"s/^hosts = //p" | tr -d " " | tr "," "\\n"'),
+            "canonical": ("List the origins our tenant may redirect to, `https://<host>` for each of its hosts, one "
+                          "per line, sorted by byte value.", "origins.txt", sorted(f"https://{h}" for h in ten.hosts),
+                          '-B2 "^tenant_key_sha256 = $h$" /app/config/redirect_hosts.ini | sed -n "s/^hosts = //p" '
+                          '| tr -d " " | tr "," "\\n" | sed "s#^#https://#" | LC_ALL=C sort'),
+            "request_guard": ("Write our tenant's name (its section name in that file, without the brackets) on one "
+                              "line.", "tenant.txt", [ten.tenant], '-B3 "^tenant_key_sha256 = $h$" '
+                              '/app/config/redirect_hosts.ini | sed -n "s/^\\[\\(.*\\)\\]$/\\1/p"'),
+        }[t.variant]
+        t.say(f"`/app/config/redirect_hosts.ini` lists, per tenant, the hosts our login flow may redirect to. "
+              f"{WHICH} {ask}")
+        t.solve(f'test -n "{who}"\nmkdir -p /app/out\nh=$(printf %s "{who}" | sha256sum | cut -d" " -f1)\n'
+                f'grep {pipe} > /app/out/{out}')
+        t.expect_output(f"/app/out/{out}", "".join(h + "\n" for h in want),
+                        "the host list" if t.variant == "guard" else "the answer")

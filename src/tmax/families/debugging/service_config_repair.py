@@ -5,7 +5,12 @@ wrong CSV delimiter, a comma decimal, a misspelt boolean or enum, a key in the w
 directory that does not exist; at higher levels also silent ones (a lower-case currency code, an
 unpadded date compared as text) that make the service answer with an empty report. The agent must
 get it running and fetch one account's report (the account code is delivered separately; the data
-export only holds pseudonyms of account codes, which the service computes)."""
+export only holds pseudonyms of account codes, which the service computes).
+Variants: repair_report (repair the configuration, fetch the account's report from the running service),
+counted_rows (the account's transactions the repaired service counts, one per line: the intended
+configuration's filters, applied by hand or through the service's own code) and currency_totals (the
+account's total in every currency the repaired service would report with `currency` set to each code
+in turn: a sweep over one setting)."""
 
 from __future__ import annotations
 
@@ -198,10 +203,35 @@ Section `[report]`:
 - `group_by`: `day` or `week`.
 """
 
+BROKEN = ("`reportd` (in `/app/svc/`, see its `README.md`) serves per-account transaction reports over HTTP. After "
+          "a configuration change it no longer works on this machine. Its code is shared with other teams and is "
+          "fine: do not change `reportd.py` or the data; repair `/app/svc/reportd.ini` so that the service starts "
+          "and reports correctly, with the configuration that was clearly intended.")
 TYPOS_BOOL = {"true": ["ture", "treu", "yes"], "false": ["flase", "fasle", "no"]}
 TYPOS_GROUP = {"day": ["days", "daily", "dya"], "week": ["weeks", "weekly", "wek"]}
 STARTUP = ["port", "host", "path", "delimiter", "min_amount", "include_refunds", "section", "group_by", "log_file"]
 SILENT = ["currency", "since"]
+
+# The other variants' oracle: the service's own code as a library, with the intended configuration.
+QUERY = r'''import sys
+
+sys.path.insert(0, "/app/svc")
+import reportd  # noqa: E402
+
+what, account = sys.argv[1], sys.argv[2]
+cfg = reportd.load_config("/solution/reportd.ini")
+rows = reportd.load_rows(cfg["data_path"], cfg["delimiter"])
+acct = reportd.pseudonym(account)
+if what == "rows":  # a row counts iff the report of that row alone counts it
+    for row in rows:
+        if reportd.build_report([row], acct, cfg).splitlines()[-1].startswith("total 1 "):
+            print(row[0], f"{row[3]:.2f}", row[4])
+else:
+    for currency in sorted({row[2] for row in rows}):
+        total = reportd.build_report(rows, acct, dict(cfg, currency=currency)).splitlines()[-1].split()
+        if total[1] != "0":
+            print(currency, total[1], total[2])
+'''
 
 ORACLE = r'''#!/bin/bash
 # usage: fetch.sh ACCOUNT PORT OUTFILE
@@ -246,28 +276,17 @@ class ServiceConfigRepair(Family):
                         "type and unit mismatches in config", "reading a stack trace")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
     languages = ("Bash", "Python")
+    variants = ("repair_report", "counted_rows", "currency_totals")
     levels = {0: Knobs(startup=0, silent=0, accounts=3, rows=30),
               1: Knobs(startup=1, silent=0, accounts=4, rows=60), 2: Knobs(startup=2, silent=0, accounts=6, rows=150),
               3: Knobs(startup=3, silent=1, accounts=8, rows=300), 4: Knobs(startup=5, silent=2, accounts=10, rows=600)}
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
+        for _ in range(self.variants.index(t.variant)):  # a seed's export differs between the variants
+            rng.random()
         ns = run_python(SERVICE)
         pseudonym = ns["pseudonym"]
-        if t.level == 0:  # a sound configuration: start the service and ask it once
-            t.say("`reportd` (in `/app/svc/`, see its `README.md`) serves per-account transaction reports over "
-                  "HTTP; its configuration `/app/svc/reportd.ini` is correct. Start it, then get the report for the "
-                  "account given below (`GET /report?account=...`) and keep its body exactly as served.")
-        else:
-            t.say("`reportd` (in `/app/svc/`, see its `README.md`) serves per-account transaction reports over "
-                  "HTTP. After a configuration change it no longer works on this machine. Its code is shared with "
-                  "other teams and is fine: do not change `reportd.py` or the data; repair `/app/svc/reportd.ini` "
-                  "so that the service starts and reports correctly, with the configuration that was clearly "
-                  "intended.")
-            extra = (" Finance confirms that the account had reportable activity, so a report of zero transactions "
-                     "is wrong." if k.silent else "")
-            t.say("Then get the report for the account given below from the running service "
-                  f"(`GET /report?account=...`) and keep its body exactly as served.{extra}")
         # The account code must not be readable off anything but its channel: the export only holds
         # pseudonyms, and no code may occur (or be one easy decoding away) in the static texts.
         static = [SERVICE, README, ini({"host": "", "port": "", "log_file": "", "path": "", "delimiter": "",
@@ -341,8 +360,79 @@ class ServiceConfigRepair(Family):
                 bad["since"] = f"{y}-{int(m)}-{int(d)}"
         t.add_file("/app/svc/reportd.ini", ini(bad, since_in_server="section" in faults))
         t.add_file("/app/svc/logs/.keep", "")
+        if t.variant == "repair_report":
+            self._ask_report(t)
         var = t.deliver(target, "the account code")
+        if t.variant != "repair_report":
+            return self._variant(t, var, rows, pseudonym(target), cfg, good, ns["build_report"])
         t.add_solution_file("reportd.ini", ini(good))
         t.add_solution_file("fetch.sh", ORACLE)
         t.solve(f'mkdir -p /app/out\nbash /solution/fetch.sh "{var}" {good["port"]} /app/out/report.txt')
         t.expect_output("/app/out/report.txt", truth, "the report body")
+
+    @staticmethod
+    def _ask_report(t: TaskBuilder) -> None:
+        """repair_report's request: the report as the (repaired) running service serves it."""
+        if t.level == 0:  # a sound configuration: start the service and ask it once
+            t.say("`reportd` (in `/app/svc/`, see its `README.md`) serves per-account transaction reports over "
+                  "HTTP; its configuration `/app/svc/reportd.ini` is correct. Start it, then get the report for the "
+                  "account given below (`GET /report?account=...`) and keep its body exactly as served.")
+        else:
+            t.say(BROKEN)
+            extra = (" Finance confirms that the account had reportable activity, so a report of zero transactions "
+                     "is wrong." if t.knobs.silent else "")
+            t.say("Then get the report for the account given below from the running service "
+                  f"(`GET /report?account=...`) and keep its body exactly as served.{extra}")
+
+    def _variant(self, t: TaskBuilder, var: str, rows: list, acct: str, cfg: dict, good: dict, report) -> None:
+        """counted_rows: the account's transactions the report counts; currency_totals: its total per currency
+        with `currency` swept over the export's codes. Level 0: the same over the raw export (sound config)."""
+        k, export = t.knobs, "/app/svc/data/transactions.csv"
+        mine = [r for r in rows if r[1] == acct]
+        if t.variant == "counted_rows":
+            counted = [r for r in mine if report([r], acct, cfg).splitlines()[-1].startswith("total 1 ")] \
+                if t.level else mine
+            truth = "".join(f"{d} {m:.2f} {kd}\n" for d, a, c, m, kd in counted)
+            out, what = "/app/out/counted.txt", "the transaction list"
+            line = "`<day> <amount> <kind>` (for example `2024-03-05 -12.50 refund`)"
+        else:
+            if t.level:
+                totals = [(c, report(rows, acct, dict(cfg, currency=c)).splitlines()[-1].split()[1:])
+                          for c in sorted({r[2] for r in rows})]
+            else:
+                totals = [(c, [str(sum(1 for r in mine if r[2] == c))]) for c in sorted({r[2] for r in mine})]
+            truth = "".join(f"{c} {' '.join(v)}\n" for c, v in totals if v[0] != "0")
+            out, what = "/app/out/currency_totals.txt", "the currency totals"
+        if t.level == 0:  # one lookup: the account's pseudonym, then its records in the export
+            intro = (f"`{export}` is a transactions export of `reportd` (in `/app/svc/`); its `account` column holds "
+                     "pseudonyms, as `/app/svc/README.md` explains.")
+            if t.variant == "counted_rows":
+                t.say(f"{intro} List the export's records of the account given above, one per line as {line}, in "
+                      "file order.")
+                awk = "'$2 == p {print $1, $4, $5}' " + export
+            else:
+                t.say(f"{intro} How many records of the account given above does it hold in each currency? One "
+                      "line per currency the account has records in, `<code> <count>` (for example `EUR 7`), codes "
+                      "in alphabetical order.")
+                awk = f"'$2 == p {{n[$3]++}} END {{for (c in n) print c, n[c]}}' {export} | sort"
+            t.solve(f'export LC_ALL=C\nmkdir -p /app/out\np="acct-$(printf %s "{var}" | sha256sum | cut -c1-12)"\n'
+                    f'awk -F\'{good["delimiter"]}\' -v p="$p" {awk} > {out}')
+            return t.expect_output(out, truth, what)
+        t.say(BROKEN)
+        extra = " Finance confirms that the account had reportable activity, so finding nothing is wrong." \
+            if k.silent else ""
+        if t.variant == "counted_rows":
+            t.say("Then list the transactions of the account given above that the repaired service counts in its "
+                  f"report (`GET /report?account=...`): one line per transaction, {line} as the export writes "
+                  f"them, in the export's order.{extra}")
+        else:
+            t.say("Finance also wants the totals of the account given above in every currency: for each currency "
+                  "code that occurs in the export, the `total <count> <sum>` line that the repaired service would "
+                  "report for the account if `currency` were set to that code (everything else as intended). One "
+                  "line per currency, `<code> <count> <sum>` (for example `EUR 7 412.50`), codes in alphabetical "
+                  f"order, leaving out codes with a count of 0.{extra}")
+        t.add_solution_file("reportd.ini", ini(good))
+        t.add_solution_file("query.py", QUERY)
+        mode = "rows" if t.variant == "counted_rows" else "totals"
+        t.solve(f'mkdir -p /app/out\npython3 /solution/query.py {mode} "{var}" > {out}\ntest -s {out}')
+        t.expect_output(out, truth, what)

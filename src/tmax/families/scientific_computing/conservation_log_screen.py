@@ -3,7 +3,9 @@ momentum and kinetic energy within a tolerance (delivered separately, in ppb); c
 particle, skip or repeat time stamps, contain NaN/inf, declare a non-positive mass or lose rows. As a
 screening program it must reject every corrupted log and keep every sound one. Some runs sit just inside
 and just outside the tolerance, and a margin report gives each sound run's share of it, so only the exact
-tolerance gives the right answer."""
+tolerance gives the right answer. Variants: screen (momentum and energy drift from step 0), step_jumps (the
+largest change between consecutive steps: a glitch screen that lets slow drift pass) and com_drift (momentum
+checked from the positions: the centre of mass must move uniformly)."""
 
 from __future__ import annotations
 
@@ -231,9 +233,94 @@ RULE_TEXT = {
               "|E_s - E_0| over all steps, divided by E_0, must not exceed the tolerance",
 }
 ORDER = ("rows", "time", "nonfinite", "mass", "momentum", "energy")
+
+# The other variants measure the drifts differently; their programs are screen's with the drift block swapped.
+# step_jumps: the largest change between consecutive steps (a glitch), not the drift from step 0.
+JUMPS_PY = (("    mom = max(math.hypot(px - px0, py - py0) for px, py, _, _ in series) / s0\n"
+             "    en = max(abs(e - e0) for _, _, e, _ in series) / e0\n",
+             "    pairs = list(zip(series, series[1:]))  # consecutive steps\n"
+             "    mom = max(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in pairs) / s0\n"
+             "    en = max(abs(b[2] - a[2]) for a, b in pairs) / e0\n"),)
+JUMPS_C = (("double px0 = 0, py0 = 0, e0 = 0, s0 = 0, mom = 0, en = 0;",
+            "double px0 = 0, py0 = 0, e0 = 0, s0 = 0, mom = 0, en = 0, pxp = 0, pyp = 0, ep = 0;"),
+           ("double dm = hypot(px - px0, py - py0), de = fabs(e - e0);",
+            "double dm = s ? hypot(px - pxp, py - pyp) : 0, de = s ? fabs(e - ep) : 0;\n"
+            "        pxp = px; pyp = py; ep = e;"))
+# com_drift: momentum from the positions: the centre of mass must move uniformly.
+COM_PY = (("        series.append((px, py, e, scale))\n",
+           "        cx = sum(masses[i] * by_id[i][0] for i in range(n)) / sum(masses)\n"
+           "        cy = sum(masses[i] * by_id[i][1] for i in range(n)) / sum(masses)\n"
+           "        series.append((px, py, e, scale, cx, cy))\n"),
+          ("    px0, py0, e0, s0 = series[0]\n"
+           "    mom = max(math.hypot(px - px0, py - py0) for px, py, _, _ in series) / s0\n"
+           "    en = max(abs(e - e0) for _, _, e, _ in series) / e0\n",
+           "    px0, py0, e0, s0, x0, y0 = series[0]\n"
+           "    x1, y1 = series[1][4:]\n"
+           "    mom = max(math.hypot(r[4] - x0 - s * (x1 - x0), r[5] - y0 - s * (y1 - y0)) / (s * dt * s0 / sum(masses))\n"
+           "              for s, r in enumerate(series) if s)\n"
+           "    en = max(abs(r[2] - e0) for r in series) / e0\n"))
+COM_C = (("double px0 = 0, py0 = 0, e0 = 0, s0 = 0, mom = 0, en = 0;",
+          "double px0 = 0, py0 = 0, e0 = 0, s0 = 0, mom = 0, en = 0, x0 = 0, y0 = 0, x1 = 0, y1 = 0;"),
+         ("double px = 0, py = 0, e = 0, sc = 0;", "double px = 0, py = 0, e = 0, sc = 0, cx = 0, cy = 0, mt = 0;"),
+         ("            sc += masses[i] * hypot(r->v[2], r->v[3]);\n",
+          "            sc += masses[i] * hypot(r->v[2], r->v[3]);\n"
+          "            cx += masses[i] * r->v[0];\n"
+          "            cy += masses[i] * r->v[1];\n"
+          "            mt += masses[i];\n"),
+         ("double dm = hypot(px - px0, py - py0), de = fabs(e - e0);",
+          "cx /= mt;\n"
+          "        cy /= mt;\n"
+          "        if (s == 0) { x0 = cx; y0 = cy; }\n"
+          "        if (s == 1) { x1 = cx; y1 = cy; }\n"
+          "        double dm = s ? hypot(cx - x0 - s * (x1 - x0), cy - y0 - s * (y1 - y0)) / (s * dt * s0 / mt) : 0,\n"
+          "               de = fabs(e - e0);"),
+         ("if (R_MOMENTUM && mom / s0 > tol)", "if (R_MOMENTUM && mom > tol)"))
+SWAPS = {"screen": ((), ()), "step_jumps": (JUMPS_PY, JUMPS_C), "com_drift": (COM_PY, COM_C)}
+
+
+def reference(variant: str) -> tuple[str, str]:
+    """The (Python, C) reference templates of a variant (screen's are the texts above, unchanged)."""
+    out = []
+    for src, swaps in zip((REFERENCE, C_REFERENCE), SWAPS[variant]):
+        for old, new in swaps:
+            if src.count(old) != 1:
+                raise FamilyError(f"conservation_log_screen: {variant}'s swap {old[:40]!r} does not fit")
+            src = src.replace(old, new)
+        out.append(src)
+    return out[0], out[1]
+
+
+# The variants' own wording of the drift checks (screen's is RULE_TEXT's).
+VARIANT_RULES = {
+    "step_jumps": {
+        "momentum": "`momentum`: with P_s = sum m_i * (vx_i, vy_i) the total momentum at step s, the largest jump "
+                    "|P_s - P_(s-1)| (Euclidean norm) between consecutive steps, divided by sum m_i * |v_i| at step 0, "
+                    "must not exceed the tolerance",
+        "energy": "`energy`: with E_s = sum m_i * (vx_i^2 + vy_i^2) / 2 the kinetic energy at step s, the largest jump "
+                  "|E_s - E_(s-1)| between consecutive steps, divided by E_0, must not exceed the tolerance (a slow "
+                  "drift over many steps is fine; a jump at one step is not)"},
+    "com_drift": {
+        "momentum": "`momentum`: momentum is checked from the positions: the centre of mass must move uniformly. With "
+                    "R_s = sum m_i * (x_i, y_i) / M the centre of mass at step s (M = sum m_i) and S_0 = sum m_i * "
+                    "|v_i| at step 0, the largest |R_s - R_0 - s * (R_1 - R_0)| / (s * dt * S_0 / M) (Euclidean "
+                    "norm) over the steps s >= 1 must not exceed the tolerance"},
+}
+# Level 0's definition of a run's drift, by variant.
+ATOMIC_DRIFT = {
+    "screen": "With E_s = sum of m_id * (vx^2 + vy^2) / 2 over the rows of step s, a run's drift is the largest "
+              "|E_s - E_0| / E_0",
+    "step_jumps": "With E_s = sum of m_id * (vx^2 + vy^2) / 2 over the rows of step s, a run's drift is the largest "
+                  "jump between consecutive steps, |E_s - E_(s-1)| / E_0",
+    "com_drift": "With R_s = sum of m_id * (x, y) / M over the rows of step s (the centre of mass; M the total mass) "
+                 "and S_0 = sum of m_id * sqrt(vx^2 + vy^2) over the rows of step 0, a run's drift is the largest "
+                 "|R_s - R_0 - s * (R_1 - R_0)| / (s * dt * S_0 / M) over the steps s >= 1 (Euclidean norm)",
+}
 # Drifts (in tolerances) of the runs planted next to the tolerance: a tolerance more than 0.15% off moves one
 # of them across it. Still far above any floating-point disagreement between correct programs.
 NEAR_OK, NEAR_BAD = (0.9985, 0.9994), (1.0006, 1.0015)
+# The faults of the planted runs, by variant (com_drift's just-sound one is a kick its check barely lets pass).
+NEAR_OK_FAULT = {"screen": None, "step_jumps": None, "com_drift": "momentum"}
+NEAR_BAD_FAULT = {"screen": "energy", "step_jumps": "energy", "com_drift": "momentum"}
 
 
 def fmt_row(s: int, dt: float, i: int, p: list[float], v: list[float]) -> list:
@@ -338,6 +425,7 @@ class Runs:
 
     def __init__(self, t: TaskBuilder, ns: dict, tol_ppb: int, small: bool):
         self.rng, self.ns, self.small = t.rng, ns, small
+        self.kicked = t.variant == "com_drift"  # its sound runs' centre of mass wobbles a little, as in practice
         self.tol_ppb, self.tol = tol_ppb, tol_ppb * 1e-9
 
     def check(self, text: str) -> tuple:
@@ -346,7 +434,10 @@ class Runs:
     def run(self, fault: str | None) -> str:
         tol = self.tol
         for _ in range(2000):
-            text = simulate(self.rng, tol, fault, self.small)
+            if fault is None and self.kicked:
+                text = simulate(self.rng, tol, "momentum", self.small, self.rng.uniform(0.3, 0.9))
+            else:
+                text = simulate(self.rng, tol, fault, self.small)
             why, mom, en = self.check(text)
             if why != fault:
                 continue
@@ -362,9 +453,10 @@ class Runs:
             return text
         raise FamilyError(f"conservation_log_screen: no clear-cut run with fault {fault} in 2000 draws")
 
-    def tuned(self, fault: str | None, lo: float, hi: float) -> str:
+    def tuned(self, fault: str | None, lo: float, hi: float, passes: bool = False) -> str:
         """A run whose drift (the energy's for a sound run, the fault's own otherwise) is lo..hi
-        tolerances: the noise or kick size is bisected over the same random run."""
+        tolerances: the noise or kick size is bisected over the same random run. ``passes``: a fault kept
+        just inside the tolerance, so the run is sound."""
         tol = self.tol
         for _ in range(200):
             seed = self.rng.getrandbits(64)
@@ -385,7 +477,7 @@ class Runs:
                 m = (a + b) / 2
                 text, why, d, en = drift(m)
                 if lo <= d <= hi:
-                    if why == fault and share_ok(d) and (fault != "momentum" or en < 0.5):
+                    if why == (None if passes else fault) and share_ok(d) and (fault != "momentum" or en < 0.5):
                         return text
                     break
                 a, b = (m, b) if d < target else (a, m)
@@ -406,6 +498,7 @@ class ConservationLogScreen(Family):
               3: Knobs(rules=("time", "nonfinite", "momentum", "energy"), runs=16, reasons=True),
               4: Knobs(rules=ORDER, runs=20, reasons=True)}
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    variants = ("screen", "step_jumps", "com_drift")
 
     def draw(self, t: TaskBuilder, make) -> tuple[int, object]:
         """The delivered tolerance and what ``make(tol_ppb)`` builds with it. The tolerance is a 7-digit
@@ -422,10 +515,12 @@ class ConservationLogScreen(Family):
     def setup(self, t: TaskBuilder) -> tuple[list[str], str, dict]:
         """The checks in order, the filled reference and its namespace."""
         rules = [r for r in ORDER if r in t.knobs.rules]
-        src = fill(REFERENCE, RULES=rules)
+        if t.variant == "com_drift" and "momentum" not in rules:  # its own check is the centre of mass's
+            rules = ["momentum" if r == "energy" else r for r in rules]
+        src = fill(reference(t.variant)[0], RULES=rules)
         return rules, src, run_python(src)
 
-    def texts(self, rules: list[str]) -> tuple[str, str]:
+    def texts(self, rules: list[str], variant: str) -> tuple[str, str]:
         """(the log format, the checks) as the instruction states them."""
         desc = ("Each run log starts with two header lines, `# masses: m_0 m_1 ...` (one mass per particle) and "
                 "`# dt: <seconds>`, then a CSV with header `step,t,id,x,y,vx,vy`: one row per particle per time step. "
@@ -433,7 +528,7 @@ class ConservationLogScreen(Family):
                 "total kinetic energy up to small numerical noise. The tolerance is given below in parts per billion "
                 "(ppb: the relative tolerance is that number divided by one billion).")
         checks = ("A run is rejected when it fails one of these checks" + (", taken in this order (the first one "
-                  "it fails is its reason)" if len(rules) > 1 else "") + ": " + "; ".join(RULE_TEXT[r] for r in rules)
+                  "it fails is its reason)" if len(rules) > 1 else "") + ": " + "; ".join({**RULE_TEXT, **VARIANT_RULES.get(variant, {})}[r] for r in rules)
                   + ".")
         return desc, checks
 
@@ -442,7 +537,7 @@ class ConservationLogScreen(Family):
 
         def make(tol_ppb: int) -> tuple[dict, list[str]]:
             r = Runs(t, ns, tol_ppb, small=True)
-            clean = [r.run(None) for _ in range(22)] + [r.tuned(None, *NEAR_OK) for _ in range(2)]
+            clean = [r.run(None) for _ in range(22)] + [r.tuned(NEAR_OK_FAULT[t.variant], *NEAR_OK, passes=True) for _ in range(2)]
             near = [f for f in ("energy", "momentum") if f in rules]
             malicious = [r.run(rules[i % len(rules)]) for i in range(24 - len(near))] + \
                 [r.tuned(f, *NEAR_BAD) for f in near]
@@ -453,14 +548,14 @@ class ConservationLogScreen(Family):
             return {"clean": clean, "malicious": malicious, "samples": samples}, list(samples.values())
 
         tol_ppb, built = self.draw(t, make)
-        desc, checks = self.texts(rules)
+        desc, checks = self.texts(rules, t.variant)
         for name, text in built["samples"].items():
             t.add_file(f"/app/samples/{name}", text)
         t.say("Our particle simulation code has been producing the odd corrupted run and we want a gate in the "
               "pipeline that refuses them before analysis. " + desc)
         v = t.deliver(str(tol_ppb), WHAT)
         t.say(checks + " A few past runs with their verdicts are in `/app/samples/`.")
-        c_src = fill(C_REFERENCE, **{f"R_{r.upper()}": "1" if r in rules else "0" for r in ORDER})
+        c_src = fill(reference(t.variant)[1], **{f"R_{r.upper()}": "1" if r in rules else "0" for r in ORDER})
         t.expect_classifier("Write that gate as a program (hard-code the tolerance): one run log arrives on "
                             "standard input.", built["clean"], built["malicious"], {"Python": src, "C": c_src})
         t.solve(f'test -n "{v}"\nfor f in /app/solution.*; do sed -i "s/@@TOL_PPB@@/{v}/" "$f"; done')
@@ -472,7 +567,7 @@ class ConservationLogScreen(Family):
         kinds = [None] * (k.runs - n_bad) + [rules[i % len(rules)] for i in range(n_bad)]
         t.rng.shuffle(kinds)
         near_ok = t.rng.choice([i for i, f in enumerate(kinds) if f is None])
-        near_bad = t.rng.choice([i for i, f in enumerate(kinds) if f == "energy"])
+        near_bad = t.rng.choice([i for i, f in enumerate(kinds) if f == NEAR_BAD_FAULT[t.variant]])
 
         def make(tol_ppb: int) -> tuple[dict, list[str]]:
             r = Runs(t, ns, tol_ppb, small=t.level == 0)
@@ -480,15 +575,15 @@ class ConservationLogScreen(Family):
             for i, fault in enumerate(kinds):
                 name = f"run_{i + 1:02d}.csv"
                 if i == near_ok:
-                    named[name] = r.tuned(None, *NEAR_OK)
+                    named[name] = r.tuned(NEAR_OK_FAULT[t.variant], *NEAR_OK, passes=True)
                 elif i == near_bad:
-                    named[name] = r.tuned("energy", *NEAR_BAD)
+                    named[name] = r.tuned(NEAR_BAD_FAULT[t.variant], *NEAR_BAD)
                 else:
                     named[name] = r.run(fault)
             return named, list(named.values())
 
         tol_ppb, named = self.draw(t, make)
-        desc, checks = self.texts(rules)
+        desc, checks = self.texts(rules, t.variant)
         for name, text in named.items():
             t.add_file(f"/app/runs/{name}", text)
         if t.level == 0:
@@ -502,7 +597,7 @@ class ConservationLogScreen(Family):
         # tolerance, not just a value somewhere between the drifts of the sound and the broken runs.
         share = ("the share of the tolerance it used: the larger of its momentum and energy drifts (the quantities "
                  "compared with the tolerance above)" if len(drifts) > 1 else "the share of the tolerance it used: "
-                 "its energy drift (the quantity compared with the tolerance above)") + \
+                 f"its {drifts[0]} drift (the quantity compared with the tolerance above)") + \
             " divided by the tolerance, rounded to 4 decimals"
         if t.partial_credit:  # rejected runs' lines would not depend on the tolerance
             mode, out = "margins", "/app/out/margins.txt"
@@ -526,9 +621,8 @@ class ConservationLogScreen(Family):
         outside the tolerance still need the exact tolerance."""
         t.say(f"Our particle simulation wrote {len(named)} run logs to `/app/runs/`. Each starts with "
               "`# masses: m_0 m_1 ...` (one mass per particle id) and `# dt: ...`, then CSV rows "
-              "`step,t,id,x,y,vx,vy`. With E_s = sum of m_id * (vx^2 + vy^2) / 2 over the rows of step s, a run's "
-              "drift is the largest |E_s - E_0| / E_0; it is rejected when that exceeds the tolerance, given in ppb "
-              "(divide by one billion).")
+              f"`step,t,id,x,y,vx,vy`. {ATOMIC_DRIFT[t.variant]}; it is rejected when that exceeds the tolerance, "
+              "given in ppb (divide by one billion).")
         v = t.deliver(str(tol_ppb), WHAT)
         if t.partial_credit:  # a list of rejected names would score partly without the tolerance
             mode, out = "margins", "/app/out/margins.txt"

@@ -2,7 +2,12 @@
 offset by a constant level delivered separately (a threshold, or a constant load on the bead), every
 real root of the offset polynomial inside the interval (simple roots, some close together at higher
 levels), then each root's stability from the sign of the derivative and the work integral between the
-outermost equilibria from the exact antiderivative."""
+outermost equilibria from the exact antiderivative.
+Variants: level_roots (those roots, with the bead's stability and work at higher levels), above_level (the
+maximal sub-intervals where the polynomial exceeds the level, then their total length and the integral over
+them) and critical_points (the local extrema of the lowered polynomial with their kind and value, then its
+global extremes over the closed interval and its mean value). In every variant the delivered level moves
+every reported number."""
 
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from tmax.families.base import Family, FamilyError, TaskBuilder, register
 from tmax.families.programs import fill, run_python
 from tmax.families.unseen import distinct, hidden
 
-REFERENCE = r'''
+CORE = r'''
 import sys
 
 NAME = "@NAME@"
@@ -114,16 +119,87 @@ def report(text, level_micro=None):
     if "work" in FIELDS:
         out.append("work=%s\n" % num(work))
     return "".join(out)
+'''
 
+MAIN = r'''
 
 if __name__ == "__main__":
     args = sys.argv[1:]
     if len(args) == 2:
         with open(args[0]) as f:
-            sys.stdout.write(report(f.read(), int(args[1])))
+            sys.stdout.write(@REPORT@(f.read(), int(args[1])))
     else:
-        sys.stdout.write(report(sys.stdin.read()))
+        sys.stdout.write(@REPORT@(sys.stdin.read()))
 '''
+
+# The other variants' reports, on the same table, offset and root finder (appended to CORE before MAIN).
+EXTRA = r'''
+
+
+def shifted(text, level_micro=None):
+    a, b, c = table(text)[NAME]
+    return a, b, offset(c, int(LEVEL_MICRO if level_micro is None else level_micro))
+
+
+def antiderivative(c):
+    n = len(c)
+    return [k / (n - i) for i, k in enumerate(c)] + [0.0]
+
+
+def above(text, level_micro=None):
+    """The maximal sub-intervals of [a, b] where q = p - level is positive, and the integral of q over them."""
+    a, b, c = shifted(text, level_micro)
+    pts = [a] + roots(c, a, b) + [b]
+    spans = [(lo, hi) for lo, hi in zip(pts, pts[1:]) if horner(c, (lo + hi) / 2) > 0]
+    anti = antiderivative(c)
+    return spans, sum(horner(anti, hi) - horner(anti, lo) for lo, hi in spans)
+
+
+def report_above(text, level_micro=None):
+    spans, area = above(text, level_micro)
+    out = ["%s %s\n" % (num(lo), num(hi)) for lo, hi in spans]
+    if "measure" in FIELDS:
+        out.append("measure=%s\n" % num(sum(hi - lo for lo, hi in spans)))
+    if "area" in FIELDS:
+        out.append("area=%s\n" % num(area))
+    return "".join(out)
+
+
+def critical(text, level_micro=None):
+    """q = p - level on [a, b]: its critical points as (x, q''(x), q(x)), where it is largest and smallest
+    over the closed interval as (x, q(x)), and its mean value there."""
+    a, b, c = shifted(text, level_micro)
+    d = deriv(c)
+    pts = [(x, horner(deriv(d), x), horner(c, x)) for x in roots(d, a, b)]
+    cands = [(a, horner(c, a))] + [(x, q) for x, _, q in pts] + [(b, horner(c, b))]
+    anti = antiderivative(c)
+    mean = (horner(anti, b) - horner(anti, a)) / (b - a)
+    return pts, max(cands, key=lambda p: p[1]), min(cands, key=lambda p: p[1]), mean
+
+
+def report_critical(text, level_micro=None):
+    pts, top, bottom, mean = critical(text, level_micro)
+    out = ["%s %s %s\n" % (num(x), "max" if curv < 0 else "min", num(q)) for x, curv, q in pts]
+    if "global" in FIELDS:
+        out.append("global_max=%s %s\n" % (num(top[0]), num(top[1])))
+        out.append("global_min=%s %s\n" % (num(bottom[0]), num(bottom[1])))
+    if "mean" in FIELDS:
+        out.append("mean=%s\n" % num(mean))
+    return "".join(out)
+'''
+
+REFERENCE = CORE + MAIN
+OUTPUT = {"level_roots": "/app/out/roots.txt", "above_level": "/app/out/above.txt",
+          "critical_points": "/app/out/critical.txt"}
+VARIANT_REPORT = {"level_roots": "report", "above_level": "report_above", "critical_points": "report_critical"}
+# What the knobs' report fields (stability, work) become in the other variants: their richer report lines.
+VARIANT_FIELDS = {"above_level": {"stability": "measure", "work": "area"},
+                  "critical_points": {"stability": "global", "work": "mean"}}
+
+
+def reference(variant: str) -> str:
+    """The reference program template of a variant (level_roots's text is today's, unchanged)."""
+    return CORE + ("" if variant == "level_roots" else EXTRA) + MAIN
 
 
 def safe(x: float) -> bool:
@@ -190,6 +266,7 @@ class PolynomialRootBracketing(Family):
                         "polynomial integration", "stability classification", "floating-point rounding control")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE}
+    variants = ("level_roots", "above_level", "critical_points")
     levels = {0: Knobs(polys=2, degree=(2, 2), roots=(1, 1), close=False, fields=()),  # a quadratic: one numpy.roots
               1: Knobs(polys=3, degree=(3, 3), roots=(1, 1), close=False, fields=()),
               2: Knobs(polys=4, degree=(4, 5), roots=(2, 3), close=False, fields=()),
@@ -211,7 +288,28 @@ class PolynomialRootBracketing(Family):
         anti = [x / (n - i) for i, x in enumerate(c)] + [0.0]
         return safe(ns["horner"](anti, rs[-1]) - ns["horner"](anti, rs[0]))
 
-    def table(self, rng, k: Knobs, ns: dict, names: list[str], target: str, level_micro: int) -> str:
+    def fits(self, variant: str, ns: dict, line: str, level_micro: int) -> bool:
+        """Are the numbers another variant reports about the target's ``line`` also safe to round?"""
+        if variant == "above_level":
+            spans, area = ns["above"](line, level_micro)
+            return safe(area) and safe(sum(hi - lo for lo, hi in spans))
+        if variant == "critical_points":
+            a, b, c = ns["shifted"](line, level_micro)
+            d = ns["deriv"](c)
+            pts, top, bottom, mean = ns["critical"](line, level_micro)
+            if not pts or min(abs(ns["horner"](d, a)), abs(ns["horner"](d, b))) < 1e-3 or not safe(mean):
+                return False
+            if any(abs(curv) < 0.05 or abs(x) < 1e-4 or not (safe(x) and safe(q)) for x, curv, q in pts):
+                return False
+            for x, curv, _ in pts:  # a Newton step on q' must not move the rounded critical point
+                if ns["num"](x - ns["horner"](d, x) / curv) != ns["num"](x):
+                    return False
+            qs = sorted([ns["horner"](c, a), ns["horner"](c, b)] + [q for _, _, q in pts])
+            return safe(qs[0]) and safe(qs[-1]) and qs[1] - qs[0] > 1e-5 and qs[-1] - qs[-2] > 1e-5
+        return True
+
+    def table(self, rng, k: Knobs, ns: dict, names: list[str], target: str, level_micro: int,
+              variant: str) -> str:
         """The polynomials of ``names``; the target's is written with the level added to its constant term,
         so that its roots are those of the written polynomial minus the level."""
         lines = []
@@ -223,19 +321,30 @@ class PolynomialRootBracketing(Family):
                     seen = ns["offset"](c, level_micro)  # exactly what the reference will solve
                 else:
                     seen = c
-                if self.robust(ns, a, b, seen, n_roots):
+                if self.robust(ns, a, b, seen, n_roots) and (
+                        name != target or self.fits(variant, ns, poly_line(name, a, b, c), level_micro)):
                     lines.append(poly_line(name, a, b, c))
                     break
             else:
                 raise FamilyError("polynomial_root_bracketing: no robust polynomial in 2000 draws")
         return "# name a b coefficients (highest degree first)\n" + "".join(lines)
 
+    def fields(self, t: TaskBuilder) -> tuple[str, ...]:
+        """The report lines beyond the main answer that this level adds in this variant."""
+        if t.variant == "level_roots":
+            return t.knobs.fields
+        return tuple(VARIANT_FIELDS[t.variant][f] for f in t.knobs.fields)
+
     def setup(self, t: TaskBuilder) -> tuple[list[str], str, str, dict]:
-        """The polynomial names, the target, the filled reference and its namespace."""
+        """The polynomial names, the target, the filled reference and its namespace (``report`` bound to
+        the variant's report)."""
+        for _ in range(self.variants.index(t.variant)):  # a seed's tables differ between the variants
+            t.rng.random()
         names = distinct(lambda: t.code(1), t.knobs.polys)
         target = t.rng.choice(names)
-        src = fill(REFERENCE, FIELDS=t.knobs.fields, NAME=target)
-        return names, target, src, run_python(src)
+        src = fill(reference(t.variant), FIELDS=self.fields(t), NAME=target, REPORT=VARIANT_REPORT[t.variant])
+        ns = run_python(src)
+        return names, target, src, dict(ns, report=ns[VARIANT_REPORT[t.variant]])
 
     def level(self, t: TaskBuilder, make, shown_outputs: bool, ns: dict) -> tuple[int, list[str]]:
         """The level in millionths (the delivered value) and the tables ``make(level)`` builds with it. It
@@ -249,11 +358,14 @@ class PolynomialRootBracketing(Family):
                 return level_micro, seen
         raise FamilyError("polynomial_root_bracketing: every level drawn shows in the task in 50 draws")
 
-    def texts(self, k: Knobs, target: str) -> tuple[str, str, str, str, str]:
+    def texts(self, t: TaskBuilder, target: str) -> tuple[str, str, str, str, str]:
         """(the input format, the task, the output format, the rules, what is delivered)."""
+        k = t.knobs
         fmt_in = ("one polynomial per line: its name, the interval ends a and b, then its coefficients from the "
                   "highest degree down to the constant term, separated by spaces; a line starting with `#` is a "
                   "comment")
+        if t.variant != "level_roots":
+            return (fmt_in, *self.variant_texts(t.variant, self.fields(t), target))
         if k.fields:
             task = ("Each polynomial is the force F(x) (newtons) that the springs of a wire exert on a bead sliding "
                     "along it, as a function of its position x (metres), and the interval [a, b] is the part of the "
@@ -278,6 +390,37 @@ class PolynomialRootBracketing(Family):
                  "Never write `-0.000000`.")
         return fmt_in, task, fmt, rules, what
 
+    def variant_texts(self, variant: str, fields: tuple[str, ...], target: str) -> tuple[str, str, str, str]:
+        """(the task, the output format, the rules, what is delivered) of the other variants."""
+        level = ("The level is given below in millionths (an integer N means c = N divided by one million).")
+        exact = "computed exactly from the antiderivative"
+        if variant == "above_level":
+            task = (f"For the polynomial named `{target}` I need the parts of its interval [a, b] where it lies "
+                    "strictly above a threshold level c: the maximal sub-intervals of [a, b] on which p(x) > c. "
+                    + level)
+            fmt = ("one sub-interval per line, from left to right: its two ends rounded to 6 decimals, separated by "
+                   "a space (each end is a or b or a root of p(x) - c)")
+            if "measure" in fields:
+                fmt += "; then a line `measure=<length>`: the total length of those sub-intervals, 6 decimals"
+            if "area" in fields:
+                fmt += (f"; then a line `area=<value>`: the integral of p(x) - c over those sub-intervals ({exact}), "
+                        "6 decimals")
+            rules = ("All roots of p(x) - c in [a, b] are simple (they may lie close together); p(x) - c is nonzero "
+                     "at a and at b. Never write `-0.000000`.")
+        else:
+            task = (f"For the polynomial named `{target}`, lowered by a level c (q(x) = p(x) - c), I need its "
+                    "critical points inside its interval [a, b]: every x in [a, b] where q'(x) = 0, whether q has a "
+                    "local `max` (q''(x) < 0) or `min` (q''(x) > 0) there, and the value q(x). " + level)
+            fmt = ("one line per critical point, in increasing x: x rounded to 6 decimals, a space, `max` or `min`, "
+                   "a space, and q(x) rounded to 6 decimals")
+            if "global" in fields:
+                fmt += ("; then a line `global_max=<x> <q(x)>` and a line `global_min=<x> <q(x)>`: where q is largest "
+                        "and smallest over the closed interval [a, b] (its ends included), same rounding")
+            if "mean" in fields:
+                fmt += f"; then a line `mean=<value>`: the mean value of q over [a, b] ({exact}), 6 decimals"
+            rules = "q'' is nonzero at every critical point and none is at an interval end. Never write `-0.000000`."
+        return task, fmt, rules, "the level c in millionths"
+
     def program_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         names, target, src, ns = self.setup(t)
@@ -290,10 +433,10 @@ class PolynomialRootBracketing(Family):
             return out
 
         level_micro, seen = self.level(
-            t, lambda lv: [self.table(rng, k, ns, order(), target, lv) for _ in range(2)], True, ns)
-        texts = seen + [self.table(rng, k, ns, order(), target, level_micro) for _ in range(8)]
+            t, lambda lv: [self.table(rng, k, ns, order(), target, lv, t.variant) for _ in range(2)], True, ns)
+        texts = seen + [self.table(rng, k, ns, order(), target, level_micro, t.variant) for _ in range(8)]
         cases = [(text, ns["report"](text, level_micro)) for text in texts]
-        fmt_in, task, fmt, rules, what = self.texts(k, target)
+        fmt_in, task, fmt, rules, what = self.texts(t, target)
         t.say(f"I keep getting tables of polynomials in this format: {fmt_in}. I want a program that reads one "
               "such table on standard input and does the following. " + task)
         v = t.deliver(str(level_micro), what)
@@ -304,13 +447,15 @@ class PolynomialRootBracketing(Family):
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         names, target, src, ns = self.setup(t)
-        level_micro, (text,) = self.level(t, lambda lv: [self.table(rng, k, ns, names, target, lv)], False, ns)
-        fmt_in, task, fmt, rules, what = self.texts(k, target)
+        level_micro, (text,) = self.level(
+            t, lambda lv: [self.table(rng, k, ns, names, target, lv, t.variant)], False, ns)
+        fmt_in, task, fmt, rules, what = self.texts(t, target)
         t.add_file("/app/data/polynomials.txt", text)
         t.say(f"`/app/data/polynomials.txt` lists several polynomials, {fmt_in}. " + task)
         v = t.deliver(str(level_micro), what)
         t.say(f"{rules} Output format: {fmt}.")
         t.add_solution_file("roots.py", src)
+        out = OUTPUT[t.variant]
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/roots.py /app/data/polynomials.txt "{v}" '
-                '> /app/out/roots.txt')
-        t.expect_output("/app/out/roots.txt", ns["report"](text, level_micro), "the result (format above)")
+                f'> {out}')
+        t.expect_output(out, ns["report"](text, level_micro), "the result (format above)")

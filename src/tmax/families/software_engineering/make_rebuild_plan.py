@@ -3,7 +3,11 @@ key's fingerprint; one output tree per bundle), libraries, generated headers and
 prerequisites over a tree with fixed timestamps (some sources edited after the last build, some
 outputs deleted); list the targets whose recipes would run for the customer's key, in make's order. Truth is
 a model of GNU make's update algorithm; the oracle asks the real make (dry run), so the gate proves
-they agree."""
+they agree.
+Variants: rebuild_list (the targets `make all` rebuilds now, in make's order), edit_impact (what the
+next `make all` rebuilds after a full build and then one edited file: the oracle builds a copy and
+asks `make -n -W`) and rebuild_reasons (why each target is rebuilt: missing, a newer prerequisite, or
+only a remade one; the oracle reads make's database `make -p` and compares timestamps)."""
 
 from __future__ import annotations
 
@@ -33,6 +37,14 @@ SAY = ("The service in `/app/build` was fully built a while ago, for every bundl
 TOOL = "#!/bin/sh\n# stand-in for the real toolchain: records what it would produce\nout=\"\"\n" \
        "while [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then out=$2; fi; shift; done\n" \
        "[ -n \"$out\" ] && touch \"$out\"\n"
+# The recipe lines of `make -n` reduced to the targets they make (the oracles' shared parser).
+TARGETS_AWK = ("awk '{for (i = 1; i <= NF; i++) if ($i == \"-o\") {print $(i + 1); next}} "
+               "$1 == \"./tools/ar\" || $1 == \"mkdir\" {print $3}'")
+FORMAT = ("one target per line, exactly as make names it (for example `out/<bundle>/obj/util.o`), in the order "
+          "make would run their recipes; phony targets are not listed, directories created by a recipe are")
+BUNDLE_OF = 'grep -A1 "$fp" /app/build/Makefile | sed -n "s/^BUNDLE := //p"'  # after fingerprint()
+ASK_FP = ("`/app/build/Makefile` picks a bundle from a licence key by the key's fingerprint: the first 16 hex "
+          "digits of the SHA-256 of the key (`printf '%s' <key> | sha256sum`).")
 
 
 def plan_make(rules: dict, mtimes: dict, goal: str) -> list[str]:
@@ -66,6 +78,29 @@ def plan_make(rules: dict, mtimes: dict, goal: str) -> list[str]:
     return order
 
 
+def fingerprint(var: str) -> str:
+    """The shell line that sets ``fp`` to the fingerprint of the key in ``var``, as the Makefile computes it."""
+    return f'fp=$(printf %s "{var}" | sha256sum | cut -c1-16)\n'
+
+
+def after_edit(rules: dict, edited: str) -> list[str]:
+    """What ``all`` rebuilds once every target is up to date and then ``edited`` alone changes."""
+    mtimes = {p: 0 for n, oo, ph in rules.values() for p in n + oo if p not in rules}
+    mtimes.update({x: 1 for x, (n, oo, ph) in rules.items() if not ph})
+    mtimes[edited] = 2
+    return plan_make(rules, mtimes, "all")
+
+
+def rebuild_reasons(rules: dict, mtimes: dict, order: list[str]) -> list[str]:
+    """Why each target of ``order`` is remade: missing, a normal prerequisite on disk is newer, or
+    only because a normal prerequisite is remade first."""
+    def why(x: str) -> str:
+        if x not in mtimes:
+            return "missing"
+        return "newer" if any(p in mtimes and mtimes[p] > mtimes[x] for p in rules[x][0]) else "remade"
+    return [f"{x} {why(x)}" for x in order]
+
+
 @dataclass(frozen=True)
 class Knobs:
     core: int  # modules in libcore
@@ -87,6 +122,7 @@ class MakeRebuildPlan(Family):
     primitive_skills = ("makefile dependency graphs", "file timestamp comparison", "incremental rebuild analysis",
                         "conditional build configuration", "graph traversal and dependency resolution")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol")
+    variants = ("rebuild_list", "edit_impact", "rebuild_reasons")
     levels = {0: Knobs(core=2, net=0, bins=1, extras=2, edits=1, gen=False, missing=0, dir_trap=False, backdated=0),
               1: Knobs(core=3, net=0, bins=1, extras=2, edits=1, gen=False, missing=0, dir_trap=False, backdated=0),
               2: Knobs(core=4, net=3, bins=2, extras=3, edits=2, gen=False, missing=1, dir_trap=False, backdated=0),
@@ -95,6 +131,8 @@ class MakeRebuildPlan(Family):
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
+        for _ in range(self.variants.index(t.variant)):  # a seed's tree differs between the variants
+            rng.random()
         # Module bundles are unlocked by a licence key; the Makefile keeps only key fingerprints and
         # every bundle builds into its own tree, so the key (delivered) decides every line of the answer
         # and is readable nowhere else.
@@ -269,19 +307,80 @@ class MakeRebuildPlan(Family):
         if visible(t, key):  # only fingerprints are written: this would be a bug, not bad luck
             raise FamilyError("make_rebuild_plan: the licence key is visible in the tree")
         var = t.deliver(key, "the customer's licence key")
+        if t.variant == "edit_impact":
+            return self._edit_impact(t, var, chosen, trees[chosen], fl_extras[chosen])
+        if t.variant == "rebuild_reasons":
+            return self._reasons(t, var, chosen, trees[chosen], mtimes, truth_list)
         if t.level == 0:  # one lookup: the key's fingerprint, then the bundle the Makefile maps it to
-            t.say("`/app/build/Makefile` picks a bundle from a licence key by the key's fingerprint: the first 16 "
-                  "hex digits of the SHA-256 of the key (`printf '%s' <key> | sha256sum`). Which bundle (the value "
-                  "of `BUNDLE`) does the key given above select? Write just the bundle name.")
-            t.solve(f'mkdir -p /app/out\nfp=$(printf %s "{var}" | sha256sum | cut -c1-16)\n'
-                    'grep -A1 "$fp" /app/build/Makefile | sed -n "s/^BUNDLE := //p" > /app/out/bundle.txt')
+            t.say(ASK_FP + " Which bundle (the value of `BUNDLE`) does the key given above select? Write just the "
+                  "bundle name.")
+            t.solve(f'mkdir -p /app/out\n{fingerprint(var)}{BUNDLE_OF} > /app/out/bundle.txt')
             t.expect_output("/app/out/bundle.txt", chosen + "\n", "the bundle name")
             return
         t.say(SAY)
-        t.say("The answer lists one target per line, exactly as make names it (for example "
-              "`out/<bundle>/obj/util.o`), in the order make would run their recipes; phony targets are not "
-              "listed, directories created by a recipe are.")
-        t.solve(f'mkdir -p /app/out\ncd /app/build && make -n LICENSE="{var}" all | awk \'{{for (i = 1; i <= NF; '
-                'i++) if ($i == "-o") {print $(i + 1); next}} $1 == "./tools/ar" || $1 == "mkdir" {print $3}\' '
+        t.say(f"The answer lists {FORMAT}.")
+        t.solve(f'mkdir -p /app/out\ncd /app/build && make -n LICENSE="{var}" all | {TARGETS_AWK} '
                 '> /app/out/rebuild.txt\ntest -s /app/out/rebuild.txt')
         t.expect_output("/app/out/rebuild.txt", truth, "the rebuild list")
+
+    def _edit_impact(self, t: TaskBuilder, var: str, chosen: str, rules: dict, extras: list[str]) -> None:
+        """What one edit costs on an up-to-date tree (level 0: the objects the key's modules add)."""
+        if t.level == 0:
+            t.say("`/app/build/Makefile` turns on optional modules from a licence key (by the key's fingerprint); "
+                  "`EXTRA` holds their object files. What is the value of `EXTRA` when make runs in `/app/build` "
+                  "with `LICENSE=<key>` for the key given above? Write the object files one per line, in the order "
+                  "of that value.")
+            t.solve(f'mkdir -p /app/out\ncd /app/build && make -pn LICENSE="{var}" all 2>/dev/null '
+                    '| sed -n "s/^EXTRA := //p" | tr " " "\\n" > /app/out/extra.txt')
+            t.expect_output("/app/out/extra.txt", "".join(f"out/{chosen}/obj/{e}.o\n" for e in extras),
+                            "the object list")
+            return
+        used = sorted({p for n, oo, ph in rules.values() for p in n if p not in rules})
+        headers = [p for p in used if not p.endswith(".c")]  # a header or a spec fans out
+        edited = t.rng.choice(headers if headers and t.rng.random() < 0.5 else used)
+        t.say(f"The service in `/app/build` builds with `make LICENSE=<key> all` (run in `/app/build`, serially). "
+              f"Suppose that, for the customer's licence key given here, the tree is first brought fully up to date "
+              f"by that command, and then a developer edits `{edited}` and nothing else. I need to know exactly "
+              "what the next `make LICENSE=<key> all` would rebuild then. Do not change `/app/build` itself "
+              "(work on a copy if you want to try things).")
+        t.say(f"The answer lists {FORMAT}.")
+        # The oracle builds a copy for real (an ar stand-in that does write its archive), then asks make
+        # what the edit would redo.
+        t.solve(f'mkdir -p /app/out\nrm -rf /tmp/impact && cp -a /app/build /tmp/impact && cd /tmp/impact\n'
+                'printf \'#!/bin/sh\\ntouch "$2"\\n\' > /tmp/impact-ar && chmod +x /tmp/impact-ar\n'
+                f'make -s LICENSE="{var}" AR=/tmp/impact-ar all >/dev/null\n'
+                f'make -n -W {edited} LICENSE="{var}" all | {TARGETS_AWK} > /app/out/impact.txt\n'
+                'test -s /app/out/impact.txt')
+        t.expect_output("/app/out/impact.txt", "".join(x + "\n" for x in after_edit(rules, edited)),
+                        "the rebuild list")
+
+    def _reasons(self, t: TaskBuilder, var: str, chosen: str, rules: dict, mtimes: dict, order: list[str]) -> None:
+        """Why each target is rebuilt (level 0: the key's objects older than their own source)."""
+        if t.level == 0:
+            objs = sorted(x for x in rules if x.endswith(".o") and x in mtimes
+                          and mtimes[x] < mtimes[f"src/{x.split('/')[-1][:-2]}.c"])
+            t.say(ASK_FP + " Each bundle builds into `out/<bundle>/`. Which object files `out/<bundle>/obj/<m>.o` "
+                  "of the bundle the key given above selects are older (by modification time) than their own "
+                  "source `src/<m>.c`? Write their paths, relative to `/app/build`, one per line in name order "
+                  "(byte order).")
+            t.solve(f'export LC_ALL=C\nmkdir -p /app/out\n{fingerprint(var)}b=$({BUNDLE_OF})\n'
+                    'cd /app/build && for o in out/"$b"/obj/*.o; do '
+                    'if [ "src/$(basename "$o" .o).c" -nt "$o" ]; then echo "$o"; fi; done > /app/out/stale.txt')
+            t.expect_output("/app/out/stale.txt", "".join(x + "\n" for x in objs), "the stale objects")
+            return
+        t.say(SAY)
+        t.say("For every target it would rebuild, say why: `missing` if the target does not exist now; otherwise "
+              "`newer` if at least one of its normal (not order-only) prerequisites exists and was modified later "
+              "than the target; otherwise `remade` (it is rebuilt only because a prerequisite is rebuilt first).")
+        t.say("The answer lists one line per target, `<target> <reason>`, the target exactly as make names it (for "
+              "example `out/<bundle>/obj/util.o newer`), in the order make would run their recipes; phony targets "
+              "are not listed, directories created by a recipe are.")
+        # make's own database gives each target's prerequisites as this key expands them.
+        t.solve(f'mkdir -p /app/out\ncd /app/build && make -n LICENSE="{var}" all | {TARGETS_AWK} > /tmp/rebuild.txt\n'
+                f'make -pn LICENSE="{var}" all > /tmp/make-db.txt 2>/dev/null\n'
+                'while read -r x; do\n  r=missing\n  if [ -e "$x" ]; then\n    r=remade\n'
+                '    for p in $(awk -v x="$x:" \'$1 == x {sub(/^[^:]*:/, ""); sub(/[|].*/, ""); print; exit}\' '
+                '/tmp/make-db.txt); do\n      if [ "$p" -nt "$x" ]; then r=newer; fi\n    done\n  fi\n'
+                '  echo "$x $r"\ndone < /tmp/rebuild.txt > /app/out/reasons.txt\ntest -s /app/out/reasons.txt')
+        t.expect_output("/app/out/reasons.txt", "".join(x + "\n" for x in rebuild_reasons(rules, mtimes, order)),
+                        "the rebuild reasons")

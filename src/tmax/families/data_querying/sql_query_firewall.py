@@ -5,7 +5,10 @@ database keeps only the keys' SHA-256 digests, so the key names the role without
 Either as a classifier program tested on hidden benign and malicious corpora, or as an audit of a query
 log. The traps: keywords inside string literals and comments,
 quoted and mixed-case identifiers, stacked statements, CTE-wrapped writes, UNION-based reads of
-restricted tables, SQLite's internal tables, column names that contain keywords."""
+restricted tables, SQLite's internal tables, column names that contain keywords.
+Variants: firewall (the read-only policy above), dml_grants (a maintenance role that may also insert, update
+and delete rows, but only of granted tables) and deny_reasons (why each query is refused, by the first rule
+it breaks; as a classifier, the refusals that are about grants alone)."""
 
 from __future__ import annotations
 
@@ -15,10 +18,10 @@ from dataclasses import dataclass
 
 from tmax.families import sql as dbsql
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
-from tmax.families.programs import run_python
+from tmax.families.programs import fill, run_python
 from tmax.families.unseen import distinct, visible
 
-REFERENCE = r'''
+CORE = r'''
 import hashlib
 import json
 import sqlite3
@@ -81,7 +84,9 @@ def audit(conn, grants, lines, role):
         if entry["role"] == role and not verdict(conn, entry["sql"], grants.get(role, {})):
             bad.append(entry["id"])
     return "".join(f"{i}\n" for i in sorted(bad))
+'''
 
+FIREWALL_MAIN = r'''
 
 if __name__ == "__main__":
     conn, grants, owners = sandbox()
@@ -91,6 +96,95 @@ if __name__ == "__main__":
         sys.exit(0)
     sys.exit(0 if verdict(conn, sys.stdin.read(), grants.get(role_of(owners, KEY), {})) else 1)
 '''
+REFERENCE = CORE + FIREWALL_MAIN  # the firewall variant's program, today's text
+
+# The other variants' judges and reports (appended to CORE): another policy, and the reason for a refusal.
+EXTRA = r'''
+
+ROWS = (sqlite3.SQLITE_READ, sqlite3.SQLITE_INSERT, sqlite3.SQLITE_UPDATE, sqlite3.SQLITE_DELETE)
+
+
+def prepare(conn, sql, auth=None):
+    """Compile sql under auth without running it (EXPLAIN): (the error or "", its opcode names)."""
+    conn.set_authorizer(auth)
+    try:
+        return "", {row[1] for row in conn.execute("EXPLAIN " + sql)}
+    except Exception as e:
+        return str(e) or type(e).__name__, set()
+    finally:
+        conn.set_authorizer(None)
+
+
+def dml_verdict(conn, sql, allowed):
+    """True iff sql is one statement that compiles and only reads or changes rows, of tables in allowed only."""
+    def auth(action, arg1, arg2, dbname, source):
+        if action in ALLOW or (action in ROWS and (arg1 or "").lower() in allowed):
+            return sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY
+
+    err, ops = prepare(conn, sql, auth)
+    return not err and "Vacuum" not in ops  # VACUUM asks the authorizer nothing
+
+
+def reason(conn, sql, allowed):
+    """Why verdict() refuses sql: the first rule it breaks, in policy order ("" when it is acceptable)."""
+    err, ops = prepare(conn, sql)
+    if err:
+        return "statements" if "one statement" in err else "compile"
+    reads, other = set(), []
+
+    def auth(action, arg1, arg2, dbname, source):
+        if action == sqlite3.SQLITE_READ:
+            reads.add((arg1 or "").lower())
+        # SQLite updates its schema table itself the first time a connection uses a pragma_ function
+        elif action not in ALLOW and not (action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master"):
+            other.append(action)
+        return sqlite3.SQLITE_OK
+
+    prepare(conn, sql, auth)
+    if other or "Vacuum" in ops:
+        return "write"
+    return "grant" if any(r not in allowed for r in reads) else ""
+
+
+def not_grant_refusal(conn, sql, allowed):
+    return reason(conn, sql, allowed) != "grant"
+
+
+def entries(lines, role):
+    return [e for e in (json.loads(line) for line in lines if line.strip()) if e["role"] == role]
+
+
+def dml_audit(conn, grants, lines, role):
+    bad = [e["id"] for e in entries(lines, role) if not dml_verdict(conn, e["sql"], grants.get(role, {}))]
+    return "".join(f"{i}\n" for i in sorted(bad))
+
+
+def reasons(conn, grants, lines, role):
+    why = sorted((e["id"], reason(conn, e["sql"], grants.get(role, {}))) for e in entries(lines, role))
+    return "".join(f"{i} {r}\n" for i, r in why if r)
+'''
+
+VARIANT_MAIN = r'''
+
+if __name__ == "__main__":
+    conn, grants, owners = sandbox()
+    if len(sys.argv) > 1 and sys.argv[1] == "--audit":
+        with open(sys.argv[2]) as f:
+            sys.stdout.write(@REPORT@(conn, grants, f.read().splitlines(), role_of(owners, sys.argv[3])))
+        sys.exit(0)
+    sys.exit(0 if @JUDGE@(conn, sys.stdin.read(), grants.get(role_of(owners, KEY), {})) else 1)
+'''
+# Each variant's classifier judge and audit report, by name in its program.
+JUDGE = {"dml_grants": "dml_verdict", "deny_reasons": "not_grant_refusal"}
+REPORT = {"dml_grants": "dml_audit", "deny_reasons": "reasons"}
+
+
+def reference(variant: str) -> str:
+    """The program of a variant (firewall's is today's REFERENCE, unchanged)."""
+    if variant == "firewall":
+        return REFERENCE
+    return fill(CORE + EXTRA + VARIANT_MAIN, JUDGE=JUDGE[variant], REPORT=REPORT[variant])
 
 TABLES = {
     "customers": [("name", "TEXT"), ("email", "TEXT"), ("country", "TEXT"), ("created_at", "TEXT")],
@@ -331,6 +425,31 @@ POLICY = ("A submitted query is acceptable only if all of these hold:\n"
           "functions are never granted.\n"
           "Keywords that only appear inside string literals or comments do not make a query unacceptable.")
 
+DML_POLICY = ("A submitted statement is acceptable only if all of these hold:\n"
+              "- it is exactly one SQL statement (surrounding whitespace, comments and one trailing `;` are "
+              "fine);\n"
+              "- it only reads or changes rows: a `SELECT`, `INSERT`, `REPLACE`, `UPDATE` or `DELETE` (with or "
+              "without a `WITH` clause); anything that changes the schema (`CREATE`, `DROP`, `ALTER`), attaches "
+              "databases, runs a PRAGMA, vacuums or controls transactions is not;\n"
+              "- it would compile against the database's schema as it is (no unknown tables or columns, no "
+              "syntax errors);\n"
+              "- every table it reads or writes, wherever it appears (the table an `INSERT`, `UPDATE` or "
+              "`DELETE` changes, FROM, JOIN, subqueries, CTEs, UNION arms), is granted to the role in the "
+              "`access_grants` table (table names are case-insensitive, however they are quoted); SQLite's own "
+              "tables (`sqlite_master`, `sqlite_schema`, ...) and table-valued PRAGMA functions are never "
+              "granted.\n"
+              "Keywords that only appear inside string literals or comments do not make a statement "
+              "unacceptable.")
+DML_ROLE = ("This submitter's role maintains the tables granted to it: besides reading them, it may insert, "
+            "update and delete their rows. ")
+REASONS = ("An unacceptable query gets the first of these reasons that applies, in this order:\n"
+           "- `statements`: it is not exactly one SQL statement;\n"
+           "- `compile`: it does not compile against the schema as it is (syntax errors, unknown tables or "
+           "columns);\n"
+           "- `write`: it is not a read-only query (it writes, changes the schema, attaches or detaches "
+           "databases, runs a PRAGMA statement, vacuums or controls transactions);\n"
+           "- `grant`: it reads a table not granted to the role (SQLite's own tables and table-valued "
+           "`pragma_...` functions are never granted).")
 
 @dataclass
 class Shop:
@@ -381,30 +500,36 @@ def make_shop(t: TaskBuilder) -> Shop:
     return Shop(roles, grants, keys, ns, conn)
 
 
-def corpus(t: TaskBuilder, shop: Shop, rl: str, n: int) -> tuple[list[str], list[str]]:
+def corpus(t: TaskBuilder, shop: Shop, rl: str, n: int, judge=None) -> tuple[list[str], list[str]]:
     """``n`` different benign and ``n`` malicious queries for role ``rl``, checked by the reference; for the
-    delivered role, also one that a guessed role would judge otherwise."""
-    rng, verdict = t.rng, shop.ns["verdict"]
+    delivered role, also one that a guessed role would judge otherwise. ``judge``: a variant's verdict, which
+    sorts whatever the generators give (writes on restricted tables too); None: the firewall's, each
+    generator's output landing on its own side."""
+    rng = t.rng
+    verdict = judge or shop.ns["verdict"]
     allowed = {x: True for x in shop.grants[rl]}
     restricted = [x for x in TABLES if x not in shop.grants[rl]]
     g = Gen(rng, t.level, shop.grants[rl], restricted)
+    sources = [(True, g.benign), (False, g.malicious)] if judge is None else \
+        [(None, g.benign), (None, g.malicious), (None, Gen(rng, t.level, restricted, shop.grants[rl]).malicious)]
     clean: list[str] = []
     bad: list[str] = []
     for _ in range(100 * n):
         if len(clean) >= n and len(bad) >= n:
             break
-        if len(clean) < n:
-            item = g.benign()
-            if item not in clean:
-                if not verdict(shop.conn, item, allowed):
-                    raise FamilyError(f"sql_query_firewall: benign item rejected by the reference: {item!r}")
-                clean.append(item)
-        if len(bad) < n:
-            item = g.malicious()
-            if item not in bad:
-                if verdict(shop.conn, item, allowed):
-                    raise FamilyError(f"sql_query_firewall: malicious item accepted by the reference: {item!r}")
-                bad.append(item)
+        for side, draw in sources:
+            if side is not None and len(clean if side else bad) >= n:
+                continue
+            item = draw()
+            if side is not None and item in (clean if side else bad):
+                continue
+            ok = verdict(shop.conn, item, allowed)
+            if side is not None and ok != side:
+                raise FamilyError(f"sql_query_firewall: benign item rejected by the reference: {item!r}" if side
+                                  else f"sql_query_firewall: malicious item accepted by the reference: {item!r}")
+            into = clean if ok else bad
+            if item not in into and len(into) < n:
+                into.append(item)
     if len(clean) < n or len(bad) < n:
         raise FamilyError(f"sql_query_firewall: fewer than {n} different queries of each kind")
     if rl == shop.role:  # a guessed role judges at least one item otherwise
@@ -442,36 +567,77 @@ class SqlQueryFirewall(Family):
                         "schema inspection", "query log auditing", "case-insensitive matching")
     verifiers = ("adversarial_corpus", "exact_text", "metric_threshold", "multi_protocol")
     programs = {"Python": REFERENCE}
+    # firewall: the read-only policy; dml_grants: writes of rows allowed, within the grants; deny_reasons: why
+    # the firewall refuses each query (as a classifier: the refusals that are about grants alone).
+    variants = ("firewall", "dml_grants", "deny_reasons")
     # Many roles: the key names one of them, and a guess among the roles should rarely pay.
     levels = {0: Knobs(items=8, roles=6), 1: Knobs(items=14, roles=6), 2: Knobs(items=24, roles=7),
               3: Knobs(items=36, roles=8), 4: Knobs(items=50, roles=10)}
 
-    def corpus_case(self, t: TaskBuilder) -> None:
+    def shop(self, t: TaskBuilder) -> tuple[Shop, dict]:
+        """The task's database and the namespace of its variant's program."""
+        for _ in range(self.variants.index(t.variant)):  # a seed's database differs between the variants
+            t.rng.random()
         shop = make_shop(t)
-        clean, bad = corpus(t, shop, shop.role, t.knobs.items)
+        return shop, shop.ns if t.variant == "firewall" else run_python(reference(t.variant))
+
+    def corpus_case(self, t: TaskBuilder) -> None:
+        shop, ns = self.shop(t)
+        judge = None if t.variant == "firewall" else ns[JUDGE[t.variant]]
+        clean, bad = corpus(t, shop, shop.role, t.knobs.items, judge)
+        if t.variant == "deny_reasons":
+            self.refusal_corpus(t, shop, clean, bad)
+            return
         # Level 0 only ever sees plain reads and plain writes: the short policy covers them.
-        policy = POLICY if t.level else ("A submitted query is acceptable only if it is one read-only `SELECT` "
-                                         "and every table it reads is granted to the role in `access_grants`.")
+        if t.variant == "firewall":
+            policy = POLICY if t.level else ("A submitted query is acceptable only if it is one read-only `SELECT` "
+                                             "and every table it reads is granted to the role in `access_grants`.")
+        else:
+            policy = DML_POLICY if t.level else ("A submitted statement is acceptable only if it is one `SELECT`, "
+                                                 "`INSERT`, `REPLACE`, `UPDATE` or `DELETE` statement and every "
+                                                 "table it reads or writes is granted to the role in "
+                                                 "`access_grants`.")
         t.say(INTRO + "We are putting a firewall in front of it for one submitter, whose API key is given "
               "below: every SQL text it submits must be checked, against the grants of the role its key "
-              "names, before it reaches the database.\n\n" + policy)
+              "names, before it reaches the database.\n\n" + ("" if t.variant == "firewall" else DML_ROLE)
+              + policy)
         v = deliver_key(t, shop)
         t.expect_classifier("The firewall program judges one submitted SQL text, read whole from standard "
                             "input, for the submitter whose API key is given above (hard-code the key or its "
                             "role; the program may read `/app/db/analytics.db`, but must never change it).",
-                            clean, bad, {"Python": REFERENCE})
+                            clean, bad, {"Python": reference(t.variant)})
+        t.solve(f'sed -i "s/@@KEY@@/{v}/" /app/solution.py')
+
+    def refusal_corpus(self, t: TaskBuilder, shop: Shop, clean: list[str], bad: list[str]) -> None:
+        """deny_reasons as a classifier: flag the queries refused for their grants alone."""
+        t.say(INTRO + "Our firewall refuses the queries that break the policy below; the refusals that are about "
+              "grants alone go to the security team. I need the program that picks those out for one "
+              "submitter, whose API key is given below, against the grants of the role its key names.\n\n"
+              + (POLICY + "\n\n" if t.level else "")
+              + "A query is a grant refusal if it is exactly one statement, compiles against the schema, is a "
+              "read-only `SELECT`, and yet reads at least one table not granted to the role (SQLite's own tables "
+              "and table-valued `pragma_...` functions are never granted). Any other query, acceptable or "
+              "refused for another reason, is not.")
+        v = deliver_key(t, shop)
+        t.expect_classifier("The program judges one submitted SQL text, read whole from standard input, for the "
+                            "submitter whose API key is given above: it exits non-zero if the text is a grant "
+                            "refusal, 0 otherwise (hard-code the key or its role; the program may read "
+                            "`/app/db/analytics.db`, but must never change it).",
+                            clean, bad, {"Python": reference(t.variant)})
         t.solve(f'sed -i "s/@@KEY@@/{v}/" /app/solution.py')
 
     def output_case(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        shop = make_shop(t)
+        shop, ns = self.shop(t)
         if t.level == 0:
-            self.grants_case(t, shop)
+            {"firewall": self.grants_case, "dml_grants": self.off_limits_case,
+             "deny_reasons": self.shared_grants_case}[t.variant](t, shop)
             return
+        judge = ns[JUDGE[t.variant]] if t.variant == "dml_grants" else None
         entries = []
         for rl in shop.roles:
             n = k.items // 2 if rl == shop.role else max(3, k.items // 6)
-            clean, bad = corpus(t, shop, rl, n)
+            clean, bad = corpus(t, shop, rl, n, judge)
             for s in clean + bad:
                 entries.append({"role": rl, "sql": s})
         rng.shuffle(entries)
@@ -484,29 +650,74 @@ class SqlQueryFirewall(Family):
                                    f"{sec // 60 % 60:02d}:{sec % 60:02d}Z", "role": e["role"], "sql": e["sql"]}))
         text = "\n".join(log) + "\n"
         grants_of = {rl: {x: True for x in shop.grants[rl]} for rl in shop.roles}
-        truth = shop.ns["audit"](shop.conn, grants_of, text.splitlines(), shop.role)
+        report = ns["audit"] if t.variant == "firewall" else ns[REPORT[t.variant]]
+        truth = report(shop.conn, grants_of, text.splitlines(), shop.role)
         t.add_file("/app/logs/query_log.jsonl", text)
-        t.say(INTRO + "Before we put a firewall in front of it, I need an audit of yesterday's query log, "
-              "`/app/logs/query_log.jsonl` (one JSON object per line: `id`, `submitted_at`, `role`, `sql`), for "
-              "one role: the one named by the API key given below. Which of the queries that role submitted break "
-              "the policy?\n\n" + POLICY
-              + "\n\nOutput: the `id`s of that role's unacceptable queries, one per line, in ascending numeric "
-              "order (nothing else; queries of other roles are not part of this audit).")
+        log_of = ("`/app/logs/query_log.jsonl` (one JSON object per line: `id`, `submitted_at`, `role`, `sql`), "
+                  "for one role: the one named by the API key given below.")
+        if t.variant == "firewall":
+            t.say(INTRO + "Before we put a firewall in front of it, I need an audit of yesterday's query log, "
+                  + log_of + " Which of the queries that role submitted break the policy?\n\n" + POLICY
+                  + "\n\nOutput: the `id`s of that role's unacceptable queries, one per line, in ascending numeric "
+                  "order (nothing else; queries of other roles are not part of this audit).")
+            out = "/app/out/violations.txt"
+        elif t.variant == "dml_grants":
+            t.say(INTRO + "I need an audit of yesterday's statement log, " + log_of + " " + DML_ROLE
+                  + "Which of the statements that role submitted break its policy?\n\n" + DML_POLICY
+                  + "\n\nOutput: the `id`s of that role's unacceptable statements, one per line, in ascending "
+                  "numeric order (nothing else; statements of other roles are not part of this audit).")
+            out = "/app/out/violations.txt"
+        else:
+            t.say(INTRO + "I need to know which queries our firewall would have refused, and why, in yesterday's "
+                  "query log, " + log_of + "\n\n" + POLICY + "\n\n" + REASONS
+                  + "\n\nOutput: one line per unacceptable query of that role, as `id reason` (for example "
+                  "`4711 write`), in ascending numeric order of `id` (nothing else; acceptable queries and "
+                  "queries of other roles are not listed).")
+            out = "/app/out/refusals.txt"
         v = deliver_key(t, shop)
-        t.add_solution_file("firewall.py", REFERENCE)
+        t.add_solution_file("firewall.py", reference(t.variant))
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'python3 /solution/firewall.py --audit /app/logs/query_log.jsonl "{v}" > /app/out/violations.txt')
-        t.expect_output("/app/out/violations.txt", truth, "the list of ids")
+                f'python3 /solution/firewall.py --audit /app/logs/query_log.jsonl "{v}" > {out}')
+        t.expect_output(out, truth, "the list of ids" if t.variant != "deny_reasons" else "the refusals")
 
     def grants_case(self, t: TaskBuilder, shop: Shop) -> None:
         """Level 0: only the lookup behind the audit, the tables the key's role may read."""
         truth = "".join(f"{x}\n" for x in sorted(shop.grants[shop.role]))
         t.say(INTRO + "I need to know which tables the role named by the API key given below may read.\n\n"
               "Output: the role's granted table names, one per line, sorted (byte order), nothing else.")
+        self.lookup(t, shop, "SELECT g.table_name FROM access_grants g JOIN api_keys k ON k.owner = g.role WHERE "
+                    "k.key_hash = '$h' ORDER BY g.table_name", "/app/out/tables.txt", truth, "the list of tables")
+
+    def off_limits_case(self, t: TaskBuilder, shop: Shop) -> None:
+        """Level 0 of dml_grants: the tables the key's role must neither read nor write."""
+        tables = sorted([*TABLES, "access_grants"])
+        truth = "".join(f"{x}\n" for x in tables if x not in shop.grants[shop.role])
+        t.say(INTRO + "The role named by the API key given below may read and change rows only in the tables "
+              "granted to it. Which tables of the database (its own `access_grants` and `api_keys` included) "
+              "are off limits to it?\n\nOutput: those table names, one per line, sorted (byte order), nothing "
+              "else.")
+        self.lookup(t, shop, "SELECT name FROM sqlite_master WHERE type = 'table' AND lower(name) NOT IN (SELECT "
+                    "lower(g.table_name) FROM access_grants g JOIN api_keys k ON k.owner = g.role WHERE "
+                    "k.key_hash = '$h') ORDER BY name", "/app/out/off_limits.txt", truth, "the list of tables")
+
+    def shared_grants_case(self, t: TaskBuilder, shop: Shop) -> None:
+        """Level 0 of deny_reasons: for each table of the key's role, how many roles may read it."""
+        mine = sorted(shop.grants[shop.role])
+        truth = "".join(f"{x} {sum(x in g for g in shop.grants.values())}\n" for x in mine)
+        t.say(INTRO + "For each table granted to the role named by the API key given below, how many roles "
+              "(that one included) are granted it in `access_grants`?\n\nOutput: one line per table of that "
+              "role, as `table count` (for example `orders 3`), sorted by table name (byte order), nothing "
+              "else.")
+        self.lookup(t, shop, "SELECT g.table_name, (SELECT COUNT(*) FROM access_grants a WHERE a.table_name = "
+                    "g.table_name) FROM access_grants g JOIN api_keys k ON k.owner = g.role WHERE k.key_hash = "
+                    "'$h' ORDER BY g.table_name", "/app/out/shared.txt", truth, "the table counts")
+
+    @staticmethod
+    def lookup(t: TaskBuilder, shop: Shop, query: str, out: str, truth: str, what: str) -> None:
+        """Deliver the key; the oracle digests it and runs one sqlite3 query on the database."""
         v = deliver_key(t, shop)
+        sep = " -separator ' '" if "COUNT" in query else ""
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
                 f'h=$(printf %s "{v}" | sha256sum | cut -d" " -f1)\n'
-                "sqlite3 -batch -noheader /app/db/analytics.db \"SELECT g.table_name FROM access_grants g JOIN "
-                "api_keys k ON k.owner = g.role WHERE k.key_hash = '$h' ORDER BY g.table_name\" "
-                "> /app/out/tables.txt")
-        t.expect_output("/app/out/tables.txt", truth, "the list of tables")
+                f"sqlite3 -batch -noheader{sep} /app/db/analytics.db \"{query}\" > {out}")
+        t.expect_output(out, truth, what)

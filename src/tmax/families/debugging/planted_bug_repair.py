@@ -3,13 +3,17 @@ input and writes standard output; its documented behaviour is given in full. Bes
 planted defects (off-by-one ranges, a wrong comparator, a bad initial value, truncating instead of
 flooring division, a dropped final group...), it still hard-codes an outdated parameter whose
 correct value is delivered separately. Graded by running the fixed tool against the reference on
-hidden inputs (fuzz_equivalence), or by the combined output of the fixed tool over a batch of inputs."""
+hidden inputs (fuzz_equivalence), or by the combined output of the fixed tool over a batch of inputs.
+Variants: repair_tool (fix it in place), port_fix (the tool ships in another language: rewrite it, fixed,
+in the one asked for) and wrong_lines (leave the shipped tool alone and report, line by line, the output
+it gets wrong with the right line; as a program, that check)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from tmax.families.base import PROGRAM_FILES, Family, FamilyError, TaskBuilder, register
+from tmax.families.debugging._planted_bug_repair_refs import diff_program, in_language
 from tmax.families.programs import PLACEHOLDER, fill, run_python
 from tmax.families.unseen import distinct, key_cmd, key_of, unseen
 
@@ -871,6 +875,7 @@ class PlantedBugRepair(Family):
                         "comparing expected and actual output", "fixing comparator and ordering bugs",
                         "print-debugging intermediate state")
     verifiers = ("fuzz_equivalence", "exact_text", "metric_threshold", "multi_protocol")
+    variants = ("repair_tool", "port_fix", "wrong_lines")
     programs = {lang: render(KERNELS["intervals"], lang, [], PARAM) for lang in KEY}
     languages = ("Python", "C", "Go", "Rust")
     command_complexities = ("bash+code",)
@@ -881,7 +886,8 @@ class PlantedBugRepair(Family):
     def draw(self, t: TaskBuilder):
         """(kernel name, kernel, parameter, stale parameter, planted bugs, the reference's run, inputs(n,
         shown)): inputs(n, shown) makes n inputs on which, past the first ``shown``, every planted defect
-        and every other parameter value a digit could spell shows on its own."""
+        and every other parameter value a digit could spell shows on its own in the variant's answer (and,
+        for the other variants, the shipped tool left as it is)."""
         k, rng = t.knobs, t.rng
         kname = rng.choice(sorted(KERNELS))
         ker = KERNELS[kname]
@@ -889,12 +895,20 @@ class PlantedBugRepair(Family):
         param = rng.randint(lo, hi)
         stale = rng.choice([v for v in range(lo, hi + 1) if v != param])
         planted = sorted(rng.sample(sorted(ker["bugs"]), min(k.bugs, len(ker["bugs"]))))
-        ref = runner(render(ker, "Python", [], str(param)))
+        shipped = render(ker, "Python", planted, str(stale))
+
+        def answer(bugs: list[str], p: int):
+            src = render(ker, "Python", bugs, str(p))
+            return runner(diff_program(shipped, src) if t.variant == "wrong_lines" else src)
+
+        ref = answer([], param)
         # Each planted defect, and the stale parameter, must show on the hidden inputs on its own; so must
         # every other one-digit parameter (a digit read off the task instead of the channel must lose).
-        checks = [runner(render(ker, "Python", [b], str(param))) for b in planted]
+        checks = [answer([b], param) for b in planted]
         alts = [stale] + [p for p in ker["alts"] if p not in (param, stale)]
-        checks += [runner(render(ker, "Python", [], str(p))) for p in alts]
+        checks += [answer([], p) for p in alts]
+        if t.variant != self.variants[0]:
+            checks.append(answer(planted, stale))
 
         def inputs(n: int, shown: int) -> list[str]:
             xs = [ker["gen"](rng, k.size, param) for _ in range(n)]
@@ -911,6 +925,8 @@ class PlantedBugRepair(Family):
         kname, ker, param, stale, planted, ref, inputs = self.draw(t)
         langs = [t.axes.language] if t.axes.language in ("C", "Go", "Rust") else ["Python", "C"] \
             if t.axes.language == "multi-language" else ["Python"]
+        if t.variant != "repair_tool":
+            return self._program_variant(t, ker, param, stale, planted, ref, inputs, langs)
         for lang in langs:
             t.add_file(f"/app/{PROGRAM_FILES[lang]}", render(ker, lang, planted, str(stale)))
         cases = [(x, ref(x)) for x in inputs(t.knobs.cases, 2)]
@@ -937,6 +953,8 @@ class PlantedBugRepair(Family):
         kname, ker, param, stale, planted, ref, inputs = self.draw(t)
         rng = t.rng
         lang = t.axes.language if t.axes.language in KEY else "Python"
+        if t.variant == "port_fix" and lang == "Python":  # the tool ships in a language to port it from
+            lang = "C"
         tool = f"/app/tool/{ker['base']}.{KEY[lang]}"
         t.add_file(tool, render(ker, lang, planted, str(stale)))
         xs = inputs(t.knobs.files, 0)
@@ -967,8 +985,12 @@ class PlantedBugRepair(Family):
         how = {"Python": "run it with `python3`", "C": f"build it with `gcc -O2 -o /app/tool/{ker['base']} {tool}`",
                "Go": f"build it with `go build -o /app/tool/{ker['base']} {tool}`",
                "Rust": f"build it with `rustc -O -o /app/tool/{ker['base']} {tool}`"}[lang]
+        if t.variant == "port_fix":
+            how = f"the only copy left: we are retiring the {lang} build"
         t.say(f"`{tool}` is our little tool that {ker['what']} ({how}). {ker['spec']}")
-        if t.level == 0:  # no planted defect: update the parameter and run the one file
+        if t.variant != "repair_tool":
+            t.say(self._output_ask(t, ker, stale, value[0], where))
+        elif t.level == 0:  # no planted defect: update the parameter and run the one file
             t.say(f"The tool is correct except that it still hard-codes an outdated {ker['param_name']} ({stale}); "
                   f"{value[0]} Update it, then run the tool on the file of our batch in {where}: write a line "
                   "`== <file name>` followed by the tool's output for that file.")
@@ -978,13 +1000,82 @@ class PlantedBugRepair(Family):
                   f"then run the fixed tool on every file of our batch in {where}, in file name order, and combine "
                   "the results: for each file, a line `== <file name>` followed by the tool's output for that file.")
         var = t.deliver(value[1], value[2])
+        wrong = t.variant == "wrong_lines"
+        prog, out = ("wrong_lines.py", "/app/out/wrong_lines.txt") if wrong else ("reference.py", "/app/out/report.txt")
+        shipped = render(ker, "Python", planted, str(stale))
+
+        def reference(p: str) -> str:
+            fixed = render(ker, "Python", [], p)
+            return diff_program(shipped, fixed) if wrong else fixed
+
         if t.partial_credit:
-            t.add_solution_file("reference.py", render(ker, "Python", [], str(param)))
-            fetch = f'test -n "{var}"\nd={data}/{key_cmd(var)}\ntest -d "$d"\ncp /solution/reference.py /tmp/reference.py\n'
+            t.add_solution_file(prog, reference(str(param)))
+            fetch = f'test -n "{var}"\nd={data}/{key_cmd(var)}\ntest -d "$d"\ncp /solution/{prog} /tmp/{prog}\n'
         else:
-            t.add_solution_file("reference.py", render(ker, "Python", [], PARAM))
-            fetch = f'd={data}\nsed "s/{PARAM}/{var}/" /solution/reference.py > /tmp/reference.py\n'
-        t.solve(fetch + 'mkdir -p /app/out\n: > /app/out/report.txt\nfor f in $(ls "$d"/ | LC_ALL=C sort); do\n'
-                '  echo "== $f" >> /app/out/report.txt\n'
-                '  python3 /tmp/reference.py < "$d/$f" >> /app/out/report.txt\ndone')
-        t.expect_output("/app/out/report.txt", truth, "the combined report")
+            t.add_solution_file(prog, reference(PARAM))
+            fetch = f'd={data}\nsed "s/{PARAM}/{var}/" /solution/{prog} > /tmp/{prog}\n'
+        t.solve(fetch + f'mkdir -p /app/out\n: > {out}\nfor f in $(ls "$d"/ | LC_ALL=C sort); do\n'
+                f'  echo "== $f" >> {out}\n'
+                f'  python3 /tmp/{prog} < "$d/$f" >> {out}\ndone')
+        t.expect_output(out, truth, "the combined wrong lines" if wrong else "the combined report")
+
+    @staticmethod
+    def _problem(t: TaskBuilder, ker: dict, stale: int, deployed: str) -> str:
+        """What is wrong with the shipped tool (the other variants' wording), and the correct value's sentence."""
+        if t.level == 0:
+            return (f"The tool is correct except that it still hard-codes an outdated {ker['param_name']} ({stale}); "
+                    + deployed)
+        return (f"Users report wrong output. The tool has bugs, and it also still hard-codes an outdated "
+                f"{ker['param_name']} ({stale}); {deployed}")
+
+    @staticmethod
+    def _wrong_lines(t: TaskBuilder) -> str:
+        """wrong_lines' ask: how the shipped output is checked, line by line."""
+        right = "the tool with the value updated" if t.level == 0 else \
+            "a tool that does exactly what is described above with the correct value"
+        return (f" Compare the shipped tool's output line by line with that of {right}: for each line number n "
+                "at which they differ, in order, write a line `<n>: <shipped line> -> <right line>` (n from 1; "
+                "where one output has no line n, `(missing)` stands for it).")
+
+    def _output_ask(self, t: TaskBuilder, ker: dict, stale: int, deployed: str, where: str) -> str:
+        """What port_fix and wrong_lines ask of the batch in ``where``."""
+        one = t.level == 0
+        files = f"the file of our batch in {where}" if one else f"every file of our batch in {where} (file name order)"
+        if t.variant == "port_fix":
+            return self._problem(t, ker, stale, deployed) + (
+                f" Port it to Python as `/app/tool/{ker['base']}.py`" + ("," if one else ", without the defects,")
+                + f" then run the port on {files} and combine the results: for each file, a line `== <file name>` "
+                "followed by the port's output for that file.")
+        return self._problem(t, ker, stale, deployed) + (
+            f" The tool is deployed and stays as it is. For {files}, I need the lines of its output that are wrong; "
+            "combine the results: for each file, a line `== <file name>`, then its wrong lines.") + self._wrong_lines(t)
+
+    def _program_variant(self, t: TaskBuilder, ker: dict, param: int, stale: int, planted: list[str], ref,
+                         inputs, langs: list[str]) -> None:
+        """port_fix: rewrite the tool, fixed, from its copy in another language; wrong_lines: a program that
+        checks the shipped tool's output line by line."""
+        port = t.variant == "port_fix"
+        shipped_lang = next(x for x in KEY if x not in langs) if port else langs[0]
+        tool = f"/app/{'legacy' if port else 'tool'}/{ker['base']}.{KEY[shipped_lang]}"
+        t.add_file(tool, render(ker, shipped_lang, planted, str(stale)))
+        cases = [(x, ref(x)) for x in inputs(t.knobs.cases, 2)]
+        t.say(f"`{tool}` is " + (f"the old {shipped_lang} version of " if port else "") + f"our little tool that "
+              f"{ker['what']}. {ker['spec']}")
+        problem = self._problem(t, ker, stale, "the correct value is given below.")
+        if port:
+            new = "the language of your choice" if t.axes.language == "any" else " and ".join(langs)
+            t.say(problem + f" We are moving the tool to {new}: write it anew"
+                  + (" with the correct value." if t.level == 0 else ", with the correct value and without the "
+                     "defects, so that it does exactly what is described above, for any valid input."))
+            how = "Leave the old version where it is: the new program is what gets tested."
+            progs = {lang: render(ker, lang, [], PARAM) for lang in KEY}
+        else:
+            t.say(problem + f" The tool is deployed and stays as it is (your program may run it). For an input of "
+                  "the tool, I need the lines of its output that are wrong." + self._wrong_lines(t))
+            how = "Write a program that reads an input of the tool and prints those lines (nothing if all are right)."
+            check = diff_program(render(ker, "Python", planted, str(stale)), render(ker, "Python", [], PARAM))
+            progs = {lang: in_language(lang, check) for lang in KEY}
+        var = t.deliver(str(param), f"the {ker['param_name']}")
+        t.expect_program(how, cases, progs)
+        for lang in (["Python"] if t.axes.language == "any" else langs):
+            t.solve(f'sed -i "s/{PARAM}/{var}/" /app/{PROGRAM_FILES[lang]}')

@@ -1,6 +1,11 @@
 """Is a vendor's labelled batch safe to train on? Screen batches against a reference profile: padded
 duplicates, too many invalid rows, a label distribution that fails a chi-square goodness-of-fit test,
-or a feature whose batch mean drifted too many standard errors from the reference mean."""
+or a feature whose batch mean drifted too many standard errors from the reference mean.
+Variants: screen_verdicts (each batch's first failing check and its drift headroom), label_fit (the chi-square
+label test alone against a delivered limit: fit or shift, headroom and the class that deviates most; at level
+0 the statistic of one batch) and drift_features (every drifted (batch, feature) pair with its signed z,
+ranked; at level 0 one feature's z). The corpora of the new variants let the other test's failures pass;
+their report programs are in _batch_drift_screen_refs.py."""
 
 from __future__ import annotations
 
@@ -11,10 +16,11 @@ from dataclasses import dataclass
 
 from tmax.families import unseen
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.data_science import _batch_drift_screen_refs as refs
 from tmax.families.programs import C_SPLIT, C_TRIM, fill, run_python
 
 # @@ZMILLI@@ is the delivered threshold: the oracle puts it in (the report mode takes it as an argument).
-REFERENCE = r'''
+CORE = r'''
 import json
 import math
 import sys
@@ -92,7 +98,9 @@ def verdict(text, profile=None, zmilli=None):
     if z > z_limit(zmilli):
         return "feature_drift"
     return "ok"
+'''
 
+REFERENCE_MAIN = r'''
 
 if __name__ == "__main__":
     if SCREEN or (len(sys.argv) > 1 and sys.argv[1] == "--screen"):
@@ -105,6 +113,7 @@ if __name__ == "__main__":
                 text = f.read()
             print(path.rsplit("/", 1)[-1], verdict(text, prof, sys.argv[2]), fmt(headroom(text, prof, sys.argv[2])))
 '''
+REFERENCE = CORE + REFERENCE_MAIN
 
 # The screen in C, for program-writing variants in C or in two languages; the profile is filled in per task.
 C_REFERENCE = r'''
@@ -115,7 +124,7 @@ C_REFERENCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
-#define Z_LIMIT (@@ZMILLI@@ / 1000.0)
+#define Z_LIMIT @ZLIM@
 #define CHI2_LIMIT @CHI2@
 #define CHECK_INVALID @INVALID@
 #define CHECK_DUPES @DUPES@
@@ -221,9 +230,11 @@ int main(void) {
 '''
 
 
-def c_screen(prof: dict, chi2: float, invalid: bool, dupes: bool) -> str:
+def c_screen(prof: dict, chi2: float | str, invalid: bool, dupes: bool, zlim: str = "(@@ZMILLI@@ / 1000.0)") -> str:
+    """The C screen; ``chi2`` and ``zlim`` may be C expressions (HUGE_VAL turns a check off)."""
     feats, classes = list(prof["features"]), list(prof["labels"])
-    return fill(C_REFERENCE, CHI2=repr(chi2), INVALID="1" if invalid else "0", DUPES="1" if dupes else "0",
+    return fill(C_REFERENCE, CHI2=chi2 if isinstance(chi2, str) else repr(chi2), ZLIM=zlim,
+                INVALID="1" if invalid else "0", DUPES="1" if dupes else "0",
                 NFEAT=str(len(feats)), NCLASS=str(len(classes)), FEATNAMES=", ".join(f'"{f}"' for f in feats),
                 MEANS=", ".join(repr(float(prof["features"][f]["mean"])) for f in feats),
                 STDS=", ".join(repr(float(prof["features"][f]["std"])) for f in feats),
@@ -298,6 +309,8 @@ int main(void) {
 }
 '''
 CUT_WHAT = "the cutoff in thousandths (e.g. 2500 means 2.500)"
+SHARE_WHAT = "the share in ten-thousandths (e.g. 625 means 0.0625)"
+LIMIT_WHAT = "the chi-square limit in millionths (e.g. 12500000 means 12.5)"
 
 
 @dataclass(frozen=True)
@@ -374,11 +387,28 @@ class Screen:
         self.milli = round(knobs.z * 1000) + rng.randrange(-300, 300)
         self.zlim = self.milli / 1000
         self.k = dataclasses.replace(knobs, z=self.zlim)
-        self.src = fill(REFERENCE, PROFILE=self.prof, CHI2=self.chi2_lim, INVALID=knobs.invalid,
-                        DUPES=knobs.dupes, SCREEN=False)
-        self.ns = run_python(self.src)
+        self.compile()
+        # The delivered value (label_fit: the chi-square limit) and how far every shown number must stay from it.
+        self.value, self.gap = self.milli, 0
         self.kinds = ["label_shift", "feature_drift"] + (["invalid"] if knobs.invalid else []) + \
             (["duplicates"] if knobs.dupes else [])
+
+    def compile(self) -> None:
+        k = self.k
+        self.src = fill(REFERENCE, PROFILE=self.prof, CHI2=self.chi2_lim, INVALID=k.invalid, DUPES=k.dupes,
+                        SCREEN=False)
+        self.ns = run_python(self.src)
+
+    def relimit(self, micro: int) -> None:
+        """label_fit: the chi-square limit becomes the delivered value (in millionths)."""
+        self.value, self.chi2_lim = micro, micro / 1000000
+        self.compile()
+
+    def variant_source(self, extra: str) -> str:
+        """A variant's report program: the screening core with ``extra`` (its report and command line)."""
+        k = self.k
+        return fill(CORE + extra + refs.VARIANT_MAIN, PROFILE=self.prof, CHI2=self.chi2_lim, INVALID=k.invalid,
+                    DUPES=k.dupes, SCREEN=False)
 
     def stats(self, text: str) -> tuple[float, float]:
         return self.ns["stats"](self.ns["parse"](text, self.prof)[1], self.prof)
@@ -475,6 +505,7 @@ class BatchDriftScreen(Family):
                         "descriptive statistics")
     verifiers = ("adversarial_corpus", "exact_text", "metric_threshold", "multi_protocol")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    variants = ("screen_verdicts", "label_fit", "drift_features")
     levels = {0: Knobs(batches=1, rows=(20, 30), classes=2, features=1, invalid=False, dupes=False, z=3.0),
               1: Knobs(batches=8, rows=(80, 160), classes=3, features=2, invalid=False, dupes=False, z=4.0),
               2: Knobs(batches=14, rows=(120, 260), classes=3, features=3, invalid=False, dupes=False, z=4.0),
@@ -482,21 +513,32 @@ class BatchDriftScreen(Family):
               4: Knobs(batches=24, rows=(120, 240), classes=4, features=5, invalid=True, dupes=True, z=5.0)}
 
     @staticmethod
-    def draw(t: TaskBuilder, fixtures) -> Screen:
+    def draw(t: TaskBuilder, fixtures, texts=lambda s: (s.intro(), s.checks())) -> Screen:
         """A screen whose threshold (the delivered value) shows nowhere in the fixtures ``fixtures(t, screen)``
-        adds; the threshold is drawn before the batches (they depend on it), so a clash means a fresh draw."""
+        adds nor in ``texts(screen)``; the threshold is drawn before the batches (they depend on it), so a
+        clash means a fresh draw."""
         for _ in range(10):
             s = Screen(t, t.knobs)
             t.add_file("/app/reference/profile.json", json.dumps(s.prof, indent=1, sort_keys=True) + "\n")
             fixtures(s)
-            if not unseen.visible(t, str(s.milli), s.intro(), s.checks()):
+            if not unseen.visible(t, str(s.value), *texts(s)) and \
+                    not (s.gap and not unseen.hidden(t, s.value, s.gap, *texts(s))):
                 return s
             t.env_files.clear()
         raise FamilyError("batch_drift_screen: the threshold showed in the fixtures in 10 draws")
 
+    @classmethod
+    def skip_draws(cls, t: TaskBuilder) -> None:
+        """A seed's fixtures differ between the variants (the first one's draws stay as they were)."""
+        for _ in range(cls.variants.index(t.variant)):
+            t.rng.random()
+
     def corpus_case(self, t: TaskBuilder) -> None:
+        self.skip_draws(t)
         if t.level == 0:
-            return self.atomic_corpus(t)
+            return self.atomic_corpus(t) if t.variant == "screen_verdicts" else self.atomic_stat(t, corpus=True)
+        if t.variant != "screen_verdicts":
+            return self.variant_corpus(t)
         def fixtures(s: Screen) -> None:
             s.k = dataclasses.replace(s.k, rows=(s.k.rows[0] // 2, s.k.rows[1] // 2))  # keeps the corpora light
             for i, kind in enumerate(["ok", "ok_noisy"] + s.kinds, 1):
@@ -522,8 +564,11 @@ class BatchDriftScreen(Family):
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@ZMILLI@@/{v}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
+        self.skip_draws(t)
         if t.level == 0:
-            return self.atomic_output(t)
+            return self.atomic_output(t) if t.variant == "screen_verdicts" else self.atomic_stat(t, corpus=False)
+        if t.variant != "screen_verdicts":
+            return self.variant_output(t)
         truth: list[str] = []
 
         def fixtures(s: Screen) -> None:
@@ -616,3 +661,258 @@ class BatchDriftScreen(Family):
                             "input.", clean, malicious,
                             {"Python": fill(ATOMIC, FEATURE=repr(feat)), "C": fill(C_ATOMIC, FEATURE=feat)})
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@CUT@@/{v}/" "$f"; done')
+
+    # -- label_fit and drift_features ----------------------------------------------------------------------
+    @staticmethod
+    def variant_rules(s: Screen, label: bool) -> str:
+        """What label_fit's chi-square test or drift_features's per-feature z test is, over the valid rows."""
+        intro = ("Our vendors deliver labelled image-feature batches as CSV (header `id,<features...>,label`; a data "
+                 "line is any line after the header). The reference profile of the clean training data is "
+                 "`/app/reference/profile.json`: each class's expected proportion and each feature's mean and "
+                 "standard deviation. ")
+        intro += ("A data line is a valid row unless it has the wrong number of fields, a label that is not one of "
+                  "the profile's classes (exact, lower case), or a feature value that is not a finite number; only "
+                  "valid rows count, whatever their `id`." if s.k.invalid else "Every data line is a valid row.")
+        if label:
+            return intro + (" A batch's labels are tested against the profile's class proportions with the "
+                            "chi-square goodness-of-fit statistic: the sum over classes of (observed - expected)^2 / "
+                            "expected, expected = number of valid rows x proportion. The batch `shift`s if the "
+                            "statistic exceeds the chi-square limit given below, and `fit`s otherwise; features "
+                            "play no part.")
+        return intro + (" A feature's z statistic in a batch is (its mean over the valid rows - profile mean) / "
+                        "(profile std / sqrt(number of valid rows)), with its sign; the feature drifted if |z| "
+                        "exceeds the drift threshold Z given below. Labels play no part.")
+
+    def variant_output(self, t: TaskBuilder) -> None:
+        """label_fit: each batch's label verdict, headroom and worst class; drift_features: every drifted pair."""
+        label = t.variant == "label_fit"
+        named: list[tuple[str, str]] = []
+
+        def fixtures(s: Screen) -> None:
+            k, rng = s.k, s.rng
+            if label:
+                s.relimit(round(s.chi2_lim * 1000) * 1000 + rng.randrange(-1500000, 1500000))
+            kinds = ["ok", "ok_noisy", "label_shift", "feature_drift"] + (["invalid"] if k.invalid else [])
+            pool = kinds * 2 + [rng.choice(kinds) for _ in range(k.batches)]
+            # drift_features: one feature on each side of Z by under 0.001 pins the threshold.
+            texts = [s.batch(kind) for kind in pool[:k.batches - 2]]
+            texts += [s.edge(True), s.edge(False)] if not label else [s.batch(kind) for kind in pool[-2:]]
+            rng.shuffle(texts)
+            named[:] = [(f"batch_{i:03d}.csv", text) for i, text in enumerate(texts, 1)]
+            for name, text in named:
+                t.add_file(f"/app/incoming/{name}", text)
+
+        s = self.draw(t, fixtures, lambda s: (self.variant_rules(s, label),))
+        src = s.variant_source(refs.LABEL_FIT if label else refs.DRIFT_FEATURES)
+        truth = run_python(src)["report"](named, s.prof, str(s.value))
+        t.say(self.variant_rules(s, label))
+        if label:
+            v = t.deliver(str(s.value), LIMIT_WHAT)
+            t.say("Test every batch in `/app/incoming/`. Output format: one line per batch file, sorted by file "
+                  "name: the file name, a space, `fit` or `shift`, a space, its label headroom (the limit minus "
+                  "the statistic, rounded to 3 decimals; negative when it shifted; never `-0.000`), a space, and "
+                  "the class with the largest term (observed - expected)^2 / expected.")
+            out, script = "/app/out/label_fit.txt", "label_fit.py"
+        else:
+            v = t.deliver(str(s.value), Z_WHAT)
+            t.say("Find every drifted feature of every batch in `/app/incoming/`. Output format: one line per "
+                  "(batch, drifted feature) pair: the file name, a space, the feature, a space, and its z rounded "
+                  "to 3 decimals (with its sign); largest |z| first, ties by file name, then feature.")
+            out, script = "/app/out/drifted.txt", "drift_features.py"
+        t.add_solution_file(script, src)
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\npython3 /solution/{script} /app/reference/profile.json "{v}" '
+                f'$(ls /app/incoming/*.csv | sort) > {out}')
+        t.expect_output(out, truth, "the report (format above)")
+
+    @staticmethod
+    def label_edges(s: Screen) -> tuple[str, str]:
+        """label_fit: a batch that fits and one label moved, so that it shifts. The limit is redrawn between
+        their statistics, and every shown number is kept farther from it than they are apart."""
+        rng = s.rng
+        text = s.batch("ok", dataclasses.replace(s.k, invalid=False))
+        lines, boost = text.splitlines(), rng.choice(list(s.prof["labels"]))
+        prev, before = text, s.stats(text)[0]
+        for i in rng.sample(range(1, len(lines)), len(lines) - 1):
+            r = lines[i].split(",")
+            if r[-1] == boost:
+                continue
+            lines[i] = ",".join(r[:-1] + [boost])
+            cur = "\n".join(lines) + "\n"
+            after = s.stats(cur)[0]
+            if after > s.chi2_lim and math.ceil(after * 1e6) - math.floor(before * 1e6) > 1:
+                s.relimit(rng.randint(math.floor(before * 1e6) + 1, math.ceil(after * 1e6) - 1))
+                s.gap = math.ceil((after - before) * 1e6) + 1
+                return prev, cur
+            prev, before = cur, after
+        raise FamilyError("batch_drift_screen: no label move pushes the batch past the limit")
+
+    def variant_corpus(self, t: TaskBuilder) -> None:
+        """label_fit: reject a batch whose labels shifted; drift_features: reject one with a drifted feature."""
+        label = t.variant == "label_fit"
+        edges: list[str] = []
+
+        def fixtures(s: Screen) -> None:
+            s.k = dataclasses.replace(s.k, rows=(s.k.rows[0] // 2, s.k.rows[1] // 2))  # keeps the corpora light
+            if label:
+                s.relimit(round(s.chi2_lim * 1000) * 1000 + s.rng.randrange(-1500000, 1500000))
+                edges[:] = self.label_edges(s)
+            else:
+                edges[:] = [s.edge(False), s.edge(True)]
+            for i, (kind, bad) in enumerate(self.corpus_kinds(s, label), 1):
+                t.add_file(f"/app/samples/batch{i}_{'rejected' if bad else 'accepted'}.csv", self.pick(s, kind, label))
+
+        s = self.draw(t, fixtures, lambda s: (self.variant_rules(s, label),))
+        good = [kind for kind, bad in self.corpus_kinds(s, label) if not bad]
+        clean = [self.pick(s, good[i % len(good)], label) for i in range(19)] + edges[:1]
+        malicious = [self.pick(s, "label_shift" if label else "feature_drift", label) for _ in range(19)] + edges[1:]
+        s.rng.shuffle(clean)
+        s.rng.shuffle(malicious)
+        t.say(self.variant_rules(s, label))
+        if label:
+            v = t.deliver(str(s.value), LIMIT_WHAT)
+            what, marker = "A batch is accepted only if it fits.", "@@CHILIMIT@@"
+            programs = {"Python": s.variant_source(refs.LABEL_FIT),
+                        "C": c_screen(s.prof, "(@@CHILIMIT@@ / 1000000.0)", False, False, zlim="HUGE_VAL")}
+        else:
+            v = t.deliver(str(s.value), Z_WHAT)
+            what, marker = "A batch is accepted only if none of its features drifted.", "@@ZMILLI@@"
+            programs = {"Python": fill(REFERENCE, PROFILE=s.prof, CHI2="math.inf", INVALID=False, DUPES=False,
+                                       SCREEN=True),
+                        "C": c_screen(s.prof, "HUGE_VAL", False, False)}
+        t.say(what + " Some past batches with their outcome are in `/app/samples/`.")
+        t.expect_classifier(f"Write the screen as a program (hard-code the {'limit' if label else 'threshold Z'}; "
+                            "the profile may be hard-coded too or read from `/app/reference/profile.json`): one batch "
+                            "arrives on standard input.", clean, malicious, programs)
+        t.solve(f'for f in /app/solution.*; do sed -i "s/{marker}/{v}/" "$f"; done')
+
+    @staticmethod
+    def corpus_kinds(s: Screen, label: bool) -> list[tuple[str, bool]]:
+        """(batch kind, rejected?) of the kinds a variant's corpora mix: the other test's failures pass."""
+        kinds = ["ok", "ok_noisy", "label_shift", "feature_drift"] + (["invalid"] if s.k.invalid else [])
+        return [(kind, kind == ("label_shift" if label else "feature_drift")) for kind in kinds]
+
+    @staticmethod
+    def pick(s: Screen, kind: str, label: bool) -> str:
+        """A batch of ``kind`` whose variant verdict has a margin too (the screen's batches have one only on
+        the check that fired)."""
+        for _ in range(100):
+            text = s.batch(kind)
+            chi2, z = s.stats(text)
+            if kind in ("label_shift", "feature_drift") or (chi2 < 0.8 * s.chi2_lim if label else z < s.zlim - 0.4):
+                return text
+        raise FamilyError(f"batch_drift_screen: no {kind} batch clear of the variant's test in 100 draws")
+
+    def atomic_stat(self, t: TaskBuilder, corpus: bool) -> None:
+        """Level 0 of label_fit (the chi-square statistic of a two-class batch against a delivered proportion;
+        or a cutoff on one class's share) and drift_features (the z statistic of the feature's mean against a
+        delivered reference mean; or a cutoff on the mean)."""
+        k, rng = t.knobs, t.rng
+        label = t.variant == "label_fit"
+        prof = make_profile(rng, k)
+        (feat, f), cls = next(iter(prof["features"].items())), next(iter(prof["labels"]))
+        head = f"`/app/incoming/batch.csv` is a vendor's labelled batch (CSV, header `id,{feat},label`)."
+        if corpus:
+            return self.atomic_stat_corpus(t, prof, label)
+        text = make_batch(rng, prof, k, "ok")
+        t.add_file("/app/incoming/batch.csv", text)
+        rows = [line.split(",") for line in text.splitlines()[1:]]
+        n, fmt = len(rows), "%.3f"
+        if label:
+            o = sum(1 for r in rows if r[-1] == cls)
+            ask = (f"{head} The reference proportion of `{cls}` labels is given below; every other line is "
+                   f"`{list(prof['labels'])[1]}`. Write the chi-square goodness-of-fit statistic of the batch's label "
+                   "counts, (observed - expected)^2 / expected summed over both classes (expected = number of data "
+                   "lines x proportion), rounded to 3 decimals, to `/app/out/chi2.txt`.")
+
+            def stat(p: str) -> float:
+                e = n * int(p) / 10000
+                d = o - e
+                return d * d / e + d * d / (n - e)
+            p = unseen.unseen(t, lambda: str(rng.randrange(2000, 8000)), ask)
+            t.say(ask)
+            v = t.deliver(p, SHARE_WHAT)
+            awk = (f"awk -F, -v p=\"{v}\" 'NR > 1 {{n++; o += ($NF == \"{cls}\")}} END {{e = n * p / 10000; "
+                   "d = o - e; printf \"%.3f\\n\", d * d / e + d * d / (n - e)}'")
+            out = "/app/out/chi2.txt"
+        else:
+            s = 0.0
+            for r in rows:
+                s += float(r[1])
+            ask = (f"{head} The reference `{feat}` mean is given below and its reference standard deviation is "
+                   f"{f['std']}. Write the batch's z statistic, (mean of `{feat}` over the data lines - reference "
+                   f"mean) / ({f['std']} / sqrt(number of data lines)), rounded to 3 decimals with its sign, to "
+                   "`/app/out/z.txt`.")
+
+            def stat(m: str) -> float:
+                return (s / n - int(m) / 1000) / (f["std"] / math.sqrt(n))
+            p = unseen.unseen(t, lambda: str(round(f["mean"] * 1000) + 10 * rng.randrange(-40, 40)), ask)
+            t.say(ask)
+            v = t.deliver(p, "the reference mean in thousandths (e.g. 42500 means 42.500)")
+            awk = (f"awk -F, -v m=\"{v}\" 'NR > 1 {{s += $2; n++}} END {{printf \"%.3f\\n\", (s / n - m / 1000) / "
+                   f"({f['std']} / sqrt(n))}}'")
+            out = "/app/out/z.txt"
+        if abs(abs(stat(p)) * 1000 % 1 - 0.5) < 1e-6:  # a rounding tie: another draw would settle it, fail loud
+            raise FamilyError("batch_drift_screen: the level-0 statistic sits on a rounding tie")
+        t.solve(f'test -n "{v}"\nmkdir -p /app/out\n{awk} /app/incoming/batch.csv > {out}')
+        t.expect_output(out, fmt % stat(p) + "\n", "the statistic")
+
+    def atomic_stat_corpus(self, t: TaskBuilder, prof: dict, label: bool) -> None:
+        """Level 0 corpora: reject a batch whose share of one class (label_fit) or mean feature value
+        (drift_features) exceeds a delivered cutoff; two batches at it and one step past pin the cutoff."""
+        k, rng = t.knobs, t.rng
+        (feat, f), cls = next(iter(prof["features"].items())), next(iter(prof["labels"]))
+        scale = 10000 if label else 1000
+        # Near the reference share (mean): random batches of this size land on either side about evenly.
+        cut = round((prof["labels"][cls] if label else f["mean"]) * scale) + rng.randrange(-scale // 50, scale // 50)
+        ns = run_python(fill(refs.ATOMIC, CLASS=cls, SHARE=label))
+        clean: list[str] = []
+        malicious: list[str] = []
+        for _ in range(2000):
+            if len(clean) >= 19 and len(malicious) >= 19:
+                break
+            text = make_batch(rng, prof, k, "ok")
+            side = malicious if ns["over"](text, str(cut)) else clean
+            if len(side) < 19:
+                side.append(text)
+        else:
+            raise FamilyError("batch_drift_screen: too few batches on one side of the cutoff in 2000 draws")
+        if label and not unseen.hidden(t, cut, 10000 // k.rows[0] + 1, SHARE_WHAT):
+            raise FamilyError("batch_drift_screen: a number the task shows lies near the cutoff share")
+        clean.append(self.at_cut(rng, clean[0], cut, label, cls, False))
+        malicious.append(self.at_cut(rng, clean[1], cut, label, cls, True))
+        rng.shuffle(clean)
+        rng.shuffle(malicious)
+        if label:
+            t.say(f"Our vendors deliver labelled batches as CSV (header `id,{feat},label`). A batch is rejected if "
+                  f"its share of `{cls}` labels (`{cls}` data lines / all data lines) is strictly greater than the "
+                  "cutoff given below, and accepted otherwise.")
+            v = t.deliver(str(cut), SHARE_WHAT)
+        else:
+            t.say(f"Our vendors deliver labelled batches as CSV (header `id,{feat},label`). A batch is rejected if "
+                  f"the mean of its `{feat}` values over all data lines is strictly greater than the cutoff given "
+                  "below, and accepted otherwise.")
+            v = t.deliver(str(cut), CUT_WHAT)
+        t.expect_classifier("Write the screen as a program (hard-code the cutoff): one batch arrives on standard "
+                            "input.", clean, malicious,
+                            {"Python": fill(refs.ATOMIC, CLASS=cls, SHARE=label),
+                             "C": fill(refs.C_ATOMIC, CLASS=cls, SHARE="1" if label else "0")})
+        t.solve(f'for f in /app/solution.*; do sed -i "s/@@CUT@@/{v}/" "$f"; done')
+
+    @staticmethod
+    def at_cut(rng, text: str, cut: int, label: bool, cls: str, past: bool) -> str:
+        """``text`` moved onto the cutoff exactly (accepted) or just past it: label_fit relabels lines (past:
+        the fewest over it), drift_features shifts the values by whole thousandths."""
+        lines = text.splitlines()
+        rows = [line.split(",") for line in lines[1:]]
+        n = len(rows)
+        if label:
+            want = cut * n // 10000 + past  # the most lines of cls at or under the cutoff share, or one more
+            other = next(r[-1] for r in rows if r[-1] != cls)
+            for j, i in enumerate(rng.sample(range(n), n)):
+                rows[i][-1] = cls if j < want else other
+        else:
+            millis = [round(float(r[1]) * 1000) for r in rows]
+            diff = cut * n + past - sum(millis)
+            for i, r in enumerate(rows):
+                r[1] = "%.3f" % ((millis[i] + diff // n + (i < diff % n)) / 1000)
+        return lines[0] + "\n" + "".join(",".join(r) + "\n" for r in rows)

@@ -2,7 +2,11 @@
 and zip archives of one delivered upload (its folder is keyed by a hash of the ticket number) for
 absolute names, `..` traversal, members written through an earlier symlink, link targets that leave
 the tree and device nodes; at the top level, archives nested inside archives. The adversarial
-variant asks for the gatekeeper program itself: given an archive listing, accept it or reject it."""
+case asks for the gatekeeper program itself: given an archive listing, accept it or reject it.
+Variants: audit (each unsafe member with the first rule it breaks), escape_paths (where each member
+that leaves its extraction directory by name or by link target would end up on disk; its gatekeeper
+judges escapes only) and extract_manifest (the normalised names a safe extraction creates; its
+gatekeeper also refuses members that overwrite an earlier one)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,9 @@ import tempfile
 from dataclasses import dataclass
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.file_operations._archive_member_audit_refs import (ATOMIC, CLASSIFIER_MAIN, CLOBBER_PY,
+                                                                       CORPUS_GOAL, VARIANT_MAIN, VARIANT_REPORTS,
+                                                                       clobbered, with_clobber_check)
 from tmax.families.file_operations._common import WORDS, finish_setup
 from tmax.families.programs import fill, run_python
 from tmax.families.unseen import distinct, key_cmd, key_of, unseen
@@ -349,12 +356,28 @@ int main(void) {
 """
 
 
-def classifiers(max_depth, checks) -> dict[str, str]:
-    """The gatekeeper programs; ``max_depth`` may be source text (the oracle's "@@MAX_DEPTH@@")."""
+def classifiers(max_depth, checks, clobber=False) -> dict[str, str]:
+    """The gatekeeper programs; ``max_depth`` may be source text (the oracle's "@@MAX_DEPTH@@").
+    ``clobber``: also refuse a member that overwrites an earlier one (extract_manifest)."""
     flags = {name: "1" if check in checks else "0"
              for name, check in (("THROUGH", "through-link"), ("LINK", "link-escape"), ("SPECIAL", "special"))}
-    return {"Python": fill(CLASSIFIER, MAX_DEPTH=max_depth, CHECKS=tuple(checks)),
-            "C": fill(CLASSIFIER_C.lstrip("\n"), MAX_DEPTH=str(max_depth), **flags)}
+    if not clobber:
+        return {"Python": fill(CLASSIFIER, MAX_DEPTH=max_depth, CHECKS=tuple(checks)),
+                "C": fill(CLASSIFIER_C.lstrip("\n"), MAX_DEPTH=str(max_depth), **flags)}
+    return {"Python": fill(RULES + CLOBBER_PY + CLASSIFIER_MAIN, MAX_DEPTH=max_depth, CHECKS=tuple(checks)),
+            "C": fill(with_clobber_check(CLASSIFIER_C.lstrip("\n")), MAX_DEPTH=str(max_depth), **flags)}
+
+
+def audit_program(variant, checks, nested) -> str:
+    """The reference audit of a variant's output case (audit's text is today's, unchanged)."""
+    if variant == "audit":
+        return fill(AUDIT, MAX_DEPTH=0, CHECKS=checks, NESTED=nested)
+    body = AUDIT[:AUDIT.index("\n\nif __name__")]
+    return fill(body + VARIANT_REPORTS + VARIANT_MAIN, MAX_DEPTH=0, CHECKS=checks, NESTED=nested,
+                VISIT=VISITS[variant])
+
+
+VISITS = {"escape_paths": "escapes", "extract_manifest": "manifest"}  # each variant's report over the walk
 
 
 VENDORS = ("acme", "globex", "initech", "umbrella", "hooli", "vandelay", "stark", "wayne")
@@ -497,6 +520,7 @@ class ArchiveMemberAudit(Family):
     primitive_skills = ("archive listing", "archive extraction", "path traversal prevention", "path normalisation",
                         "symlink resolution", "compressed stream handling", "handling special characters in filenames")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "adversarial_corpus")
+    variants = ("audit", "escape_paths", "extract_manifest")
     levels = {0: Knobs(archives=1, members=6, checks=(), kinds=("tgz",), nested=False),
               1: Knobs(archives=1, members=14, checks=(), kinds=("tgz",), nested=False),
               2: Knobs(archives=2, members=22, checks=("link-escape",), kinds=("tgz", "zip"), nested=False),
@@ -506,7 +530,7 @@ class ArchiveMemberAudit(Family):
                        kinds=("tgz", "zip", "tar"), nested=True)}
     programs = classifiers(0, ())
 
-    def _rules_text(self, checks, depth=None):
+    def _rules_text(self, checks, depth=None, clobber=False):
         rules = ["`absolute`: the name starts with `/`",
                  "`traversal`: the name climbs above the extraction directory (split on `/`, ignore empty and `.` "
                  "components, let `..` remove the previous component: a `..` with nothing left to remove climbs "
@@ -523,6 +547,9 @@ class ArchiveMemberAudit(Family):
         if depth:
             rules.append("`too-deep`: the normalised name has more than the maximum number of components (the "
                          "depth limit given above)")
+        if clobber:
+            rules.append("`clobber`: a member other than a directory whose normalised name is that of an earlier "
+                         "member (it would overwrite it)")
         return "; ".join(f"({i}) {r}" for i, r in enumerate(rules, 1))
 
     @staticmethod
@@ -571,14 +598,16 @@ class ArchiveMemberAudit(Family):
             spec.sort(key=lambda a: a["name"])
             uploads.append(spec)
         ns_arch = run_python(ARCHIVER)
-        audit_src = fill(AUDIT, MAX_DEPTH=0, CHECKS=checks, NESTED=k.nested)
+        audit_src = audit_program(t.variant, checks, k.nested)
         ref = run_python(audit_src)
+        report = ref["report"] if t.variant == "audit" else \
+            (lambda folder: ref["variant_report"](folder, ref[VISITS[t.variant]]))
         blobs = []
         with tempfile.TemporaryDirectory(prefix="tmax-fo-") as d:
             reports = []
             for u, spec in enumerate(uploads):
                 ns_arch["build"](spec, f"{d}/{u}")
-                reports.append(ref["report"](f"{d}/{u}"))
+                reports.append(report(f"{d}/{u}"))
                 for a in spec:
                     with open(f"{d}/{u}/{a['name']}", "rb") as f:
                         blobs.append(f.read())
@@ -595,6 +624,8 @@ class ArchiveMemberAudit(Family):
             t.add_setup(f"python3 /tmp/fo-fixture/archiver.py /tmp/fo-fixture/upload{u}.json "
                         f"/app/incoming/{key_of(tickets[u])}")
         finish_setup(t)
+        if t.variant != "audit":
+            return self._variant_output(t, tickets[0], truth, audit_src)
         if t.level == 0:  # atomic: one archive, list the names that start with `/` or `../`
             t.say("Uploads land in `/app/incoming/<KEY>/`, where KEY is the first 16 hex digits of the SHA-256 of the "
                   "upload's ticket number (`printf %s <ticket> | sha256sum`). The upload named below holds one "
@@ -631,24 +662,31 @@ class ArchiveMemberAudit(Family):
     def corpus_case(self, t: TaskBuilder) -> None:
         rng, k = t.rng, t.knobs
         gen = _Gen(rng, t.level)
-        checks = k.checks
+        v = t.variant
+        # escape_paths judges escapes only: writes through a symlink and device nodes are clean look-alikes there.
+        checks = ("link-escape",) if v == "escape_paths" else k.checks
+        decoys = [c for c in ("through-link", "special") if c in k.checks and c not in checks]
         # The depth limit is the delivered value: the host judges the corpora with it, the oracle's
         # programs get it at solve time. Clean items reach the limit and too-deep items pass it by one,
         # so no other limit classifies both corpora right.
         depth = rng.randrange(5, 9)
-        ref = run_python(classifiers(depth, checks)["Python"])
+        programs = classifiers(depth, checks, clobber=v == "extract_manifest")
+        ref = run_python(programs["Python"])
+        judge = ref["verdicts"] if v != "extract_manifest" else (lambda m: ref["verdicts"](m) + ref["clobbers"](m))
         bad_reasons = self._reasons(checks) + (["through-link"] if "through-link" in checks else []) + ["too-deep"]
+        bad_reasons += ["clobber"] if v == "extract_manifest" else []
         clean, malicious = [], []
         for _ in range(3000):
             if len(clean) == 30:
                 break
-            members = gen.listing(rng.randrange(4, k.members), [])
-            if ref["verdicts"](members) and not all(r == "too-deep" for _, r in ref["verdicts"](members)):
+            members = gen.listing(rng.randrange(4, k.members), [rng.choice(decoys)] if decoys and rng.random() < 0.5
+                                  else [])
+            if judge(members) and not all(r == "too-deep" for _, r in judge(members)):
                 continue
             members = [m for m in members if not (len(ref["parts"](m[1]) or []) > depth)]
             if len(clean) % 2 == 0:  # a member exactly at the limit: a lower limit must reject it
                 members.insert(rng.randrange(len(members) + 1), ("file", gen.path(depth - 1), None))
-            if not ref["verdicts"](members):
+            if not judge(members):
                 clean.append(_as_text(members))
         if len(clean) < 30:
             raise FamilyError(f"archive_member_audit: only {len(clean)} clean listings drawn")
@@ -659,19 +697,70 @@ class ArchiveMemberAudit(Family):
                 members = [m for m in members if not (len(ref["parts"](m[1]) or []) > depth)]
                 members.insert(rng.randrange(len(members) + 1),
                                ("file", gen.path(depth), None))
+            elif reason == "clobber":
+                members = clobbered(rng, gen.listing(rng.randrange(4, k.members), []))
             else:
                 members = gen.listing(rng.randrange(4, k.members), [reason])
-            if ref["verdicts"](members):
+            if judge(members):
                 malicious.append(_as_text(members))
-        t.say("Our upload pipeline should refuse any archive that would write outside its extraction directory. "
-              "We need the gatekeeper: a program that reads an archive listing and decides. The listing has one "
+        t.say(CORPUS_GOAL[v] + " We need the gatekeeper: a program that reads an archive listing and decides. The listing has one "
               "member per line, in archive order: `<type><TAB><name><TAB><link target>`, where the type is one of "
               "`file`, `dir`, `symlink`, `hardlink`, `char`, `block`, `fifo` and the link target is empty unless the "
               "member is a link. Reject the archive (exit 1) if any member breaks a rule; accept it (exit 0) "
               "otherwise.")
         var = t.deliver(str(depth), "the depth limit")
-        t.say("The rules, in the extractor's terms: " + self._rules_text(checks, depth) + ". Hard-code the depth "
-              "limit in the program. Names that only "
-              "look odd (`a/../b`, `..notes`, `v1..2.txt`, `./x`, doubled slashes) are fine.")
-        t.expect_classifier("", clean, malicious, classifiers("@@MAX_DEPTH@@", checks))
+        t.say("The rules, in the extractor's terms: " + self._rules_text(checks, depth, v == "extract_manifest")
+              + ". Hard-code the depth limit in the program. Names that only "
+              "look odd (`a/../b`, `..notes`, `v1..2.txt`, `./x`, doubled slashes) are fine."
+              + (" So are device nodes, FIFOs and members below an earlier symlink: other checks handle those."
+                 if decoys else ""))
+        t.expect_classifier("", clean, malicious, classifiers("@@MAX_DEPTH@@", checks, v == "extract_manifest"))
         t.solve(f'test -n "{var}"\nfor f in /app/solution.*; do sed -i "s/@@MAX_DEPTH@@/{var}/" "$f"; done')
+
+    def _variant_output(self, t: TaskBuilder, ticket: str, truth: str, src: str) -> None:
+        """escape_paths: where escaping members land; extract_manifest: what a safe extraction creates."""
+        k = t.knobs
+        t.say("Uploads land in `/app/incoming/<KEY>/`, one folder per upload ticket, where KEY is the first 16 hex "
+              "digits of the SHA-256 of the ticket number (its decimal digits alone, no newline: "
+              "`printf %s <ticket> | sha256sum`). Work on the upload named below only, and do not extract anything.")
+        var = t.deliver(ticket, "the upload ticket number")
+        norm = ("Normalise a path by splitting it on `/`, dropping empty and `.` components and letting `..` remove "
+                "the previous component")
+        if t.level == 0:  # atomic: one archive, tar's own listing
+            out, col, ask, script = ATOMIC[t.variant]
+            t.say(ask)
+            t.solve(fill(script, KEY=key_cmd(var)))
+            return t.expect_output(out, "".join(line.split("\t")[col] + "\n" for line in truth.splitlines()),
+                                   "the list")
+        nested = (" Archives inside archives (regular members whose names end in `.tar`, `.tar.gz`, `.tgz` or "
+                  "`.zip`) are handled too, one level deep, and written as `<outer archive file name>!<inner member "
+                  "name>`" + ("; such an inner archive is unpacked into its outer archive's directory joined with "
+                              "the inner member's name without that suffix" if t.variant == "escape_paths" else "")
+                  + "." if k.nested else "")
+        if t.variant == "escape_paths":
+            links = ("; (2) otherwise, a symlink whose target is absolute or, resolved from the symlink's own "
+                     "directory, climbs out: the path it points to (an absolute target as it is, any other joined "
+                     "to the symlink's directory); a hard link whose target (a path from the archive root) is "
+                     "absolute or climbs out: that target joined to the archive's directory"
+                     if "link-escape" in k.checks else "")
+            t.say("A naive extractor unpacks each archive of the upload into `/srv/unpack/<STEM>/`, STEM being the "
+                  f"archive's file name without `.tar.gz`, `.tgz`, `.tar` or `.zip`.{nested} {norm}; a `..` with "
+                  "nothing left to remove climbs out of the archive (at `/` it stays at `/`). Report the members that reach outside their archive's directory, with the normalised "
+                  "absolute path they reach: (1) a member whose name is absolute or climbs out: the path it would "
+                  f"be written to (an absolute name as it is, any other joined to the archive's directory){links}.")
+            t.say("Write `/app/out/escapes.tsv`: one line per such member, `<archive file name><TAB><member name as "
+                  "stored><TAB><absolute path>`, ordered by archive name (byte order), then by the member's position "
+                  "in its archive.")
+            out = "/app/out/escapes.tsv"
+        else:
+            t.say("A safe extraction of each archive of the upload skips every member that is unsafe, i.e. to which "
+                  f"one of these rules applies: {self._rules_text(k.checks)}.{nested}")
+            t.say(f"{norm}. Write `/app/out/manifest.tsv`: one line per path the safe extraction creates, i.e. per "
+                  "normalised name of a member that is not a directory and breaks no rule, as `<archive file "
+                  "name><TAB><normalised name>`, each such line once, ordered by archive name, then by normalised "
+                  "name (byte order).")
+            out = "/app/out/manifest.tsv"
+        t.add_solution_file("report.py", src)
+        t.solve(f'mkdir -p /app/out\nkey={key_cmd(var)}\npython3 /solution/report.py "/app/incoming/$key" > {out}')
+        t.expect_output(out, truth, "the report")
+

@@ -3,7 +3,11 @@ dependencies and devDependencies (peer and external ones do not count); CI build
 limited number of parallel slots. Higher levels build only what a change affects (changed files ->
 packages -> everything depending on them) and contain a dependency cycle whose packages are blocked.
 The slot count is the delivered value: graphs are drawn so that every other count gives another plan,
-and under partial credit every line carries the count. Level 0 asks for the first round only."""
+and under partial credit every line carries the count. Level 0 asks for the first round only.
+Variants: build_rounds (the plan, round by round), package_rounds (each package with the round it is
+built in, or `blocked`) and slot_waits (the packages that were ready but found no free slot, with how
+many rounds they waited); at level 0 the dependency-free packages' first round, their rounds, or those
+left out of the first round."""
 
 from __future__ import annotations
 
@@ -13,6 +17,9 @@ from dataclasses import dataclass, replace
 
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
 from tmax.families.programs import C_TRIM, fill, run_python
+from tmax.families.software_engineering._monorepo_build_rounds_refs import (VARIANT_ATOMIC, VARIANT_BLOCKED,
+                                                                            VARIANT_EXAMPLE, VARIANT_FMT, VARIANT_OUT,
+                                                                            atomic_programs, variant_programs)
 
 REFERENCE = r'''
 import sys
@@ -571,6 +578,12 @@ class Knobs:
 
 FMT = ("one line per round, `round <n>: <package names>` (numbered from 1, full scoped names separated "
        "by single spaces, in byte order)")
+PLANNERS = {"Python": REFERENCE, "C": C_REFERENCE, "Go": GO_REFERENCE, "Rust": RUST_REFERENCE}
+FIRSTS = {"Python": ATOMIC, "C": C_ATOMIC, "Go": GO_ATOMIC, "Rust": RUST_ATOMIC}
+BLOCKED = {"build_rounds": " but listed on a final line `blocked: <names>` (byte order); omit that line if there are "
+                           "none.", **VARIANT_BLOCKED}  # what the rules say of blocked packages
+EXAMPLE = {"build_rounds": "round 1: ...", **VARIANT_EXAMPLE}  # a tagged line under partial credit
+OUT = {"build_rounds": "/app/out/build_plan.txt", **VARIANT_OUT}
 
 
 @register
@@ -581,6 +594,7 @@ class MonorepoBuildRounds(Family):
     primitive_skills = ("topological sorting", "cycle detection", "bounded parallel scheduling",
                         "graph traversal and dependency resolution", "JSON traversal", "sorting with tie-breaks")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
+    variants = ("build_rounds", "package_rounds", "slot_waits")
     programs = {"Python": REFERENCE, "C": C_REFERENCE, "Go": GO_REFERENCE, "Rust": RUST_REFERENCE}
     levels = {0: Knobs(pkgs=7, dev=False, peer=False, externals=False, changed=0, cycle=False, aliases=False),
               1: Knobs(pkgs=6, dev=False, peer=False, externals=False, changed=0, cycle=False, aliases=False),
@@ -588,7 +602,7 @@ class MonorepoBuildRounds(Family):
               3: Knobs(pkgs=14, dev=True, peer=True, externals=True, changed=2, cycle=False, aliases=True),
               4: Knobs(pkgs=20, dev=True, peer=True, externals=True, changed=3, cycle=True, aliases=True)}
 
-    def rules(self, k) -> str:
+    def rules(self, k, variant: str = "build_rounds") -> str:
         r = ("A package needs every workspace package it lists under `dependencies`"
              + (" or `devDependencies`" if k.dev else "") + " to be built before it (in an earlier round)"
              + ("; `peerDependencies` do not count, and neither does anything that is not a workspace package"
@@ -601,9 +615,13 @@ class MonorepoBuildRounds(Family):
                   "other packages come from the cache and count as already built.")
         if k.cycle:
             r += (" Packages that can never become ready (a dependency cycle, or depending on one) are not built "
-                  "at all but listed on a final line `blocked: <names>` (byte order); omit that line if there are "
-                  "none.")
+                  "at all" + BLOCKED[variant])
         return r
+
+    @staticmethod
+    def report_fmt(variant: str, k) -> str:
+        return FMT + (", then the `blocked:` line if any" if k.cycle else "") if variant == "build_rounds" \
+            else VARIANT_FMT[variant]
 
     def case_text(self, rng, k) -> str:
         """One planner input: a random workspace graph (and changed packages) as `name: deps` lines."""
@@ -618,7 +636,8 @@ class MonorepoBuildRounds(Family):
             return self.atomic_program(t)
         k, rng = t.knobs, t.rng
         demo = rng.choice([5, 6])  # the worked examples' slot count, named in the instruction
-        schedule = run_python(fill(REFERENCE, SLOTS=0))["schedule"]
+        progs = variant_programs(t.variant, PLANNERS)
+        schedule = run_python(fill(progs["Python"], SLOTS=0))["schedule"]
         texts = [self.case_text(rng, replace(k, pkgs=rng.randint(3, k.pkgs))) for _ in range(10)]
         # Some hidden case must come out differently for every other slot count.
         for _ in range(100):
@@ -634,19 +653,19 @@ class MonorepoBuildRounds(Family):
         extra = " and a last line `changed: <packages with a changed file>`" if k.changed else ""
         t.say("Our CI needs a build planner for the monorepo. Its input lists each workspace package as "
               "`<name>: <the names it depends on>` (only the dependency kinds that count, but the list may also "
-              f"name packages outside the workspace, which never count){extra}. " + self.rules(k)
-              + f" Print {FMT}" + (", then the `blocked:` line if any" if k.cycle else "") + ". The worked "
+              f"name packages outside the workspace, which never count){extra}. " + self.rules(k, t.variant)
+              + f" Print {self.report_fmt(t.variant, k)}. The worked "
               f"examples were planned with {demo} slots; your planner must use ours.")
-        t.expect_program("Hard-code the number of slots.", cases,
-                         {"Python": fill(REFERENCE, SLOTS="@@SLOTS@@"), "C": C_REFERENCE, "Go": GO_REFERENCE,
-                          "Rust": RUST_REFERENCE})
+        t.expect_program("Hard-code the number of slots.", cases, {**progs, "Python": fill(progs["Python"],
+                                                                                          SLOTS="@@SLOTS@@")})
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@SLOTS@@/{var}/" "$f"; done')
 
     def output_case(self, t: TaskBuilder) -> None:
         if t.level == 0:
             return self.atomic_output(t)
         k, rng = t.knobs, t.rng
-        schedule = run_python(fill(REFERENCE, SLOTS=0))["schedule"]
+        src = fill(variant_programs(t.variant, PLANNERS)["Python"], SLOTS=0)
+        schedule = run_python(src)["schedule"]
         # A graph with a round wider than the slot count: every other count (any number the task shows)
         # gives another plan, so the delivered count decides the answer.
         for _ in range(100):
@@ -696,22 +715,26 @@ class MonorepoBuildRounds(Family):
         if k.changed:
             where += (" The pull request changed the files listed in `/app/monorepo/CHANGED_FILES` (paths relative "
                       "to the repository root).")
-        t.say(f"{where} Plan the CI build. " + self.rules(k) + f" The plan has {FMT}"
-              + (", then the `blocked:` line if any." if k.cycle else "."))
+        t.say(f"{where} Plan the CI build. " + self.rules(k, t.variant)
+              + (f" The plan has {FMT}" + (", then the `blocked:` line if any." if k.cycle else ".")
+                 if t.variant == "build_rounds" else f" The report has {VARIANT_FMT[t.variant]}."))
         tag = ""
         if t.partial_credit:  # lines (the blocked one, late rounds) may not depend on the count: tag them
             t.say("The CI runner pool reads the plan with the slot count in front: start every line with "
-                  "`slots=<N> ` (for example `slots=7 round 1: ...`).")
+                  "`slots=<N> ` (for example `slots=7 " + EXAMPLE[t.variant] + "`).")
             truth = "".join(f"slots={slots} {line}\n" for line in truth.splitlines())
             tag = f' | sed "s/^/slots={var} /"'
-        t.add_solution_file("plan.py", fill(REFERENCE, SLOTS=0))
+        t.add_solution_file("plan.py", src)
         t.solve("mkdir -p /app/out\n{ for f in /app/monorepo/packages/*/package.json; do jq -r '.name + \": \" + "
                 "([(.dependencies // {}), (.devDependencies // {}) | keys[]] | join(\" \"))' \"$f\"; done"
-                f'{extra_cmd}; }} | python3 /solution/plan.py "{var}"{tag} > /app/out/build_plan.txt')
-        t.expect_output("/app/out/build_plan.txt", truth, "the build plan")
+                f'{extra_cmd}; }} | python3 /solution/plan.py "{var}"{tag} > {OUT[t.variant]}')
+        t.expect_output(OUT[t.variant], truth, "the build plan" if t.variant == "build_rounds" else "the report")
 
     ATOMIC_RULE = ("CI builds first the packages that have no dependencies at all, taking them in byte order of "
                    "their names, at most the number of parallel slots given here.")
+    # Level 0 by variant: what to list (after ATOMIC_RULE), where, the shell step after the sorted names, an example.
+    ATOMIC_ASK = {"build_rounds": ("List the packages of that first round, one full package name per line.",
+                                   "/app/out/round1.txt", 'sed -n "1,${@V@}p"', "@scope/name"), **VARIANT_ATOMIC}
 
     def atomic_output(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
@@ -728,25 +751,26 @@ class MonorepoBuildRounds(Family):
             if deps[n]:
                 doc["dependencies"] = {f"{scope}/{d}": "workspace:*" for d in deps[n]}
             t.add_file(f"/app/monorepo/packages/{n}/package.json", json.dumps(doc, indent=2) + "\n")
-        truth = run_python(fill(ATOMIC, SLOTS=slots))["first_round"](
+        ask, out, step, example = self.ATOMIC_ASK[t.variant]
+        truth = run_python(fill(atomic_programs(t.variant, FIRSTS)["Python"], SLOTS=slots))["first_round"](
             "".join(f"{scope}/{n}: " + " ".join(f"{scope}/{d}" for d in deps[n]) + "\n" for n in names))
         var = t.deliver(str(slots), "the number of parallel CI slots")
         t.say("The monorepo `/app/monorepo` has its workspace packages under `packages/`, each with a `package.json`. "
-              f"{self.ATOMIC_RULE} List the packages of that first round, one full package name per line.")
+              f"{self.ATOMIC_RULE} {ask}")
         tag = ""
         if t.partial_credit:  # every line then depends on the count
-            t.say("Start every line with `slots=<N> ` (for example `slots=7 @scope/name`).")
+            t.say(f"Start every line with `slots=<N> ` (for example `slots=7 {example}`).")
             truth = "".join(f"slots={slots} {line}\n" for line in truth.splitlines())
             tag = f' | sed "s/^/slots={var} /"'
         t.solve("mkdir -p /app/out\njq -r 'select((.dependencies // {}) == {}) | .name' "
-                f'/app/monorepo/packages/*/package.json | LC_ALL=C sort | sed -n "1,${{{var[1:]}}}p"{tag} '
-                "> /app/out/round1.txt")
-        t.expect_output("/app/out/round1.txt", truth, "the first round")
+                f"/app/monorepo/packages/*/package.json | LC_ALL=C sort | {fill(step, V=var[1:])}{tag} > {out}")
+        t.expect_output(out, truth, "the first round" if t.variant == "build_rounds" else "the list")
 
     def atomic_program(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
         slots, demo = rng.choice([2, 3]), rng.choice([4, 5])
-        first = run_python(fill(ATOMIC, SLOTS=0))["first_round"]
+        progs = atomic_programs(t.variant, FIRSTS)
+        first = run_python(fill(progs["Python"], SLOTS=0))["first_round"]
         texts: list[str] = []
         for _ in range(200):
             if len(texts) == 6:
@@ -761,9 +785,10 @@ class MonorepoBuildRounds(Family):
         cases = [(text, first(text, demo if i < 2 else slots)) for i, text in enumerate(texts)]
         var = t.deliver(str(slots), "the number of parallel CI slots")
         t.say("Our CI needs the first round of its build plan. The input lists each workspace package as "
-              f"`<name>: <the names it depends on>`. {self.ATOMIC_RULE} Print the packages of that first round, one "
-              f"name per line. The worked examples were planned with {demo} slots; your program must use ours.")
+              f"`<name>: <the names it depends on>`. {self.ATOMIC_RULE} "
+              + ("Print the packages of that first round, one name per line." if t.variant == "build_rounds" else
+                 self.ATOMIC_ASK[t.variant][0].replace("List", "Print", 1).replace("full package name", "name"))
+              + f" The worked examples were planned with {demo} slots; your program must use ours.")
         t.expect_program("Hard-code the number of slots.", cases,
-                         {"Python": fill(ATOMIC, SLOTS="@@SLOTS@@"), "C": C_ATOMIC, "Go": GO_ATOMIC,
-                          "Rust": RUST_ATOMIC})
+                         {**progs, "Python": fill(progs["Python"], SLOTS="@@SLOTS@@")})
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@SLOTS@@/{var}/" "$f"; done')

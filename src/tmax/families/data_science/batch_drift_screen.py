@@ -377,6 +377,20 @@ def make_batch(rng, prof: dict, k: Knobs, kind: str) -> str:
     return "id," + ",".join(feats) + ",label\n" + "".join(",".join(r) + "\n" for r in rows)
 
 
+def both_sides(rng, prof: dict, k: Knobs, over_cut) -> tuple[list[str], list[str]]:
+    """19 clean batches and 19 over the cutoff (``over_cut(text)``), drawn from ordinary batches."""
+    clean: list[str] = []
+    malicious: list[str] = []
+    for _ in range(2000):
+        if len(clean) >= 19 and len(malicious) >= 19:
+            return clean, malicious
+        text = make_batch(rng, prof, k, "ok")
+        side = malicious if over_cut(text) else clean
+        if len(side) < 19:
+            side.append(text)
+    raise FamilyError("batch_drift_screen: too few batches on one side of the cutoff in 2000 draws")
+
+
 class Screen:
     """One task's profile, threshold and reference, and the batches drawn against them."""
 
@@ -629,17 +643,7 @@ class BatchDriftScreen(Family):
         f = prof["features"][feat]
         # About two standard deviations up: a random batch of this size lands on either side about evenly.
         cut = round((f["mean"] + rng.uniform(1.8, 2.2) * f["std"]) * 1000)
-        clean: list[str] = []
-        malicious: list[str] = []
-        for _ in range(2000):
-            if len(clean) >= 19 and len(malicious) >= 19:
-                break
-            text = make_batch(rng, prof, k, "ok")
-            side = malicious if max(self.millis(text)) > cut else clean
-            if len(side) < 19:
-                side.append(text)
-        else:
-            raise FamilyError("batch_drift_screen: too few batches on one side of the cutoff in 2000 draws")
+        clean, malicious = both_sides(rng, prof, k, lambda text: max(self.millis(text)) > cut)
 
         def edge(text: str, milli: int) -> str:
             """``text`` with one row's value put on ``milli``: at the cutoff (accepted) or one step past it."""
@@ -865,17 +869,7 @@ class BatchDriftScreen(Family):
         # Near the reference share (mean): random batches of this size land on either side about evenly.
         cut = round((prof["labels"][cls] if label else f["mean"]) * scale) + rng.randrange(-scale // 50, scale // 50)
         ns = run_python(fill(refs.ATOMIC, CLASS=cls, SHARE=label))
-        clean: list[str] = []
-        malicious: list[str] = []
-        for _ in range(2000):
-            if len(clean) >= 19 and len(malicious) >= 19:
-                break
-            text = make_batch(rng, prof, k, "ok")
-            side = malicious if ns["over"](text, str(cut)) else clean
-            if len(side) < 19:
-                side.append(text)
-        else:
-            raise FamilyError("batch_drift_screen: too few batches on one side of the cutoff in 2000 draws")
+        clean, malicious = both_sides(rng, prof, k, lambda text: ns["over"](text, str(cut)))
         if label and not unseen.hidden(t, cut, 10000 // k.rows[0] + 1, SHARE_WHAT):
             raise FamilyError("batch_drift_screen: a number the task shows lies near the cutoff share")
         clean.append(self.at_cut(rng, clean[0], cut, label, cls, False))

@@ -1,6 +1,11 @@
 """Is the treatment arm better than control? Join experiment assignments to purchase events, clean the
 exposure log (duplicates, users seen in two arms, internal testers, events before exposure, a
-conversion window, mixed timestamp units at higher levels) and report a pooled two-proportion z-test."""
+conversion window, mixed timestamp units at higher levels) and report a pooled two-proportion z-test.
+Variants: readout (that z-test of one treatment arm against CONTROL, as key=value lines), arm_table (a
+CSV table of every arm against CONTROL with Bonferroni-corrected verdicts) and conversion_latency (the
+median and mean time from exposure to first counted purchase in CONTROL and one treatment arm). Level 0
+asks one sub-question each: users exposed since the restart, each arm's first exposure after it, each
+buyer's first purchase after it. The new variants' program texts are in _ab_test_readout_refs.py."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from dataclasses import dataclass
 
 from tmax.families import unseen
 from tmax.families.base import Family, FamilyError, TaskBuilder, register
+from tmax.families.data_science import _ab_test_readout_refs as refs
 from tmax.families.programs import C_SPLIT, C_TRIM, fill, run_python
 
 # One source of truth: the oracle ships it, the truth is computed with it on the host, and the
@@ -332,6 +338,43 @@ int main(void) {
 }
 '''
 
+# The new variants reuse the readout's own parsing code, sliced out of the texts above.
+PY_HELPERS = REFERENCE[REFERENCE.index("def parse_ts("):REFERENCE.index("def readout(")]
+PY_TIME = REFERENCE[REFERENCE.index("def parse_ts("):REFERENCE.index("def fmt(")]
+PY_MAIN = REFERENCE[REFERENCE.index("def split_stream("):]
+C_PARSE = C_REFERENCE[C_REFERENCE.index("@C_TRIM@"):C_REFERENCE.index("static long long cutoff;")]
+C_TIME = C_REFERENCE[C_REFERENCE.index("static long long days_from_civil("):C_REFERENCE.index("/* Calls fn(")]
+REPORTS = {"arm_table": (refs.PY_ARM_TABLE, refs.C_ARM_TABLE, "Every arm against CONTROL"),
+           "conversion_latency": (refs.PY_LATENCY, refs.C_LATENCY, "Time to convert, CONTROL and one arm")}
+# Level 0 of the new variants: (grouping column, counted event, what a line is about, its column's name).
+FIRST_AFTER = {"arm_table": (1, "", "arm", "arm"), "conversion_latency": (0, "purchase", "buyer", "user_id")}
+
+
+def sources(variant: str, window: int, srm: bool, arm: str) -> dict[str, str]:
+    """The variant's filled reference programs by language (readout: today's texts, unchanged)."""
+    if variant == "readout":
+        return {"Python": fill(REFERENCE, WINDOW=window, SRM=srm, ARM=arm),
+                "C": fill(C_REFERENCE, WINDOW=str(window), SRM="1" if srm else "0", ARM=arm, C_TRIM=C_TRIM,
+                          C_SPLIT=C_SPLIT)}
+    py, c, title = REPORTS[variant]
+    named = {"ARM": arm} if variant == "conversion_latency" else {}  # arm_table reports every arm
+    py_src = refs.PY_HEAD + ('ARM = "@ARM@"\n' if named else "") + refs.PY_CONSTS + PY_HELPERS + refs.PY_COHORT
+    return {"Python": fill(py_src + py + PY_MAIN, WINDOW=window, **named),
+            "C": fill(refs.C_HEAD + C_PARSE + refs.C_COHORT + c, TITLE=title, WINDOW=str(window), C_TRIM=C_TRIM,
+                      C_SPLIT=C_SPLIT, **named)}
+
+
+def atomic_sources(variant: str) -> tuple[dict[str, str], str]:
+    """(the level-0 reference programs by language, the Python function that answers)."""
+    if variant == "readout":
+        return {"Python": fill(ATOMIC), "C": fill(C_ATOMIC)}, "count"
+    key, event, what, _ = FIRST_AFTER[variant]
+    py = fill(refs.PY_FIRST_AFTER_HEAD + PY_TIME + refs.PY_FIRST_AFTER, KEY=key, EVENT=repr(event))
+    c = fill(refs.C_FIRST_AFTER_HEAD + "@C_TRIM@\n\n@C_SPLIT@\n\n" + C_TIME + refs.C_FIRST_AFTER, WHAT=what, KEY=key,
+             EVENT=event, C_TRIM=C_TRIM, C_SPLIT=C_SPLIT)
+    return {"Python": py, "C": c}, "first_after"
+
+
 EVENTS = ("page_view", "page_view", "add_to_cart", "search")
 RESTART_WHAT = "the restart time (YYYYMMDDHHMM, UTC)"
 
@@ -414,21 +457,28 @@ class AbTestReadout(Family):
                         "cohort filtering", "sample ratio mismatch check", "group-by aggregation")
     verifiers = ("exact_text", "metric_threshold", "multi_protocol", "fuzz_equivalence")
     programs = {"Python": REFERENCE, "C": C_REFERENCE}
+    variants = ("readout", "arm_table", "conversion_latency")
     levels = {0: Knobs(users=40, arms=1, traps=0, window=0, epoch=False, srm=False),
               1: Knobs(users=300, arms=1, traps=1, window=0, epoch=False, srm=True),
               2: Knobs(users=800, arms=2, traps=2, window=0, epoch=False, srm=True),
               3: Knobs(users=1500, arms=3, traps=3, window=0, epoch=False, srm=True),
               4: Knobs(users=2500, arms=3, traps=3, window=7, epoch=True, srm=True)}
 
-    def setup(self, t: TaskBuilder) -> tuple[list[str], str, int, str, dict]:
-        """(the arms, the compared treatment arm, the run's first day, the filled Python reference, its
-        namespace)."""
+    def setup(self, t: TaskBuilder) -> tuple[list[str], str, int, dict[str, str], dict]:
+        """(the arms, the compared treatment arm, the run's first day, the variant's filled reference programs,
+        the Python one's namespace)."""
         k, rng = t.knobs, t.rng
+        self.skew(t)
         arms = ["CONTROL", *unseen.distinct(lambda: t.code(1), k.arms, taken=("CONTROL",))]
         arm = arms[1 + rng.randrange(k.arms)]
         start = 1704067200 + rng.randrange(0, 300) * 86400  # the run's first day (midnight UTC), 2024-2025
-        src = fill(REFERENCE, WINDOW=k.window, SRM=k.srm, ARM=arm)
-        return arms, arm, start, src, run_python(src)
+        srcs = sources(t.variant, k.window, k.srm, arm)
+        return arms, arm, start, srcs, run_python(srcs["Python"])
+
+    def skew(self, t: TaskBuilder) -> None:
+        """A seed's data differ between the variants (readout's draws stay as they were)."""
+        for _ in range(self.variants.index(t.variant)):
+            t.rng.random()
 
     @staticmethod
     def restart_at(t: TaskBuilder, start: int, day: int) -> int:
@@ -439,11 +489,15 @@ class AbTestReadout(Family):
         """Restart times a guess would land on: hours and days around the true one, and none at all."""
         return [stamp12(at + d) for d in (-86400, -21600, 21600, 86400)] + [stamp12(start - 86400)]
 
-    def rules(self, k: Knobs, arm: str) -> tuple[str, str]:
+    SCOPE = {"readout": "Only `{arm}` and `CONTROL` are compared.",
+             "arm_table": "Every arm is reported against `CONTROL`.",
+             "conversion_latency": "Only `CONTROL` and `{arm}` are reported."}
+
+    def rules(self, k: Knobs, arm: str, variant: str = "readout") -> tuple[str, str]:
         """(the analysis rules, the output format): both cases state them alike."""
-        rules = [f"Only `{arm}` and `CONTROL` are compared. A user counts once, in the arm they were assigned to; "
-                 "their assignment time is their earliest row in the assignment log (it has repeated rows for some "
-                 "users: re-exposures)."]
+        rules = [self.SCOPE[variant].replace("{arm}", arm) + " A user counts once, in the arm they were assigned "
+                 "to; their assignment time is their earliest row in the assignment log (it has repeated rows for "
+                 "some users: re-exposures)."]
         rules.append("The experiment was restarted after a bug fix at the restart time given below (UTC, written "
                      "`YYYYMMDDHHMM`, to the minute): only users whose assignment time is at or after that moment are "
                      "in the analysis; users first assigned earlier are dropped entirely, whatever they did later.")
@@ -459,6 +513,10 @@ class AbTestReadout(Family):
         if k.epoch:
             rules.append("Beware: the event exporter wrote some `ts` values as Unix epoch seconds instead of "
                          "ISO 8601; both denote UTC.")
+        if variant == "arm_table":
+            return " ".join(rules), self.table_fields()
+        if variant == "conversion_latency":
+            return " ".join(rules), self.latency_fields(arm)
         fields = ("`key=value` lines in exactly this order: `control_users`, `control_conversions`, "
                   "`treatment_users`, `treatment_conversions` (integers; treatment is `" + arm + "`), then "
                   "`control_rate` and `treatment_rate` (conversions / users), `absolute_lift` (treatment rate "
@@ -472,18 +530,55 @@ class AbTestReadout(Family):
                    "`0.0000`, never `-0.0000`)")
         return " ".join(rules), fields
 
+    @staticmethod
+    def table_fields() -> str:
+        return ("CSV lines without a header: first `CONTROL`, then every other arm that has at least one user in "
+                "the analysis, in byte order of the arm name, each as `arm,users,conversions,rate,relative_lift,"
+                "p_value,verdict`. `users` and `conversions` are integers and `rate` is conversions / users (0 for "
+                "no users); for a treatment arm, `relative_lift` is (arm rate - CONTROL rate) / CONTROL rate (0 if "
+                "CONTROL's rate is 0), `p_value` the two-sided p-value of the pooled two-proportion z-test of the "
+                "arm against CONTROL (from the standard normal distribution; 1 if the pooled standard error is 0 "
+                "or CONTROL has no users), and `verdict` is `better` or `worse` (the arm's rate above or below "
+                "CONTROL's) when the unrounded p-value is below 0.05 divided by the number of treatment arms "
+                "listed (Bonferroni), else `flat`. CONTROL's line always ends `0.0000,1.0000,baseline`. Every "
+                "non-integer value is rounded to exactly 4 decimal places (e.g. `0.1250`; write `0.0000`, never "
+                "`-0.0000`)")
+
+    @staticmethod
+    def latency_fields(arm: str) -> str:
+        return (f"exactly two CSV lines without a header, first for `CONTROL`, then for `{arm}`, each as "
+                "`arm,users,converters,median_hours,mean_hours`: the arm's users in the analysis and how many of "
+                "them converted (integers), then the median and the mean time to convert of those converters, in "
+                "hours (seconds / 3600). A converter's time to convert runs from their assignment time to their "
+                "earliest purchase that counts; the median of an even number of times is the mean of the middle "
+                "two. Both times are rounded to exactly 2 decimal places (e.g. `36.25`), and are `0.00` for an arm "
+                "without converters")
+
+    # What the tool of each variant reports (program case), and what the output case asks for.
+    TOOL = {"readout": "The tool compares the treatment arm `{arm}` with CONTROL",
+            "arm_table": "The tool reports every arm against CONTROL",
+            "conversion_latency": "The tool reports how long users of CONTROL and of `{arm}` took to convert"}
+    ASK = {"readout": "I need the readout of `{arm}` against CONTROL since the experiment's restart.",
+           "arm_table": "I need a table of every arm against CONTROL since the experiment's restart.",
+           "conversion_latency": "I need to know how long users of CONTROL and of `{arm}` took to convert since "
+                                 "the experiment's restart."}
+    # (solution script, output file, what it holds) per variant.
+    OUTPUT = {"readout": ("readout.py", "/app/out/readout.txt", "the readout (format above)"),
+              "arm_table": ("arm_table.py", "/app/out/arm_table.csv", "the arm table (format above)"),
+              "conversion_latency": ("latency.py", "/app/out/latency.csv", "the latency report (format above)")}
+
     def program_case(self, t: TaskBuilder) -> None:
         if t.level == 0:
             return self.atomic_program(t)
         k, rng = t.knobs, t.rng
-        arms, arm, start, src, ns = self.setup(t)
-        rules, fields = self.rules(k, arm)
+        arms, arm, start, srcs, ns = self.setup(t)
+        rules, fields = self.rules(k, arm, t.variant)
         names = ", ".join(f"`{a}`" for a in arms[1:])
         intro = ("We run a lot of conversion experiments with a control arm called `CONTROL` and one or more "
                  f"treatment arms ({names}), and I want a reusable readout tool. Its input (standard input) is one "
                  "stream: the assignment log (CSV with header `user_id,arm,assigned_at`), a line holding just `---`, "
                  "then the event log (CSV with header `user_id,event,ts`). Times are UTC, written "
-                 f"`YYYY-MM-DDTHH:MM:SS`. The tool compares the treatment arm `{arm}` with CONTROL, for the "
+                 f"`YYYY-MM-DDTHH:MM:SS`. {self.TOOL[t.variant].replace('{arm}', arm)}, for the "
                  "experiment whose restart time is given below.")
         for _ in range(50):
             day = rng.randrange(3, 9)
@@ -504,10 +599,7 @@ class AbTestReadout(Family):
         t.say(intro)
         v = t.deliver(restart, RESTART_WHAT)
         t.say(f"{rules} The output is {fields}.")
-        c_src = fill(C_REFERENCE, WINDOW=str(k.window), SRM="1" if k.srm else "0", ARM=arm, C_TRIM=C_TRIM,
-                     C_SPLIT=C_SPLIT)
-        t.expect_program("The restart time is always the one given above: hard-code it.", cases,
-                         {"Python": src, "C": c_src})
+        t.expect_program("The restart time is always the one given above: hard-code it.", cases, srcs)
         # The shipped references have a placeholder; the oracle fills it with the delivered time.
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@RESTART@@/{v}/" "$f"; done')
 
@@ -515,8 +607,8 @@ class AbTestReadout(Family):
         if t.level == 0:
             return self.atomic_output(t)
         k, rng = t.knobs, t.rng
-        arms, arm, start, src, ns = self.setup(t)
-        rules, fields = self.rules(k, arm)
+        arms, arm, start, srcs, ns = self.setup(t)
+        rules, fields = self.rules(k, arm, t.variant)
         names = ", ".join(f"`{a}`" for a in arms[1:])
         for _ in range(20):
             a_text, e_text = make_data(rng, k, arms, k.users, start)
@@ -538,74 +630,105 @@ class AbTestReadout(Family):
               f"{'a treatment arm' if k.arms == 1 else 'several treatment arms'} ({names}). The exposure log is "
               "`/app/data/assignments.csv` (`user_id,arm,assigned_at`) and the product events are in "
               "`/app/data/events.csv` (`user_id,event,ts`); times are UTC, written `YYYY-MM-DDTHH:MM:SS`. "
-              f"I need the readout of `{arm}` against CONTROL since the experiment's restart.")
+              + self.ASK[t.variant].replace("{arm}", arm))
         restart = unseen.unseen(t, lambda: rng.choice(good), f"Rules: {rules}", f"Output format: {fields}.")
         truth = ns["readout"](a_text, e_text, restart)
         v = t.deliver(restart, RESTART_WHAT)
         t.say(f"Rules: {rules}")
         t.say(f"Output format: {fields}.")
-        t.add_solution_file("readout.py", src)  # the restart time comes on the command line
+        script, out, what = self.OUTPUT[t.variant]
+        t.add_solution_file(script, srcs["Python"])  # the restart time comes on the command line
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'python3 /solution/readout.py /app/data/assignments.csv /app/data/events.csv "{v}" '
-                '> /app/out/readout.txt')
-        t.expect_output("/app/out/readout.txt", truth, "the readout (format above)")
+                f'python3 /solution/{script} /app/data/assignments.csv /app/data/events.csv "{v}" > {out}')
+        t.expect_output(out, truth, what)
 
     ATOMIC_RULE = ("The exposure log has a header line, then `user_id,arm,assigned_at` rows (UTC, written "
                    "`YYYY-MM-DDTHH:MM:SS`); some users have repeated rows. Count the distinct users with at least "
                    "one row assigned at or after the restart time given below (UTC, written `YYYYMMDDHHMM`, to the "
                    "minute).")
+    FIRST_RULE = {"arm_table": "The exposure log has a header line, then `user_id,arm,assigned_at` rows",
+                  "conversion_latency": "The event log has a header line, then `user_id,event,ts` rows"}
+    FIRST_ASK = {"arm_table": "For each arm, take its earliest row at or after the restart time",
+                 "conversion_latency": "For each buyer (a user with a `purchase` row at or after the restart "
+                                       "time), take their earliest such `purchase` row"}
 
-    def atomic_setup(self, t: TaskBuilder) -> tuple[list[str], int, dict]:
+    def atomic_rule(self, variant: str) -> str:
+        if variant == "readout":
+            return self.ATOMIC_RULE
+        _, _, noun, field = FIRST_AFTER[variant]
+        missing = "; an arm with no such row gets no line" if noun == "arm" else ""
+        return (f"{self.FIRST_RULE[variant]} (UTC, written `YYYY-MM-DDTHH:MM:SS`); the restart time is given below "
+                f"(UTC, written `YYYYMMDDHHMM`, to the minute). {self.FIRST_ASK[variant]} and write one line "
+                f"`<{field}> <minutes>`: the whole minutes (rounded down) from the restart time to that row. One "
+                f"line per {noun}, in byte order of `{field}`{missing}.")
+
+    def atomic_setup(self, t: TaskBuilder) -> tuple[list[str], int, dict[str, str], object]:
+        """(the arms, the run's first day, the level-0 reference programs, the Python function answering)."""
         k, rng = t.knobs, t.rng
+        self.skew(t)
         arms = ["CONTROL", *unseen.distinct(lambda: t.code(1), k.arms, taken=("CONTROL",))]
         start = 1704067200 + rng.randrange(0, 300) * 86400
-        return arms, start, run_python(fill(ATOMIC))
+        srcs, fn = atomic_sources(t.variant)
+        return arms, start, srcs, run_python(srcs["Python"])[fn]
+
+    # (input file, solution script, output file, what it holds) of level 0 per variant.
+    ATOMIC_OUT = {"readout": ("assignments", "count.py", "/app/out/count.txt", "the user count"),
+                  "arm_table": ("assignments", "arm_starts.py", "/app/out/arm_starts.txt", "the arm lines"),
+                  "conversion_latency": ("events", "first_purchases.py", "/app/out/first_purchases.txt",
+                                         "the buyer lines")}
 
     def atomic_output(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        arms, start, ns = self.atomic_setup(t)
+        arms, start, srcs, answer = self.atomic_setup(t)
+        log, script, out, what = self.ATOMIC_OUT[t.variant]
         for _ in range(20):
-            a_text, _ = make_data(rng, k, arms, k.users, start)
+            texts = dict(zip(("assignments", "events"), make_data(rng, k, arms, k.users, start)))
             good = []
             for day in range(3, 9):
                 at = self.restart_at(t, start, day)
-                truth = ns["count"](a_text, stamp12(at))
-                if all(ns["count"](a_text, alt) != truth for alt in self.alternatives(start, at)):
+                truth = answer(texts[log], stamp12(at))
+                # Lines must all move under a near-miss time (line credit), and there must be some.
+                if truth.strip() and all(not set(truth.splitlines()) & set(answer(texts[log], alt).splitlines())
+                                         for alt in self.alternatives(start, at)):
                     good.append(stamp12(at))
             if good:
                 break
         else:
             raise FamilyError("ab_test_readout: no restart time that every near miss gets wrong in 20 data draws")
-        t.add_file("/app/data/assignments.csv", a_text)
-        t.say(f"Our checkout experiment's exposure log is `/app/data/assignments.csv`. {self.ATOMIC_RULE}")
+        path = f"/app/data/{log}.csv"
+        t.add_file(path, texts[log])
+        rule = self.atomic_rule(t.variant)
+        t.say(f"Our checkout experiment's {'exposure' if log == 'assignments' else 'event'} log is `{path}`. {rule}")
         restart = unseen.unseen(t, lambda: rng.choice(good))
-        truth = ns["count"](a_text, restart)
+        truth = answer(texts[log], restart)
         v = t.deliver(restart, RESTART_WHAT)
-        t.add_solution_file("count.py", fill(ATOMIC))
+        t.add_solution_file(script, srcs["Python"])
         t.solve(f'test -n "{v}"\nmkdir -p /app/out\n'
-                f'python3 /solution/count.py /app/data/assignments.csv "{v}" > /app/out/count.txt')
-        t.expect_output("/app/out/count.txt", truth, "the user count")
+                f'python3 /solution/{script} {path} "{v}" > {out}')
+        t.expect_output(out, truth, what)
 
     def atomic_program(self, t: TaskBuilder) -> None:
         k, rng = t.knobs, t.rng
-        arms, start, ns = self.atomic_setup(t)
-        intro = ("I want a small tool that reads an experiment's exposure log on standard input and prints one "
-                 f"integer. {self.ATOMIC_RULE}")
+        arms, start, srcs, answer = self.atomic_setup(t)
+        log = self.ATOMIC_OUT[t.variant][0]
+        which = 0 if log == "assignments" else 1
+        prints = "one integer" if t.variant == "readout" else f"one line per {FIRST_AFTER[t.variant][2]}"
+        intro = (f"I want a small tool that reads an experiment's {'exposure' if which == 0 else 'event'} log on "
+                 f"standard input and prints {prints}. {self.atomic_rule(t.variant)}")
         for _ in range(50):
             day = rng.randrange(3, 9)
             at = self.restart_at(t, start, day)
             restart = stamp12(at)
-            logs = [make_data(rng, k, arms, rng.randrange(10, 30), start, day + 1)[0] for _ in range(2)]
-            logs += [make_data(rng, k, arms, rng.randrange(20, 60), start)[0] for _ in range(8)]
-            cases = [(a, ns["count"](a, restart)) for a in logs]
+            logs = [make_data(rng, k, arms, rng.randrange(10, 30), start, day + 1)[which] for _ in range(2)]
+            logs += [make_data(rng, k, arms, rng.randrange(20, 60), start)[which] for _ in range(8)]
+            cases = [(a, answer(a, restart)) for a in logs]
             if unseen.visible(t, restart, intro, *(x for c in cases[:2] for x in c)):
                 continue
-            if all(any(ns["count"](a, alt) != out for a, out in cases[2:]) for alt in self.alternatives(start, at)):
+            if all(any(answer(a, alt) != out for a, out in cases[2:]) for alt in self.alternatives(start, at)):
                 break
         else:
             raise FamilyError("ab_test_readout: no restart time that every near miss gets wrong in 50 draws")
         t.say(intro)
         v = t.deliver(restart, RESTART_WHAT)
-        t.expect_program("The restart time is always the one given above: hard-code it.", cases,
-                         {"Python": fill(ATOMIC), "C": fill(C_ATOMIC)})
+        t.expect_program("The restart time is always the one given above: hard-code it.", cases, srcs)
         t.solve(f'for f in /app/solution.*; do sed -i "s/@@RESTART@@/{v}/" "$f"; done')

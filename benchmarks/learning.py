@@ -73,14 +73,18 @@ def task_rates(job: Path) -> dict[str, float]:
     return {t: sum(v) / len(v) for t, v in sorted(per_task.items())}
 
 
-def evaluate(policy: str, splits: dict[str, Path], job: Path, k: int, jobs: int, seed: int) -> dict:
-    """Held-out pass@1 per split (k attempts per task), with a 95% bootstrap interval over tasks."""
+def evaluate(model: str, splits: dict[str, Path], job: Path, k: int, jobs: int, seed: int, dtype: str) -> dict:
+    """Held-out pass@1 per split (k attempts per task), with a 95% bootstrap interval over tasks. The
+    model samples in ``dtype`` (the RL rollouts' dtype), all ``jobs`` episodes' turns in one batch."""
+    from tmax.agent.hf import HFPolicy
     from tmax.jobs import JobSpec, solve
 
     corpus = [d for split in splits.values() for d in sorted(p for p in split.iterdir() if p.is_dir())]
-    spec = JobSpec(corpus=corpus, policy=policy, k=k, jobs=jobs, max_steps=TURNS, max_tokens_per_turn=TOKENS_PER_TURN)
+    spec = JobSpec(corpus=corpus, policy=f"hf:{model}", k=k, jobs=jobs, max_steps=TURNS,
+                   max_tokens_per_turn=TOKENS_PER_TURN)
     t0 = time.monotonic()
-    solve(spec, job)
+    if len(list(job.glob("*/result.json"))) < len(corpus) * k:  # a finished job (resumed) loads no model
+        solve(spec, job, policy=HFPolicy(model_path=model, dtype=dtype, max_batch=jobs, seed=seed))
     per_task = task_rates(job)
     out: dict = {"k": k, "seconds": round(time.monotonic() - t0, 1)}
     for name, split in splits.items():
@@ -233,14 +237,14 @@ def main() -> None:
                     help="SFT epochs of the warm start (3 left a sharp policy, about 0.1 nats of entropy per token and training reward 0.75, with little left for RL; 2 leave held-out pass@1 near 0.4)")
     ap.add_argument("--warm-lr", type=float, default=5e-5)
     ap.add_argument("-k", type=int, default=2)
-    ap.add_argument("-j", "--jobs", type=int, default=16)
+    ap.add_argument("-j", "--jobs", type=int, default=32, help="concurrent evaluation episodes (one decode batch)")
     ap.add_argument("--prompts", type=int, default=2, help="groups per RL step")
     ap.add_argument("--group", type=int, default=8)
     ap.add_argument("--micro-batch", type=int, default=4)
     ap.add_argument("--lr", type=float, default=1e-5,
                     help="RL learning rate (from the 2-epoch warm start, 1e-5 for 4 steps raised held-out pass@1 with "
                          "DPPO; from a 3-epoch one, 2e-5 lowered it with both losses and 3e-6 kept it)")
-    ap.add_argument("--dtype", default="bfloat16", help="the RL body dtype (fp32 master weights and head either way)")
+    ap.add_argument("--dtype", default="bfloat16", help="the RL body dtype (fp32 master weights and head either way), and the evaluation's sampling dtype")
     ap.add_argument("--base-k", type=int, default=1, help="attempts per task for the base model (it solves none)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-base", action="store_true", help="do not evaluate the base model")
@@ -275,15 +279,17 @@ def main() -> None:
     t_start = time.monotonic()
     if not args.skip_base:
         print("evaluating the base model ...", flush=True)
-        results["base"] = evaluate("embedded", splits, out / "eval-base", args.base_k, args.jobs, args.seed)
+        results["base"] = evaluate("embedded", splits, out / "eval-base", args.base_k, args.jobs, args.seed,
+                                   args.dtype)
     warm, results["warm_start_sft"] = warm_model(args, warm_job, out)
     print("evaluating the warm start ...", flush=True)
-    results["warm_start"] = evaluate(f"hf:{warm}", splits, out / "eval-warm", args.k, args.jobs, args.seed)
+    results["warm_start"] = evaluate(str(warm), splits, out / "eval-warm", args.k, args.jobs, args.seed, args.dtype)
     (out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     for loss in losses:
         final, rows, minutes = train(loss, args, train_dir, warm, out)
         print(f"evaluating after {loss} ...", flush=True)
-        results[loss] = evaluate(f"hf:{final}", splits, out / f"eval-{loss}", args.k, args.jobs, args.seed)
+        results[loss] = evaluate(str(final), splits, out / f"eval-{loss}", args.k, args.jobs, args.seed,
+                                 args.dtype)
         results[loss].update(steps=len(rows), train_minutes=round(minutes, 1),
                              kept_groups=sum(r.get("groups_kept", 0) for r in rows),
                              seen_groups=sum(r.get("groups_seen", 0) for r in rows),

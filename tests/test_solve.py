@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tmax.jobs import JobSpec, load_results, pass_at_k, solve
+from tmax.jobs import JobSpec, episode_summary, load_results, pass_at_k, solve
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "tasks"
 
@@ -46,6 +46,14 @@ def test_oracle_and_nop_pass_at_k_and_layout(task_factory, tmp_path, bwrap):
     assert json.loads((tmp_path / "oracle" / "result.json").read_text())["n_tasks"] == 3
     with pytest.raises(ValueError, match="ran policy"):
         solve(JobSpec(corpus=corpus, policy="nop", k=2), tmp_path / "oracle")
+
+
+def test_a_failing_reference_solution_leaves_its_exit_code_and_output_in_the_result(task_factory, tmp_path, bwrap):
+    task = task_factory(name="badref", solve="#!/bin/bash\necho 'cp: cannot stat /solution/x' >&2\nexit 3\n")
+    solve(JobSpec(corpus=[task.path], policy="oracle", k=1), tmp_path / "job")
+    [r] = load_results(tmp_path / "job")
+    assert r["outcome"] == "failed"
+    assert episode_summary(r) == {"solution_exit_code": 3, "solution_output": "cp: cannot stat /solution/x\n"}
 
 
 def test_infra_errors_stay_out_of_pass_at_k(task_factory, tmp_path, bwrap):
@@ -96,6 +104,17 @@ def _trials(job: Path) -> dict[str, tuple]:
     return {f"{r['task']}__{r['attempt']}": (r["outcome"], r["reward"]) for r in load_results(job)}
 
 
+def _why_they_differ(a: Path, b: Path, trials: list[str]) -> str:
+    """Each differing trial's outcome, reason and verifier output in both jobs (a flaky task shows why)."""
+    lines = []
+    for job in (a, b):
+        for r in load_results(job):
+            if f"{r['task']}__{r['attempt']}" in trials:
+                lines.append(f"{job.name}/{r['task']}__{r['attempt']}: {r['outcome']} {r.get('reason')!r}\n"
+                             f"agent: {episode_summary(r)}\nverifier: {(r.get('verifier_output') or '')[-1500:]}")
+    return "\n".join(lines)
+
+
 def test_kill_9_then_resume_gives_the_same_trials(tmp_path, bwrap):
     corpus = tmp_path / "corpus"
     shutil.copytree(EXAMPLES, corpus)
@@ -114,7 +133,8 @@ def test_kill_9_then_resume_gives_the_same_trials(tmp_path, bwrap):
     resumed = _trials(job)
     fresh_job = tmp_path / "fresh"
     solve(JobSpec(corpus=sorted(p for p in corpus.iterdir()), policy="oracle", k=2, jobs=2), fresh_job)
-    assert resumed == _trials(fresh_job)
+    fresh = _trials(fresh_job)
+    assert resumed == fresh, _why_they_differ(job, fresh_job, [t for t in resumed if resumed[t] != fresh.get(t)])
     assert len(resumed) == 20 and all(o == "passed" for o, _ in resumed.values())
     dirs = [d.name for d in job.iterdir() if d.is_dir()]
     assert sorted(dirs) == sorted(resumed)  # nothing duplicated, nothing half-written left behind

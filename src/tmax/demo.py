@@ -95,8 +95,10 @@ def solve_some(cfg: DemoConfig, corpus: Path, view: DemoView) -> Path:
 
     kept = corpus_task_dirs(corpus)[:cfg.solve_n]
     view.step(f"4. solve {len(kept)} tasks with the embedded model (k=2)")
+    # A small model's commands often wait on something that never comes (a server, a prompt): 20 s per
+    # command, not the 120 s default, keeps this step to minutes.
     spec = JobSpec(corpus=kept, policy="embedded", k=2, jobs=cfg.jobs, backend=cfg.backend, max_steps=6,
-                   max_tokens_per_turn=160)
+                   max_tokens_per_turn=160, command_timeout=20.0)
     job = cfg.out / "job-embedded"
     summary = solve(spec, job)
     view.say(f"embedded model: pass@1 {summary.get('pass@1')}, pass@2 {summary.get('pass@2')}, "

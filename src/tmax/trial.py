@@ -112,8 +112,17 @@ class OracleAgent:
         sol = task.path / task.solution_script
         return [Bind(str(sol.parent.resolve()), "/solution", readonly=True)]
 
+    def __init__(self) -> None:
+        self.last: dict = {}
+
     def run(self, task: Task, sandbox: Sandbox, timeout: float) -> bool:
-        return sandbox.exec(f"bash /solution/{Path(task.solution_script).name}", timeout=timeout).timed_out
+        r = sandbox.exec(f"bash /solution/{Path(task.solution_script).name}", timeout=timeout)
+        self.last = {"solution_exit_code": r.exit_code, "solution_output": r.output[-2000:]}
+        return r.timed_out
+
+    def info(self) -> dict:
+        """How the reference solution ended (kept in the trial's result: a failing oracle shows why)."""
+        return self.last
 
 
 class NopAgent:

@@ -47,6 +47,9 @@ TRAIN_FAMILIES = ("git_leak_forensics", "traceback_triage", "service_downtime_re
 HELDOUT_FAMILIES = ("semver_resolve", "process_kill_plan", "batch_drift_screen")
 HELDOUT_SEED0 = 1000  # held-out seeds of the training families start here
 TURNS, TOKENS_PER_TURN = 2, 192  # the command, then submit; the longest reference command is ~140 tokens
+# Every reference command here ends in under 2 s; a small model's commands often wait on input that never
+# comes (`tail -f`, a server), and at the harness default (120 s) those waits, not decoding, set the pace.
+COMMAND_TIMEOUT = 15.0
 
 
 def build_split(dest: Path, families: tuple[str, ...], seeds: range) -> Path:
@@ -81,7 +84,7 @@ def evaluate(model: str, splits: dict[str, Path], job: Path, k: int, jobs: int, 
 
     corpus = [d for split in splits.values() for d in sorted(p for p in split.iterdir() if p.is_dir())]
     spec = JobSpec(corpus=corpus, policy=f"hf:{model}", k=k, jobs=jobs, max_steps=TURNS,
-                   max_tokens_per_turn=TOKENS_PER_TURN)
+                   max_tokens_per_turn=TOKENS_PER_TURN, command_timeout=COMMAND_TIMEOUT)
     t0 = time.monotonic()
     if len(list(job.glob("*/result.json"))) < len(corpus) * k:  # a finished job (resumed) loads no model
         solve(spec, job, policy=HFPolicy(model_path=model, dtype=dtype, max_batch=jobs, seed=seed))
@@ -145,7 +148,7 @@ def train(loss: str, args, train_dir: Path, warm: Path, out: Path):
     cfg = TrainConfig(tasks=[str(train_dir)], model=str(warm), out=str(out / f"train-{loss}"), loss=loss,
                       steps=10_000, max_minutes=args.minutes, prompts_per_step=args.prompts, group_size=args.group,
                       micro_batch=args.micro_batch, max_turns=TURNS, max_tokens_per_turn=TOKENS_PER_TURN,
-                      max_total_tokens=2048, max_prompt_tokens=1024, lr=args.lr, async_rollouts=True,
+                      command_timeout=COMMAND_TIMEOUT, max_total_tokens=2048, max_prompt_tokens=1024, lr=args.lr, async_rollouts=True,
                       rollout_workers=args.prompts * args.group, checkpoint_every=5, dtype=args.dtype, seed=args.seed)
     cfg.validate()
     shutil.rmtree(cfg.out, ignore_errors=True)  # a fresh run: the point is the budget from step 0

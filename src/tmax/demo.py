@@ -116,12 +116,12 @@ def report(corpus: Path, job_dirs: list[Path], out: Path, view: DemoView) -> Non
 
 def train_config(cfg: DemoConfig, tasks: Path, warm_job: Path):
     """Groups of 4 on level-0 tasks after a warm start on ``warm_job``: the demo shows the loop, not a
-    long run."""
+    long run (20 s per command, as in step 4)."""
     from tmax.rl.config import TrainConfig
 
     train_cfg = TrainConfig(tasks=[str(tasks)], out=str(cfg.out / "train"), steps=cfg.train_steps,
                             prompts_per_step=1, group_size=4, micro_batch=4, max_turns=2, max_tokens_per_turn=192,
-                            max_total_tokens=2048, max_prompt_tokens=1024, lr=2e-5, async_rollouts=False,
+                            command_timeout=20.0, max_total_tokens=2048, max_prompt_tokens=1024, lr=2e-5, async_rollouts=False,
                             rollout_workers=4, checkpoint_every=cfg.train_steps, backend=cfg.backend,
                             max_refill_factor=1,  # one group per step, kept or not: the reward is what it is
                             warm_start_jobs=[str(warm_job)], warm_start_epochs=3, warm_start_lr=5e-5)

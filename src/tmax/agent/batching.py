@@ -1,6 +1,8 @@
 """Request batching shared by the local engines: callers block in :meth:`Batcher.submit`; one
 daemon thread takes up to ``max_batch`` waiting requests at a time and runs them together, so
-concurrent rollouts share one forward pass (the big win on a CPU)."""
+concurrent rollouts share one forward pass (the big win on a CPU). The thread ends after ``idle_s``
+without requests (the next submit starts another): a thread waiting forever would keep its engine,
+and so its model, alive after the last user dropped it."""
 
 from __future__ import annotations
 
@@ -9,8 +11,8 @@ from typing import Any, Callable
 
 
 class Batcher:
-    def __init__(self, run_batch: Callable[[list[dict]], list[Any]], max_batch: int):
-        self._run_batch, self.max_batch = run_batch, max_batch
+    def __init__(self, run_batch: Callable[[list[dict]], list[Any]], max_batch: int, idle_s: float = 10.0):
+        self._run_batch, self.max_batch, self.idle_s = run_batch, max_batch, idle_s
         self._queue: list[dict] = []
         self._cv = threading.Condition()
         self._worker: threading.Thread | None = None
@@ -32,8 +34,9 @@ class Batcher:
     def _loop(self) -> None:
         while True:
             with self._cv:
-                while not self._queue:
-                    self._cv.wait()
+                if not self._queue and not self._cv.wait_for(lambda: self._queue, timeout=self.idle_s):
+                    self._worker = None  # under the lock: a submit now starts a new thread
+                    return
                 batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch:]
             try:
                 for r, res in zip(batch, self._run_batch(batch)):

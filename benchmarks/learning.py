@@ -23,7 +23,7 @@ Setup (all seeded):
 Prints a table, writes learning.png (training reward per step for both losses, held-out pass@1 per
 model) and results.json; the last line holds the figures.
 
-  python3 benchmarks/learning.py                       # the default run, 60-90 minutes on 2 cores
+  python3 benchmarks/learning.py                       # the default run, about 60 minutes on 2 cores
   python3 benchmarks/learning.py --minutes 2 --train-seeds 4 --heldout-seeds 2   # a smoke run
 """
 
@@ -230,7 +230,7 @@ def result_line(results: dict, losses: list[str]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("runs/learning"))
-    ap.add_argument("--minutes", type=float, default=12.0, help="training budget per loss")
+    ap.add_argument("--minutes", type=float, default=11.0, help="training budget per loss (the last step ends within it)")
     ap.add_argument("--losses", default="dppo_tv,grpo")
     ap.add_argument("--train-seeds", type=int, default=16, help="training tasks per training family")
     ap.add_argument("--heldout-seeds", type=int, default=6, help="held-out seeds per training family")

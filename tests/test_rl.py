@@ -483,3 +483,12 @@ def test_async_rollouts_keep_as_many_groups_in_flight_as_the_workers_can_run(two
     assert peak[0] == 2
     row = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[-1])
     assert row["groups_seen"] >= 1 and row["step"] == 1
+
+
+def test_a_minute_budget_stops_before_a_step_that_would_end_past_it():
+    from tmax.rl.trainer import out_of_budget
+
+    assert not out_of_budget(100.0, 50.0, None)  # no budget
+    assert not out_of_budget(60.0, 50.0, 2.0)  # 110 s < 120 s: one more step fits
+    assert out_of_budget(80.0, 50.0, 2.0)  # under the budget now, but the next step would end at 130 s
+    assert out_of_budget(130.0, 10.0, 2.0)

@@ -440,7 +440,7 @@ class Trainer:
                          f"{row['step_time']:.1f}s")
                 # rank 0's clock decides, so that every rank stops after the same step
                 out_of_time = self.learner.share(
-                    cfg.max_minutes is not None and time.monotonic() - started > cfg.max_minutes * 60)
+                    out_of_budget(time.monotonic() - started, row["step_time"], cfg.max_minutes))
                 if self.step % cfg.checkpoint_every == 0 or self.step == cfg.steps or out_of_time:
                     self.save()
                     if self.lead:
@@ -454,6 +454,12 @@ class Trainer:
     def _collect(self, q: queue.Queue | None) -> tuple[list[Sample], dict]:
         groups, stats = self.collect_batch(q)
         return samples_of(groups), stats
+
+
+def out_of_budget(elapsed_s: float, last_step_s: float, max_minutes: float | None) -> bool:
+    """True when another step as long as the last would end past the wall-clock budget: a budget is a
+    deadline for the last step's end, not for its start."""
+    return max_minutes is not None and elapsed_s + last_step_s > max_minutes * 60
 
 
 def _mean(xs):

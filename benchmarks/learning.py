@@ -47,8 +47,8 @@ TRAIN_FAMILIES = ("git_leak_forensics", "traceback_triage", "service_downtime_re
 HELDOUT_FAMILIES = ("semver_resolve", "process_kill_plan", "batch_drift_screen")
 HELDOUT_SEED0 = 1000  # held-out seeds of the training families start here
 TURNS, TOKENS_PER_TURN = 2, 192  # the command, then submit; the longest reference command is ~140 tokens
-# Every reference command here ends in under 2 s; a small model's commands often wait on input that never
-# comes (`tail -f`, a server), and at the harness default (120 s) those waits, not decoding, set the pace.
+# Every reference command here ends in under 0.1 s; a command that waits on input that never comes
+# (`tail -f`, a server) would hold its episode for the harness default of 120 s.
 COMMAND_TIMEOUT = 15.0
 
 

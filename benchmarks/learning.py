@@ -148,7 +148,8 @@ def train(loss: str, args, train_dir: Path, warm: Path, out: Path):
     cfg = TrainConfig(tasks=[str(train_dir)], model=str(warm), out=str(out / f"train-{loss}"), loss=loss,
                       steps=10_000, max_minutes=args.minutes, prompts_per_step=args.prompts, group_size=args.group,
                       micro_batch=args.micro_batch, max_turns=TURNS, max_tokens_per_turn=TOKENS_PER_TURN,
-                      command_timeout=COMMAND_TIMEOUT, max_total_tokens=2048, max_prompt_tokens=1024, lr=args.lr, async_rollouts=True,
+                      command_timeout=COMMAND_TIMEOUT, max_total_tokens=2048, max_prompt_tokens=1024, lr=args.lr,
+                      async_rollouts=True,
                       rollout_workers=args.prompts * args.group, checkpoint_every=5, dtype=args.dtype, seed=args.seed)
     cfg.validate()
     shutil.rmtree(cfg.out, ignore_errors=True)  # a fresh run: the point is the budget from step 0
@@ -230,7 +231,8 @@ def result_line(results: dict, losses: list[str]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=Path("runs/learning"))
-    ap.add_argument("--minutes", type=float, default=11.0, help="training budget per loss (the last step ends within it)")
+    ap.add_argument("--minutes", type=float, default=11.0,
+                    help="training budget per loss (the last step ends within it)")
     ap.add_argument("--losses", default="dppo_tv,grpo")
     ap.add_argument("--train-seeds", type=int, default=16, help="training tasks per training family")
     ap.add_argument("--heldout-seeds", type=int, default=6, help="held-out seeds per training family")

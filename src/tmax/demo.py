@@ -21,6 +21,9 @@ EXAMPLES = Path(str(files("tmax") / "examples" / "tasks"))
 TRAIN_FAMILIES = ("git_leak_forensics", "service_downtime_report")
 WARM_SEEDS, TRAIN_SEEDS = range(8), range(100, 104)
 GENERATE_KIND, GENERATE_SEED = "rl_v2", 0
+# A small model's commands often wait on something that never comes (a server, a prompt): 20 s per
+# command, not the 120 s default, keeps the solve and training steps to minutes.
+COMMAND_TIMEOUT = 20.0
 
 
 @dataclass(frozen=True)
@@ -95,10 +98,8 @@ def solve_some(cfg: DemoConfig, corpus: Path, view: DemoView) -> Path:
 
     kept = corpus_task_dirs(corpus)[:cfg.solve_n]
     view.step(f"4. solve {len(kept)} tasks with the embedded model (k=2)")
-    # A small model's commands often wait on something that never comes (a server, a prompt): 20 s per
-    # command, not the 120 s default, keeps this step to minutes.
     spec = JobSpec(corpus=kept, policy="embedded", k=2, jobs=cfg.jobs, backend=cfg.backend, max_steps=6,
-                   max_tokens_per_turn=160, command_timeout=20.0)
+                   max_tokens_per_turn=160, command_timeout=COMMAND_TIMEOUT)
     job = cfg.out / "job-embedded"
     summary = solve(spec, job)
     view.say(f"embedded model: pass@1 {summary.get('pass@1')}, pass@2 {summary.get('pass@2')}, "
@@ -116,12 +117,13 @@ def report(corpus: Path, job_dirs: list[Path], out: Path, view: DemoView) -> Non
 
 def train_config(cfg: DemoConfig, tasks: Path, warm_job: Path):
     """Groups of 4 on level-0 tasks after a warm start on ``warm_job``: the demo shows the loop, not a
-    long run (20 s per command, as in step 4)."""
+    long run."""
     from tmax.rl.config import TrainConfig
 
     train_cfg = TrainConfig(tasks=[str(tasks)], out=str(cfg.out / "train"), steps=cfg.train_steps,
                             prompts_per_step=1, group_size=4, micro_batch=4, max_turns=2, max_tokens_per_turn=192,
-                            command_timeout=20.0, max_total_tokens=2048, max_prompt_tokens=1024, lr=2e-5, async_rollouts=False,
+                            command_timeout=COMMAND_TIMEOUT, max_total_tokens=2048, max_prompt_tokens=1024, lr=2e-5,
+                            async_rollouts=False,
                             rollout_workers=4, checkpoint_every=cfg.train_steps, backend=cfg.backend,
                             max_refill_factor=1,  # one group per step, kept or not: the reward is what it is
                             warm_start_jobs=[str(warm_job)], warm_start_epochs=3, warm_start_lr=5e-5)

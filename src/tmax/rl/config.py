@@ -60,7 +60,8 @@ class TrainConfig:
     backend: str = DEFAULT_BACKEND
     seed: int = 0
     checkpoint_every: int = 10
-    max_minutes: float | None = None  # wall-clock budget: stop (with a checkpoint) when the next step, as long as the last, would cross it
+    # wall-clock budget: stop (with a checkpoint) when the next step, as long as the last, would cross it
+    max_minutes: float | None = None
     # optional SFT warm start on the successful trajectories of solve jobs (the recipe needs none)
     warm_start_jobs: list[str] = field(default_factory=list)
     warm_start_epochs: int = 1

@@ -446,7 +446,8 @@ class Trainer:
                     if self.lead:
                         plot_metrics(self.out)
                 if out_of_time:
-                    self.log(f"stopping after step {self.step}: the {cfg.max_minutes} minute budget is spent")
+                    self.log(f"stopping after step {self.step}: another step would end past the {cfg.max_minutes} "
+                             "minute budget")
                     break
         finally:
             stop.set()
